@@ -1,0 +1,205 @@
+"""The command line: `autodoc --call METHOD JSON`, `autodoc index PATH`, `autodoc search QUERY`.
+
+A thin layer over the dispatcher: it parses arguments, calls one method, and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .dispatcher import Dispatcher
+from .engine import Engine
+from .errors import RpcError
+
+EXIT_OK, EXIT_RPC_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="autodoc",
+        description="Hybrid search over a Markdown knowledge base.",
+        epilog="Methods for --call: workspace.add, workspace.list, workspace.remove, "
+        "workspace.section_size, workspace.configure, index.run, index.status, search.query, "
+        "doc.read, changes.since.",
+    )
+    p.add_argument("--version", action="version", version=f"autodoc {__version__}")
+    p.add_argument("--db", help="store file (default $AUTODOC_DB or $XDG_DATA_HOME/autodoc)")
+    p.add_argument(
+        "--call",
+        metavar="METHOD",
+        help="call one method with a JSON array of params and print"
+        ' its JSON result: autodoc --call search.query \'["kb", "lease"]\'',
+    )
+    sub = p.add_subparsers(dest="command")
+    ix = sub.add_parser("index", help="add a folder as a workspace (if new) and index it")
+    ix.add_argument("path")
+    ix.add_argument("--workspace", "-w", help="workspace name (default: the folder's name)")
+    ix.add_argument("--json", action="store_true", help="print the summary as JSON")
+    se = sub.add_parser("search", help="search a workspace")
+    se.add_argument("query")
+    se.add_argument("--workspace", "-w", help="workspace (default: the one around the cwd)")
+    se.add_argument("--limit", "-n", type=int, default=10)
+    se.add_argument("--stages", help="comma-separated: lexical,semantic,rerank")
+    se.add_argument("--json", action="store_true", help="print the whole answer as JSON")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = _parser()
+    if any(a == "--call" or a.startswith("--call=") for a in argv):
+        # `--call METHOD 'JSON'` has its own grammar: the JSON is not a subcommand.
+        call = argparse.ArgumentParser(prog="autodoc")
+        call.add_argument("--db")
+        call.add_argument("--call", required=True)
+        call.add_argument("params", nargs="?")
+        args = call.parse_args(argv)
+    else:
+        args = parser.parse_args(argv)
+    engine = Engine(args.db)
+    dispatcher = Dispatcher(engine)
+    try:
+        if args.call:
+            return _call(dispatcher, args.call, args.params)
+        if args.command == "index":
+            return _index(dispatcher, args)
+        if args.command == "search":
+            return _search(dispatcher, args)
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    except RpcError as err:
+        print(json.dumps({"error": err.to_dict()}, ensure_ascii=False), file=sys.stderr)
+        return EXIT_RPC_ERROR
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        engine.close()
+
+
+def _call(dispatcher: Dispatcher, method: str, raw: str | None) -> int:
+    try:
+        params = json.loads(raw) if raw else []
+    except json.JSONDecodeError as exc:
+        err = RpcError(-32700, f"params are not valid JSON: {exc}")
+        print(json.dumps({"error": err.to_dict()}), file=sys.stderr)
+        return EXIT_RPC_ERROR
+    result = dispatcher.call(method, params)
+    print(json.dumps(result, ensure_ascii=False, indent=2, default=str))
+    return EXIT_OK
+
+
+class _ProgressBar:
+    """One line on stderr, redrawn at most ten times a second; silent when not a terminal."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int, path: str) -> None:
+        now = time.monotonic()
+        if not self.tty or (now - self.last < 0.1 and done != total):
+            return
+        self.last = now
+        width = 30
+        filled = width * done // max(total, 1)
+        label = path if len(path) <= 40 else "…" + path[-39:]
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label:<40}")
+        if done == total:
+            sys.stderr.write("\r" + " " * (width + 60) + "\r")
+        sys.stderr.flush()
+
+
+def _workspace_name_for(path: Path) -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", path.name).strip("-.") or "vault"
+    return name[:64]
+
+
+def _index(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
+    root = Path(args.path).expanduser().resolve()
+    name = args.workspace or _workspace_name_for(root)
+    dispatcher.call("workspace.add", [name, str(root)])
+    summary = dispatcher.engine.index_run(name, progress=_ProgressBar())
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    print(
+        f"indexed {name}: {summary['files']} files ({summary['added']} added, "
+        f"{summary['modified']} modified, {summary['deleted']} deleted, "
+        f"{summary['unchanged']} unchanged), {summary['chunks']} chunks "
+        f"({summary['chunks_written']} written), {len(summary['skipped'])} skipped, "
+        f"{len(summary['warnings'])} warnings, {summary['seconds']:.1f} s"
+    )
+    for title, rows, key in (
+        ("skipped", summary["skipped"], "reason"),
+        ("warnings", summary["warnings"], "message"),
+    ):
+        if rows:
+            print(f"{title}:")
+            for row in rows[:20]:
+                print(f"  {row['path']}: {row[key]}")
+            if len(rows) > 20:
+                print(f"  … and {len(rows) - 20} more (autodoc --call index.status '[\"{name}\"]')")
+    return EXIT_OK
+
+
+def _default_workspace(dispatcher: Dispatcher) -> str:
+    spaces = dispatcher.call("workspace.list")
+    cwd = Path.cwd().resolve()
+    around = [w for w in spaces if cwd == Path(w["root"]) or Path(w["root"]) in cwd.parents]
+    if around:
+        return max(around, key=lambda w: len(w["root"]))["name"]
+    if len(spaces) == 1:
+        return spaces[0]["name"]
+    names = ", ".join(w["name"] for w in spaces) or "none yet: run `autodoc index PATH`"
+    raise RpcError(-32602, f"which workspace? pass --workspace (known: {names})")
+
+
+def _search(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
+    name = args.workspace or _default_workspace(dispatcher)
+    opts: dict[str, Any] = {"limit": args.limit}
+    if args.stages:
+        opts["stages"] = [s.strip() for s in args.stages.split(",") if s.strip()]
+    answer = dispatcher.call("search.query", [name, args.query, opts])
+    if args.json:
+        print(json.dumps(answer, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    for hit in answer["hits"]:
+        loc = f"{hit['path']}:{hit['line_start']}-{hit['line_end']}"
+        snippet = _highlight(hit["snippet"], hit["highlights"], color)
+        if color:
+            loc = f"\033[35m{loc}\033[0m"
+            crumb = f"\033[36m{hit['breadcrumb']}\033[0m"
+        else:
+            crumb = hit["breadcrumb"]
+        print(f"{loc}  {crumb}  {snippet}")
+    stages = answer["stages"]
+    note = f"{len(answer['hits'])} hits · {answer['mode_used']} · {answer['took_ms']:.1f} ms"
+    for stage, why in stages["skipped"].items():
+        note += f" · {stage} skipped: {why}"
+    print(note, file=sys.stderr)
+    return EXIT_OK
+
+
+def _highlight(text: str, spans: list[list[int]], color: bool) -> str:
+    if not color or not spans:
+        return text
+    out, pos = [], 0
+    for a, b in spans:
+        out.append(text[pos:a])
+        out.append(f"\033[1;33m{text[a:b]}\033[0m")
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

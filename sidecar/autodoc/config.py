@@ -1,0 +1,84 @@
+"""Workspace options: defaults, validation, and which ones force a re-chunk.
+
+Every option a user can set lives here, so the dispatcher, the LSP layer and the docs agree on
+names, types and bounds.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import invalid_params
+
+
+@dataclass(frozen=True)
+class Option:
+    default: Any
+    kind: type
+    low: int | None = None
+    high: int | None = None
+    rechunk: bool = False  # changing it changes how documents are cut
+    doc: str = ""
+
+
+OPTIONS: dict[str, Option] = {
+    "section_tokens": Option(
+        350, int, 50, 4000, rechunk=True, doc="target chunk size in estimated tokens"
+    ),
+    "abstract_chunk": Option(
+        True, bool, rechunk=True, doc="add a chunk for a frontmatter `abstract` field"
+    ),
+    "demote_superseded": Option(
+        True, bool, doc="move superseded documents' hits below their successor's"
+    ),
+    "max_file_mb": Option(20, int, 1, 1024, doc="files larger than this are skipped with a reason"),
+}
+
+
+def defaults() -> dict[str, Any]:
+    return {name: opt.default for name, opt in OPTIONS.items()}
+
+
+def validate(changes: Any) -> dict[str, Any]:
+    """Check a partial option map; raise -32602 naming the first bad key."""
+    if not isinstance(changes, dict):
+        raise invalid_params("options must be an object", got=type(changes).__name__)
+    clean: dict[str, Any] = {}
+    for key, value in changes.items():
+        opt = OPTIONS.get(key)
+        if opt is None:
+            raise invalid_params(
+                f"unknown workspace option {key!r}", field=key, known=sorted(OPTIONS)
+            )
+        # bool is an int subclass: keep the two apart so `true` is never a size.
+        if opt.kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise invalid_params(f"{key} must be an integer", field=key, value=value)
+        if opt.kind is bool and not isinstance(value, bool):
+            raise invalid_params(f"{key} must be true or false", field=key, value=value)
+        if (opt.low is not None and value < opt.low) or (opt.high is not None and value > opt.high):
+            raise invalid_params(
+                f"{key} must be between {opt.low} and {opt.high}",
+                field=key,
+                value=value,
+                min=opt.low,
+                max=opt.high,
+            )
+        clean[key] = value
+    return clean
+
+
+def chunking_fingerprint(options: dict[str, Any]) -> str:
+    """Options that change how a document is cut; a document cut under others is re-chunked."""
+    return ",".join(f"{k}={options[k]}" for k in sorted(OPTIONS) if OPTIONS[k].rechunk)
+
+
+def default_db_path() -> Path:
+    """`$AUTODOC_DB`, else `$XDG_DATA_HOME/autodoc/autodoc.db` (XDG default ~/.local/share)."""
+    env = os.environ.get("AUTODOC_DB")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base).expanduser() / "autodoc" / "autodoc.db"

@@ -1,0 +1,76 @@
+"""One table of named methods with positional JSON params, shared by the CLI, LSP and tests."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from .engine import Engine
+from .errors import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError, invalid_params
+
+log = logging.getLogger(__name__)
+
+
+class Dispatcher:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        e = engine
+        self.methods: dict[str, Callable[..., Any]] = {
+            "workspace.add": e.workspace_add,
+            "workspace.list": e.workspace_list,
+            "workspace.remove": e.workspace_remove,
+            "workspace.section_size": e.workspace_section_size,
+            "workspace.configure": e.workspace_configure,
+            "index.run": e.index_run,
+            "index.status": e.index_status,
+            "search.query": e.search,
+            "doc.read": e.doc_read,
+            "changes.since": e.changes_since,
+        }
+        self._arity = {name: _arity(fn) for name, fn in self.methods.items()}
+
+    def call(self, method: Any, params: Any = None) -> Any:
+        """Run a method; every failure is an RpcError with a documented code."""
+        fn = self.methods.get(method) if isinstance(method, str) else None
+        if fn is None:
+            raise RpcError(
+                METHOD_NOT_FOUND, f"unknown method {method!r}", {"methods": sorted(self.methods)}
+            )
+        if params is None:
+            params = []
+        if not isinstance(params, list):
+            raise invalid_params("params must be a JSON array of positional arguments")
+        low, high = self._arity[method]
+        if not low <= len(params) <= high:
+            want = str(low) if low == high else f"{low} to {high}"
+            raise invalid_params(f"{method} takes {want} params, got {len(params)}", method=method)
+        try:
+            return fn(*params)
+        except RpcError:
+            raise
+        except Exception as exc:  # a bug, not bad input: report it and keep serving
+            log.exception("internal error in %s", method)
+            raise RpcError(INTERNAL_ERROR, f"internal error: {exc}", {"method": method}) from exc
+
+    def handle(self, request: Any) -> dict[str, Any]:
+        """A JSON-RPC 2.0 request object in, a response object out."""
+        rid = request.get("id") if isinstance(request, dict) else None
+        try:
+            if not isinstance(request, dict) or "method" not in request:
+                raise RpcError(-32600, "invalid request")
+            result = self.call(request["method"], request.get("params"))
+            return {"jsonrpc": "2.0", "id": rid, "result": result}
+        except RpcError as err:
+            return {"jsonrpc": "2.0", "id": rid, "error": err.to_dict()}
+
+
+def _arity(fn: Callable[..., Any]) -> tuple[int, int]:
+    params = [
+        p
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    required = sum(1 for p in params if p.default is p.empty)
+    return required, len(params)

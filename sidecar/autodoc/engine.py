@@ -1,0 +1,203 @@
+"""The engine: one store, its workspaces' lexical indexes, and the operations on them.
+
+The dispatcher validates and routes requests here; the CLI, the LSP server and tests all go
+through the dispatcher, so there is one implementation of every operation.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from . import config
+from .errors import invalid_params
+from .indexer import Indexer, Progress
+from .lexical import LexicalIndex
+from .search import run_search
+from .store import Store, Workspace
+from .walker import read_markdown
+
+
+class Engine:
+    def __init__(self, db_path: Path | str | None = None) -> None:
+        self.store = Store(db_path)
+        self._lexical: dict[int, LexicalIndex] = {}
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        for lex in self._lexical.values():
+            lex.close()
+        self._lexical.clear()
+        self.store.close()
+
+    def lexical(self, ws: Workspace) -> LexicalIndex:
+        with self._lock:
+            lex = self._lexical.get(ws.id)
+            if lex is None:
+                lex = self._lexical[ws.id] = LexicalIndex(self.store.lexical_root / str(ws.id))
+            return lex
+
+    def workspace(self, name: Any) -> Workspace:
+        return self.store.workspace(name)
+
+    # -- workspaces --------------------------------------------------------------------------
+
+    def _describe(self, ws: Workspace) -> dict[str, Any]:
+        with self.store.snapshot() as conn:
+            docs, chunks = conn.execute(
+                "SELECT (SELECT count(*) FROM documents WHERE workspace_id = ?1 AND deleted = 0),"
+                " (SELECT count(*) FROM chunks WHERE workspace_id = ?1 AND state = 1)",
+                (ws.id,),
+            ).fetchone()
+        return {
+            "name": ws.name,
+            "root": str(ws.root),
+            "documents": docs,
+            "chunks": chunks,
+            "indexed_at": ws.indexed_at,
+            "options": ws.options,
+        }
+
+    def workspace_add(self, name: Any, root: Any) -> dict[str, Any]:
+        ws, created = self.store.add_workspace(name, root)
+        return {**self._describe(ws), "created": created}
+
+    def workspace_list(self) -> list[dict[str, Any]]:
+        return [self._describe(ws) for ws in self.store.workspaces()]
+
+    def workspace_remove(self, name: Any) -> dict[str, Any]:
+        self.store.writer()  # take the lease before touching anything
+        ws = self.store.remove_workspace(name)
+        with self._lock:
+            lex = self._lexical.pop(ws.id, None)
+            if lex is not None:
+                lex.close()
+        LexicalIndex.destroy(self.store.lexical_root / str(ws.id))
+        return {"name": ws.name, "removed": True}
+
+    def workspace_configure(self, name: Any, changes: Any) -> dict[str, Any]:
+        """Set options in one transaction; re-chunk when a chunking option changed."""
+        ws = self.workspace(name)
+        clean = config.validate(changes)
+        rechunk = any(
+            config.OPTIONS[k].rechunk and ws.options.get(k) != v for k, v in clean.items()
+        )
+        ws = self.store.set_options(ws, clean)
+        summary = None
+        if rechunk and ws.indexed_at is not None:
+            summary = self.index_run(ws.name)
+        return {**self._describe(self.workspace(ws.name)), "reindexed": summary}
+
+    def workspace_section_size(self, name: Any, tokens: Any) -> dict[str, Any]:
+        return self.workspace_configure(name, {"section_tokens": tokens})
+
+    # -- indexing ----------------------------------------------------------------------------
+
+    def index_run(self, name: Any, *, progress: Progress | None = None) -> dict[str, Any]:
+        ws = self.workspace(name)
+        self.store.writer()
+        indexer = Indexer(self.store, self.lexical(ws), ws)
+        return indexer.run(progress=progress).to_dict()
+
+    def index_status(self, name: Any) -> dict[str, Any]:
+        ws = self.workspace(name)
+        info = self._describe(ws)
+        with self.store.snapshot() as conn:
+            problems = [
+                dict(r)
+                for r in conn.execute(
+                    "SELECT path, kind, message FROM problems WHERE workspace_id = ?"
+                    " ORDER BY path LIMIT 200",
+                    (ws.id,),
+                )
+            ]
+            n_problems = conn.execute(
+                "SELECT count(*) FROM problems WHERE workspace_id = ?", (ws.id,)
+            ).fetchone()[0]
+            links, resolved = conn.execute(
+                "SELECT count(*), count(target_id) FROM links WHERE workspace_id = ?", (ws.id,)
+            ).fetchone()
+        info.update(
+            {
+                "db": str(self.store.path),
+                "writer": self.store.is_writer,
+                "links": {"total": links, "resolved": resolved},
+                "problems": problems,
+                "problem_count": n_problems,
+                "lexical": {"engine": "tantivy", "entries": self.lexical(ws).num_docs()},
+                "semantic": "off",
+                "semantic_reason": "no embedding model configured",
+                "rank": {"state": "off", "model": "", "error": "no ranker configured"},
+            }
+        )
+        return info
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def search(self, name: Any, query: Any, opts: Any = None) -> dict[str, Any]:
+        ws = self.workspace(name)
+        return run_search(self.store, self.lexical(ws), ws, query, opts)
+
+    def changes_since(self, name: Any, cursor: Any = 0) -> dict[str, Any]:
+        ws = self.workspace(name)
+        if isinstance(cursor, bool) or not isinstance(cursor, int) or cursor < 0:
+            raise invalid_params("cursor must be a non-negative integer", field="cursor")
+        return self.store.changes_since(ws, cursor)
+
+    def doc_read(
+        self, name: Any, path: Any, line_start: Any = 1, line_end: Any = None
+    ) -> dict[str, Any]:
+        """Lines line_start..line_end (1-based, inclusive) of a file inside the workspace."""
+        ws = self.workspace(name)
+        target = resolve_inside(ws.root, path)
+        for field, value in (("line_start", line_start), ("line_end", line_end)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise invalid_params(f"{field} must be a positive integer", field=field)
+        if line_end is not None and line_end < line_start:
+            raise invalid_params("line_end is before line_start", field="line_end")
+        try:
+            data = read_markdown(str(target), ws.options["max_file_mb"] * 1_000_000)
+        except (OSError, ValueError) as exc:
+            raise invalid_params(f"cannot read {path}: {exc}", path=path) from None
+        lines = data.decode("utf-8", "replace").split("\n")
+        if data.endswith(b"\n"):
+            lines.pop()
+        if line_start > max(1, len(lines)):
+            raise invalid_params(
+                f"line_start {line_start} is past the end ({len(lines)} lines)", field="line_start"
+            )
+        end = len(lines) if line_end is None else min(line_end, len(lines))
+        rel = target.relative_to(ws.root.resolve()).as_posix()
+        with self.store.snapshot() as conn:
+            row = conn.execute(
+                "SELECT generation FROM documents WHERE workspace_id=? AND path=? AND deleted=0",
+                (ws.id, rel),
+            ).fetchone()
+        return {
+            "workspace": ws.name,
+            "path": rel,
+            "line_start": line_start,
+            "line_end": end,
+            "lines_total": len(lines),
+            "text": "\n".join(lines[line_start - 1 : end]),
+            "generation": row[0] if row else None,
+        }
+
+
+def resolve_inside(root: Path, path: Any) -> Path:
+    """`path` under `root`, symlinks resolved; -32602 when it would leave the root."""
+    if not isinstance(path, str) or not path or "\x00" in path:
+        raise invalid_params("path must be a non-empty string", field="path")
+    if os.path.isabs(path):
+        raise invalid_params("path must be relative to the workspace root", path=path)
+    root_real = root.resolve()
+    target = (root_real / path).resolve()
+    if target != root_real and root_real not in target.parents:
+        raise invalid_params("path is outside the workspace root", path=path)
+    if not target.is_file():
+        raise invalid_params(f"no such file in the workspace: {path}", path=path)
+    return target

@@ -1,0 +1,50 @@
+"""JSON-RPC errors shared by every front end (CLI, LSP, tests).
+
+Codes are part of the public contract: clients branch on them, so they never change meaning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+# Application codes (spec §7): the semantic stage was asked for alone and cannot run.
+UNSUPPORTED = -32065
+EMBED_FAILED = -32067
+SWITCHING = -32069
+# Another process holds the store's writer lease.
+STORE_BUSY = -32070
+
+
+class RpcError(Exception):
+    """An error that travels to the caller as a JSON-RPC error object."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_dict(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+
+def invalid_params(message: str, **data: Any) -> RpcError:
+    return RpcError(INVALID_PARAMS, message, data or None)
+
+
+class StoreBusyError(RpcError):
+    """Raised when a second process tries to write while another holds the lease."""
+
+    def __init__(self, lock_path: str, holder: str = "") -> None:
+        msg = f"the store is being written by another process (lease {lock_path} is held"
+        msg += f" by {holder})" if holder else ")"
+        super().__init__(STORE_BUSY, msg, {"lock": lock_path, "holder": holder})

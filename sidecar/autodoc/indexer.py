@@ -1,0 +1,504 @@
+"""Incremental indexing: scan, parse, chunk, and publish new generations atomically.
+
+The write protocol keeps SQLite and Tantivy consistent for readers and after a crash:
+
+1. SQLite: new chunks are inserted as PENDING (invisible).
+2. Tantivy: the new chunks are added and committed.
+3. SQLite, one transaction: new chunks become LIVE, replaced ones DEAD, each changed document's
+   generation goes up and the change log grows. This is the moment readers switch.
+4. Later (after a grace period, so a reader that took its snapshot just before step 3 still
+   finds its chunks): DEAD chunks leave Tantivy, then their rows go.
+
+A crash leaves at worst PENDING or DEAD rows, which `reconcile` removes from both stores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from . import config
+from .chunking import Chunk, Chunker
+from .document import ParsedDocument, parse_document
+from .lexical import LexicalDoc, LexicalIndex
+from .store import (
+    DEAD,
+    LIVE,
+    NAME_ALIAS,
+    NAME_PATH,
+    NAME_STEM,
+    NAME_TITLE,
+    PENDING,
+    Store,
+    Workspace,
+)
+from .walker import FoundFile, read_markdown, scan
+
+RETIRE_GRACE_S = 10.0  # how long a retired chunk stays findable for readers mid-query
+BATCH_DOCUMENTS = 500
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass
+class DocumentUpdate:
+    file: FoundFile
+    parsed: ParsedDocument
+    chunks: list[Chunk]
+    content_hash: str
+    chunk_fp: str
+    meta_fp: str
+
+
+@dataclass
+class RunSummary:
+    workspace: str
+    files: int = 0
+    added: int = 0
+    modified: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    chunks_written: int = 0
+    chunks_kept: int = 0
+    chunks: int = 0
+    documents: int = 0
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def link_key(source: str, kind: str, target: str) -> str:
+    """The `names.key` a link looks up: a root-relative path for Markdown links."""
+    t = target.strip()
+    if kind == "md":
+        base = "" if t.startswith("/") else posixpath.dirname(source)
+        t = posixpath.normpath(posixpath.join(base, t.lstrip("/")))
+    return _strip_md(t).lower()
+
+
+def _strip_md(path: str) -> str:
+    lower = path.lower()
+    for suffix in (".markdown", ".md"):
+        if lower.endswith(suffix):
+            return path[: -len(suffix)]
+    return path
+
+
+def document_names(path: str, title: str, aliases: list[str]) -> list[tuple[str, int]]:
+    names = [(_strip_md(path).lower(), NAME_PATH), (PurePosixPath(path).stem.lower(), NAME_STEM)]
+    names.append((title.strip().lower(), NAME_TITLE))
+    names.extend((a.strip().lower(), NAME_ALIAS) for a in aliases if a.strip())
+    return names
+
+
+def _meta_fp(parsed: ParsedDocument) -> str:
+    """Document fields copied into every chunk's lexical entry; if they change, all chunks do."""
+    blob = json.dumps([parsed.title, parsed.aliases, parsed.tags], ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class Indexer:
+    def __init__(self, store: Store, lexical: LexicalIndex, ws: Workspace) -> None:
+        self.store = store
+        self.lexical = lexical
+        self.ws = ws
+        self.chunker = Chunker(ws.options["section_tokens"], ws.options["abstract_chunk"])
+        self.chunk_fp = config.chunking_fingerprint(ws.options)
+        self.max_bytes = ws.options["max_file_mb"] * 1_000_000
+
+    # -- crash recovery --------------------------------------------------------------------
+
+    def reconcile(self) -> dict[str, int]:
+        """Remove what an interrupted writer left: PENDING rows, and DEAD rows past grace."""
+        with self.store.snapshot() as conn:
+            pending = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM chunks WHERE workspace_id = ? AND state = ?",
+                    (self.ws.id, PENDING),
+                )
+            ]
+            live = conn.execute(
+                "SELECT count(*) FROM chunks WHERE workspace_id = ? AND state = ?",
+                (self.ws.id, LIVE),
+            ).fetchone()[0]
+        rebuilt = 0
+        if pending:
+            self.lexical.delete(pending)
+            self.lexical.commit()
+            with self.store.transaction() as conn:
+                conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in pending])
+        if self.lexical.num_docs() < live:  # the lexical index was lost or truncated
+            rebuilt = self.rebuild_lexical()
+        purged = self.purge_retired(grace=RETIRE_GRACE_S)
+        return {"pending_removed": len(pending), "retired_purged": purged, "rebuilt": rebuilt}
+
+    def rebuild_lexical(self) -> int:
+        """Refill Tantivy from SQLite, the source of truth."""
+        self.lexical.delete_all()
+        with self.store.snapshot() as conn:
+            rows = conn.execute(
+                "SELECT c.id, c.document_id, c.generation, c.kind, c.breadcrumb, c.text,"
+                " d.path, d.title, d.aliases, d.tags FROM chunks c"
+                " JOIN documents d ON d.id = c.document_id"
+                " WHERE c.workspace_id = ? AND c.state != ?",
+                (self.ws.id, PENDING),
+            )
+            n = self.lexical.add(
+                LexicalDoc(
+                    r["id"],
+                    r["document_id"],
+                    self.ws.id,
+                    r["generation"],
+                    r["path"],
+                    r["kind"],
+                    r["title"],
+                    r["breadcrumb"],
+                    json.loads(r["aliases"]),
+                    json.loads(r["tags"]),
+                    r["text"],
+                )
+                for r in rows
+            )
+        self.lexical.commit()
+        self._bump_epoch()
+        return n
+
+    def purge_retired(self, grace: float) -> int:
+        cutoff = time.time() - grace
+        with self.store.snapshot() as conn:
+            dead = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM chunks WHERE workspace_id = ? AND state = ? AND retired_at < ?",
+                    (self.ws.id, DEAD, cutoff),
+                )
+            ]
+        if not dead:
+            return 0
+        self.lexical.delete(dead)
+        self.lexical.commit()
+        with self.store.transaction() as conn:
+            conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in dead])
+            self._bump_epoch(conn)
+        return len(dead)
+
+    def _bump_epoch(self, conn=None) -> None:
+        sql = "UPDATE workspaces SET lexical_epoch = lexical_epoch + 1 WHERE id = ?"
+        if conn is not None:
+            conn.execute(sql, (self.ws.id,))
+        else:
+            with self.store.transaction() as c:
+                c.execute(sql, (self.ws.id,))
+
+    # -- a run -----------------------------------------------------------------------------
+
+    def run(self, progress: Progress | None = None, force: bool = False) -> RunSummary:
+        started = time.perf_counter()
+        summary = RunSummary(self.ws.name)
+        self.reconcile()
+        files, skipped = scan(self.ws.root, self.max_bytes)
+        summary.files = len(files)
+        summary.skipped = [{"path": s.path, "reason": s.reason} for s in skipped]
+        with self.store.snapshot() as conn:
+            known = {
+                r["path"]: r
+                for r in conn.execute(
+                    "SELECT id, path, size, mtime_ns, content_hash, chunk_fp, deleted"
+                    " FROM documents WHERE workspace_id = ?",
+                    (self.ws.id,),
+                )
+            }
+        updates: list[DocumentUpdate] = []
+        touched: list[tuple[int, int, int]] = []  # unchanged content, new stat: (size, mtime, id)
+        seen: set[str] = set()
+        problems: list[tuple[str, str, str]] = [(s.path, "skipped", s.reason) for s in skipped]
+        for n, f in enumerate(files, 1):
+            if progress:
+                progress(n, len(files), f.rel)
+            seen.add(f.rel)
+            row = known.get(f.rel)
+            current = row is not None and not row["deleted"] and row["chunk_fp"] == self.chunk_fp
+            if current and not force and row["size"] == f.size and row["mtime_ns"] == f.mtime_ns:
+                summary.unchanged += 1
+                continue
+            try:
+                data = read_markdown(f.abs, self.max_bytes)
+            except (OSError, ValueError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                summary.skipped.append({"path": f.rel, "reason": reason})
+                problems.append((f.rel, "skipped", reason))
+                seen.discard(f.rel)
+                continue
+            content_hash = hashlib.sha256(data).hexdigest()
+            if current and not force and row["content_hash"] == content_hash:
+                summary.unchanged += 1
+                touched.append((f.size, f.mtime_ns, row["id"]))
+                continue
+            parsed = parse_document(data, f.rel)
+            for message in parsed.problems:
+                summary.warnings.append({"path": f.rel, "message": message})
+                problems.append((f.rel, "warning", message))
+            updates.append(
+                DocumentUpdate(
+                    f,
+                    parsed,
+                    self.chunker.chunk(parsed),
+                    content_hash,
+                    self.chunk_fp,
+                    _meta_fp(parsed),
+                )
+            )
+            if len(updates) >= BATCH_DOCUMENTS:
+                self._publish(updates, [], summary)
+                updates = []
+        gone = [p for p, r in known.items() if not r["deleted"] and p not in seen]
+        self._publish(updates, gone, summary)
+        with self.store.transaction() as conn:
+            if touched:
+                conn.executemany("UPDATE documents SET size=?, mtime_ns=? WHERE id=?", touched)
+            conn.execute("DELETE FROM problems WHERE workspace_id = ?", (self.ws.id,))
+            conn.executemany(
+                "INSERT INTO problems(workspace_id, path, kind, message) VALUES (?, ?, ?, ?)",
+                [(self.ws.id, *p) for p in problems],
+            )
+            if summary.added or summary.modified or summary.deleted:
+                self._resolve_links(conn)
+            now = time.time()
+            conn.execute("UPDATE workspaces SET indexed_at = ? WHERE id = ?", (now, self.ws.id))
+            self.store.prune_changes(conn, now)
+        with self.store.snapshot() as conn:
+            summary.documents, summary.chunks = conn.execute(
+                "SELECT (SELECT count(*) FROM documents WHERE workspace_id = ?1 AND deleted = 0),"
+                " (SELECT count(*) FROM chunks WHERE workspace_id = ?1 AND state = 1)",
+                (self.ws.id,),
+            ).fetchone()
+        summary.seconds = round(time.perf_counter() - started, 3)
+        return summary
+
+    def _publish(self, updates: list[DocumentUpdate], gone: list[str], summary: RunSummary) -> None:
+        if not updates and not gone:
+            return
+        ws_id = self.ws.id
+        now = time.time()
+        plans = []  # (update, doc_id, generation, created, kept {id: chunk}, new [(id, chunk)])
+        # Step 1: PENDING rows for every chunk that is new in this generation.
+        with self.store.transaction() as conn:
+            next_id = (
+                conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'").fetchone()
+                or [0]
+            )[0] + 1
+            pending_rows = []
+            for u in updates:
+                row = conn.execute(
+                    "SELECT id, generation, deleted, meta_fp FROM documents"
+                    " WHERE workspace_id = ? AND path = ?",
+                    (ws_id, u.file.rel),
+                ).fetchone()
+                if row is None:
+                    doc_id = conn.execute(
+                        "INSERT INTO documents(workspace_id, path, generation, deleted)"
+                        " VALUES (?, ?, 0, 1)",
+                        (ws_id, u.file.rel),
+                    ).lastrowid
+                    generation, created, reusable = 1, True, {}
+                else:
+                    doc_id = row["id"]
+                    generation, created = row["generation"] + 1, bool(row["deleted"])
+                    reusable = defaultdict(list)
+                    if row["meta_fp"] == u.meta_fp and not row["deleted"]:
+                        for old in conn.execute(
+                            "SELECT id, kind, text_hash FROM chunks"
+                            " WHERE document_id = ? AND state = 1 ORDER BY ordinal",
+                            (doc_id,),
+                        ):
+                            reusable[(old["kind"], old["text_hash"])].append(old["id"])
+                kept: dict[int, Chunk] = {}
+                new: list[tuple[int, Chunk]] = []
+                for ch in u.chunks:
+                    ids = reusable.get((ch.kind, ch.text_hash)) if reusable else None
+                    if ids:
+                        kept[ids.pop(0)] = ch
+                    else:
+                        new.append((next_id, ch))
+                        pending_rows.append(
+                            (
+                                next_id,
+                                doc_id,
+                                ws_id,
+                                PENDING,
+                                generation,
+                                ch.kind,
+                                ch.ordinal,
+                                ch.breadcrumb,
+                                ch.text,
+                                ch.text_hash,
+                                ch.byte_start,
+                                ch.byte_end,
+                                ch.line_start,
+                                ch.line_end,
+                            )
+                        )
+                        next_id += 1
+                plans.append((u, doc_id, generation, created, kept, new))
+            conn.executemany(
+                "INSERT INTO chunks(id, document_id, workspace_id, state, generation, kind,"
+                " ordinal, breadcrumb, text, text_hash, byte_start, byte_end, line_start,"
+                " line_end) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                pending_rows,
+            )
+        # Step 2: the lexical index learns the new chunks.
+        added = self.lexical.add(
+            LexicalDoc(
+                cid,
+                doc_id,
+                ws_id,
+                gen,
+                u.file.rel,
+                ch.kind,
+                u.parsed.title,
+                ch.breadcrumb,
+                u.parsed.aliases,
+                u.parsed.tags,
+                ch.text,
+            )
+            for u, doc_id, gen, _c, _k, new in plans
+            for cid, ch in new
+        )
+        if added:
+            self.lexical.commit()
+        # Step 3: one transaction switches every reader to the new generations.
+        with self.store.transaction() as conn:
+            for u, doc_id, gen, created, kept, new in plans:
+                p = u.parsed
+                conn.execute(
+                    "UPDATE documents SET generation=?, deleted=0, size=?, mtime_ns=?,"
+                    " content_hash=?, chunk_fp=?, meta_fp=?, title=?, tags=?, aliases=?, meta=?,"
+                    " indexed_at=? WHERE id=?",
+                    (
+                        gen,
+                        u.file.size,
+                        u.file.mtime_ns,
+                        u.content_hash,
+                        u.chunk_fp,
+                        u.meta_fp,
+                        p.title,
+                        json.dumps(p.tags),
+                        json.dumps(p.aliases),
+                        json.dumps(p.meta, ensure_ascii=False),
+                        now,
+                        doc_id,
+                    ),
+                )
+                keep_ids = list(kept)
+                conn.execute(
+                    f"UPDATE chunks SET state = {DEAD}, retired_at = ? WHERE document_id = ?"
+                    f" AND state = {LIVE} AND id NOT IN ({','.join('?' * len(keep_ids))})",
+                    (now, doc_id, *keep_ids),
+                )
+                conn.executemany(
+                    "UPDATE chunks SET generation=?, ordinal=?, byte_start=?, byte_end=?,"
+                    " line_start=?, line_end=? WHERE id=?",
+                    [
+                        (
+                            gen,
+                            ch.ordinal,
+                            ch.byte_start,
+                            ch.byte_end,
+                            ch.line_start,
+                            ch.line_end,
+                            cid,
+                        )
+                        for cid, ch in kept.items()
+                    ],
+                )
+                conn.executemany(
+                    f"UPDATE chunks SET state = {LIVE} WHERE id = ?", [(cid,) for cid, _ in new]
+                )
+                self._replace_links_and_names(conn, doc_id, u.file.rel, p)
+                conn.execute(
+                    "INSERT INTO changes(time, workspace_id, path, op, generation)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (now, ws_id, u.file.rel, "add" if created else "modify", gen),
+                )
+                summary.added += created
+                summary.modified += not created
+                summary.chunks_written += len(new)
+                summary.chunks_kept += len(kept)
+            for path in gone:
+                row = conn.execute(
+                    "SELECT id, generation FROM documents WHERE workspace_id=? AND path=?",
+                    (ws_id, path),
+                ).fetchone()
+                gen = row["generation"] + 1
+                conn.execute(
+                    "UPDATE documents SET deleted=1, generation=?, size=NULL, mtime_ns=NULL,"
+                    " content_hash=NULL, indexed_at=? WHERE id=?",
+                    (gen, now, row["id"]),
+                )
+                conn.execute(
+                    f"UPDATE chunks SET state = {DEAD}, retired_at = ?"
+                    f" WHERE document_id = ? AND state != {DEAD}",
+                    (now, row["id"]),
+                )
+                conn.execute("DELETE FROM links WHERE source_id = ?", (row["id"],))
+                conn.execute("DELETE FROM names WHERE document_id = ?", (row["id"],))
+                conn.execute(
+                    "INSERT INTO changes(time, workspace_id, path, op, generation)"
+                    " VALUES (?, ?, ?, 'delete', ?)",
+                    (now, ws_id, path, gen),
+                )
+                summary.deleted += 1
+            if added:
+                self._bump_epoch(conn)
+
+    def _replace_links_and_names(self, conn, doc_id: int, path: str, p: ParsedDocument) -> None:
+        ws_id = self.ws.id
+        conn.execute("DELETE FROM links WHERE source_id = ?", (doc_id,))
+        conn.executemany(
+            "INSERT INTO links(source_id, workspace_id, kind, target, key, heading, line)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    doc_id,
+                    ws_id,
+                    ln.kind,
+                    ln.target,
+                    link_key(path, ln.kind, ln.target),
+                    ln.heading,
+                    ln.line,
+                )
+                for ln in p.links
+            ],
+        )
+        conn.execute("DELETE FROM names WHERE document_id = ?", (doc_id,))
+        conn.executemany(
+            "INSERT INTO names(workspace_id, key, document_id, rank) VALUES (?, ?, ?, ?)",
+            [(ws_id, key, doc_id, rank) for key, rank in document_names(path, p.title, p.aliases)],
+        )
+
+    def _resolve_links(self, conn) -> None:
+        """Point every link at its document (path, stem, title, alias) and recount inbound."""
+        conn.execute(
+            "UPDATE links SET target_id = ("
+            " SELECT n.document_id FROM names n WHERE n.workspace_id = links.workspace_id"
+            " AND n.key = links.key AND (links.kind = 'wiki' OR n.rank = 0)"
+            " ORDER BY n.rank, n.document_id LIMIT 1) WHERE workspace_id = ?",
+            (self.ws.id,),
+        )
+        conn.execute(
+            "UPDATE documents SET inbound = (SELECT count(DISTINCT l.source_id) FROM links l"
+            " WHERE l.target_id = documents.id AND l.source_id != documents.id)"
+            " WHERE workspace_id = ?",
+            (self.ws.id,),
+        )

@@ -1,0 +1,247 @@
+"""Stage 1, lexical: BM25 on Tantivy with structural field weights (spec §2).
+
+One Tantivy index per workspace, so BM25 statistics describe that workspace alone. The index may
+hold chunks SQLite does not show (being written, just retired); callers filter candidates
+against their store snapshot. Queries are built in code from `ParsedQuery`, never parsed.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import tantivy
+from tantivy import Filter, Occur, Query, TextAnalyzerBuilder, Tokenizer
+
+from .query import ParsedQuery, QueryItem
+
+ANALYZER_NAME = "autodoc_en"
+
+# Structural weights: a word in the title or an alias says what the document is about; in a
+# heading path or a tag, what the section is about; in the body, only that it is mentioned.
+# Chosen so one title hit outweighs several body hits of the same word (see test_lexical).
+FIELD_WEIGHTS: dict[str, float] = {
+    "title": 3.0,
+    "aliases": 3.0,
+    "breadcrumb": 2.0,
+    "tags": 2.0,
+    "body": 1.0,
+}
+
+_HEX = re.compile(r"^(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")
+
+
+def _analyzer(stem: bool) -> tantivy.TextAnalyzer:
+    builder = (
+        TextAnalyzerBuilder(Tokenizer.simple())
+        .filter(Filter.remove_long(100))
+        .filter(Filter.lowercase())
+        .filter(Filter.ascii_fold())
+    )
+    if stem:
+        builder = builder.filter(Filter.stemmer("english"))
+    return builder.build()
+
+
+STEMMED = _analyzer(stem=True)
+UNSTEMMED = _analyzer(stem=False)
+# A word that this analyzer drops is an English stopword ("why", "did", "we").
+_STOP = (
+    TextAnalyzerBuilder(Tokenizer.simple())
+    .filter(Filter.lowercase())
+    .filter(Filter.stopword("english"))
+    .build()
+)
+
+
+def analyze(text: str) -> list[str]:
+    return STEMMED.analyze(text)
+
+
+def is_stopword(word: str) -> bool:
+    return bool(UNSTEMMED.analyze(word)) and not _STOP.analyze(word)
+
+
+def build_schema() -> tantivy.Schema:
+    sb = tantivy.SchemaBuilder()
+    sb.add_unsigned_field("chunk_id", stored=True, indexed=True, fast=True)
+    sb.add_unsigned_field("document_id", stored=True, indexed=True, fast=True)
+    sb.add_unsigned_field("workspace_id", stored=True)
+    sb.add_unsigned_field("generation", stored=True, fast=True)
+    sb.add_text_field("path", tokenizer_name="raw")
+    sb.add_text_field("kind", tokenizer_name="raw")
+    for name in FIELD_WEIGHTS:
+        sb.add_text_field(name, tokenizer_name=ANALYZER_NAME)
+    return sb.build()
+
+
+@dataclass
+class LexicalDoc:
+    chunk_id: int
+    document_id: int
+    workspace_id: int
+    generation: int
+    path: str
+    kind: str
+    title: str
+    breadcrumb: str
+    aliases: list[str]
+    tags: list[str]
+    body: str
+
+
+class LexicalIndex:
+    """A workspace's Tantivy index: add and retire chunks, and find candidates."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        self.schema = build_schema()
+        self.index = tantivy.Index(self.schema, str(path), reuse=True)
+        self.index.register_tokenizer(ANALYZER_NAME, STEMMED)
+        self.index.config_reader(reload_policy="Manual")
+        self._writer: tantivy.IndexWriter | None = None
+        self.epoch_seen = -1
+
+    @staticmethod
+    def destroy(path: Path) -> None:
+        shutil.rmtree(path, ignore_errors=True)
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def _w(self) -> tantivy.IndexWriter:
+        if self._writer is None:
+            self._writer = self.index.writer(heap_size=64_000_000, num_threads=1)
+        return self._writer
+
+    def add(self, docs: Iterable[LexicalDoc]) -> int:
+        w = self._w()
+        n = 0
+        for d in docs:
+            doc = tantivy.Document()
+            doc.add_unsigned("chunk_id", d.chunk_id)
+            doc.add_unsigned("document_id", d.document_id)
+            doc.add_unsigned("workspace_id", d.workspace_id)
+            doc.add_unsigned("generation", d.generation)
+            doc.add_text("path", d.path)
+            doc.add_text("kind", d.kind)
+            doc.add_text("title", d.title)
+            doc.add_text("breadcrumb", d.breadcrumb)
+            for alias in d.aliases:
+                doc.add_text("aliases", alias)
+            for tag in d.tags:
+                doc.add_text("tags", tag)
+            doc.add_text("body", d.body)
+            w.add_document(doc)
+            n += 1
+        return n
+
+    def delete(self, chunk_ids: Iterable[int]) -> int:
+        w = self._w()
+        n = 0
+        for cid in chunk_ids:
+            w.delete_documents_by_term("chunk_id", cid)
+            n += 1
+        return n
+
+    def delete_all(self) -> None:
+        self._w().delete_all_documents()
+
+    def commit(self) -> None:
+        if self._writer is not None:
+            self._writer.commit()
+            self.index.reload()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.rollback()
+            self._writer.wait_merging_threads()
+            self._writer = None
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def refresh(self, epoch: int) -> None:
+        """Reload the searcher when the writer has committed since we last looked."""
+        if epoch != self.epoch_seen:
+            self.index.reload()
+            self.epoch_seen = epoch
+
+    def num_docs(self) -> int:
+        return self.index.searcher().num_docs
+
+    def build(self, query: ParsedQuery, all_words: bool, paths: list[str] | None = None):
+        """The Tantivy query for `query`: every word required, or any word (the fallback)."""
+        required: list[Query] = []
+        optional: list[Query] = []
+        for item in query.items:
+            clause = self._item_query(item)
+            if clause is None:
+                continue
+            stop = not item.phrase and not item.prefix and is_stopword(item.text)
+            (optional if stop or not all_words else required).append(clause)
+        if all_words and not required:  # a query of stopwords only: require them all
+            required, optional = optional, []
+        if not required and not optional:
+            return None
+        words = Query.boolean_query(
+            [(Occur.Must, q) for q in required] + [(Occur.Should, q) for q in optional]
+        )
+        if not paths:
+            return words
+        under = [
+            (Occur.Should, Query.regex_query(self.schema, "path", re.escape(p) + ".*"))
+            for p in paths
+        ]
+        return Query.boolean_query([(Occur.Must, words), (Occur.Must, Query.boolean_query(under))])
+
+    def _item_query(self, item: QueryItem) -> Query | None:
+        tokens = analyze(item.text)
+        if not tokens:
+            return None
+        prefix_tail = None
+        if item.prefix:
+            raw = UNSTEMMED.analyze(item.text)
+            prefix_tail = raw[-1] if raw else None
+        per_field: list[tuple[Occur, Query]] = []
+        for name, weight in FIELD_WEIGHTS.items():
+            alternatives: list[Query] = []
+            if len(tokens) == 1:
+                alternatives.append(Query.term_query(self.schema, name, tokens[0]))
+            else:
+                alternatives.append(Query.phrase_query(self.schema, name, tokens))
+            if prefix_tail:
+                words = [*tokens[:-1], prefix_tail]
+                alternatives.append(Query.phrase_prefix_query(self.schema, name, words))
+            elif len(tokens) == 1 and _HEX.match(tokens[0]):
+                # A short commit prefix should find the full hash.
+                alternatives.append(Query.phrase_prefix_query(self.schema, name, tokens))
+            q = (
+                alternatives[0]
+                if len(alternatives) == 1
+                else Query.boolean_query([(Occur.Should, a) for a in alternatives])
+            )
+            per_field.append((Occur.Should, Query.boost_query(q, weight)))
+        return Query.boolean_query(per_field)
+
+    def search(self, q: Query, limit: int, offset: int = 0) -> list[tuple[int, float]]:
+        """(chunk_id, bm25) best first; ties broken by chunk id so the order is stable."""
+        searcher = self.index.searcher()
+        result = searcher.search(q, limit, count=False, offset=offset)
+        if not result.hits:
+            return []
+        ids = searcher.fast_field_values("chunk_id", [addr for _, addr in result.hits])
+        pairs = [(cid, score) for (score, _), cid in zip(result.hits, ids, strict=True)]
+        pairs.sort(key=lambda p: (-p[1], p[0]))
+        return pairs
+
+    def all_chunk_ids(self) -> set[int]:
+        """Every chunk id in the index (used to reconcile after a crash; not on the query path)."""
+        searcher = self.index.searcher()
+        total = searcher.num_docs
+        if not total:
+            return set()
+        result = searcher.search(Query.all_query(), total, count=False)
+        return set(searcher.fast_field_values("chunk_id", [a for _, a in result.hits]))

@@ -1,0 +1,237 @@
+"""`search.query`: run the requested stages on one store snapshot and say what ran (spec §7)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import fuse
+from .errors import UNSUPPORTED, RpcError, invalid_params
+from .lexical import STEMMED, UNSTEMMED, LexicalIndex, analyze
+from .query import ParsedQuery, parse_query
+from .store import Store, Workspace
+
+STAGES = ("lexical", "semantic", "rerank")
+RETRIEVER_TOP = 50  # candidates each retriever hands to fusion
+MAX_READ = 1000  # how deep a retriever reads when invisible or filtered chunks starve it
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 100
+SNIPPET_CHARS = 220
+
+NO_EMBEDDER = "no embedding model configured"
+NO_RANKER = "no ranker configured"
+
+_OPTS = {"limit", "stages", "paths", "mode"}
+
+
+@dataclass
+class SearchOptions:
+    limit: int
+    stages: list[str]
+    paths: list[str]
+
+
+def parse_options(opts: Any) -> SearchOptions:
+    if opts is None:
+        opts = {}
+    if not isinstance(opts, dict):
+        raise invalid_params("opts must be an object", got=type(opts).__name__)
+    unknown = sorted(set(opts) - _OPTS)
+    if unknown:
+        raise invalid_params(f"unknown search option {unknown[0]!r}", field=unknown[0])
+    limit = opts.get("limit", DEFAULT_LIMIT)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise invalid_params(f"limit must be an integer 1..{MAX_LIMIT}", field="limit", value=limit)
+    stages = opts.get("stages")
+    mode = opts.get("mode")
+    if mode is not None:
+        modes = {"lexical": ["lexical"], "semantic": ["semantic"], "hybrid": list(STAGES)}
+        if mode not in modes:
+            raise invalid_params("mode must be lexical, semantic or hybrid", field="mode")
+        stages = stages or modes[mode]
+    if stages is None or stages == []:
+        stages = list(STAGES)
+    if not isinstance(stages, list) or any(s not in STAGES for s in stages):
+        raise invalid_params(f"stages must be a list of {', '.join(STAGES)}", field="stages")
+    if "lexical" not in stages and "semantic" not in stages:
+        raise invalid_params("stages must include lexical or semantic", field="stages")
+    stages = [s for s in STAGES if s in stages]
+    paths = opts.get("paths") or []
+    if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
+        raise invalid_params("paths must be a list of path prefixes", field="paths")
+    paths = [p.replace("\\", "/").lstrip("./") if p.startswith("./") else p for p in paths]
+    return SearchOptions(limit, stages, paths)
+
+
+# -- lexical stage -----------------------------------------------------------------------------
+
+
+def lexical_candidates(
+    conn,
+    store: Store,
+    lexical: LexicalIndex,
+    ws: Workspace,
+    query: ParsedQuery,
+    paths: list[str],
+    need: int = RETRIEVER_TOP,
+) -> tuple[list[Any], bool]:
+    """Visible chunks best first: all-words matches, then any-word matches after them.
+
+    Reads twice what it needs, then up to MAX_READ when invisible chunks starve the read.
+    Returns (rows, truncated).
+    """
+    rows: list[Any] = []
+    seen: set[int] = set()
+    truncated = False
+    for all_words in (True, False):
+        q = lexical.build(query, all_words=all_words, paths=paths)
+        if q is None:
+            break
+        read = need * 2
+        while True:
+            pairs = lexical.search(q, read)
+            fresh = list(dict.fromkeys(cid for cid, _ in pairs if cid not in seen))
+            visible = store.visible_chunks(conn, ws.id, fresh)
+            got = [visible[cid] for cid in fresh if cid in visible]
+            short = len(rows) + len(got) < need
+            filled = len(pairs) >= read
+            if not short or not filled or read >= MAX_READ:
+                truncated = truncated or (short and filled)
+                break
+            read = MAX_READ
+        rows.extend(got)
+        seen.update(r["id"] for r in got)
+        if len(rows) >= need:
+            break
+    return rows[:need], truncated
+
+
+# -- snippets ----------------------------------------------------------------------------------
+
+_WORD = re.compile(r"\w+")
+
+
+def term_matcher(query: ParsedQuery) -> Callable[[str], bool]:
+    """Does a word of the text match a query word (stemmed), or the trailing prefix?"""
+    stems = set()
+    prefixes = []
+    for item in query.items:
+        stems.update(analyze(item.text))
+        if item.prefix:
+            prefixes.extend(UNSTEMMED.analyze(item.text)[-1:])
+
+    def matches(word: str) -> bool:
+        tokens = STEMMED.analyze(word)
+        if any(t in stems for t in tokens):
+            return True
+        raw = UNSTEMMED.analyze(word)
+        return any(r.startswith(p) for r in raw for p in prefixes)
+
+    return matches
+
+
+def make_snippet(text: str, matches: Callable[[str], bool]) -> tuple[str, list[list[int]]]:
+    """~220 characters around the first matched word, whitespace collapsed, with highlights."""
+    lines = text.split("\n")
+    if len(lines) > 1 and lines[0].lstrip().startswith("#") and any(s.strip() for s in lines[1:]):
+        text = "\n".join(lines[1:])  # the heading is already in the breadcrumb
+    flat = " ".join(text.split())
+    words = list(_WORD.finditer(flat))
+    first = next((m for m in words if matches(m.group())), None)
+    start = 0
+    if first is not None and first.start() > SNIPPET_CHARS // 3:
+        start = flat.rfind(" ", 0, first.start() - SNIPPET_CHARS // 4) + 1
+    end = min(len(flat), start + SNIPPET_CHARS)
+    if end < len(flat):
+        cut = flat.rfind(" ", start, end)
+        end = cut if cut > start else end
+    snippet = ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
+    shift = 1 if start else 0
+    highlights = [
+        [m.start() - start + shift, m.end() - start + shift]
+        for m in words
+        if start <= m.start() and m.end() <= end and matches(m.group())
+    ]
+    return snippet, highlights
+
+
+# -- the pipeline ------------------------------------------------------------------------------
+
+
+def run_search(
+    store: Store, lexical: LexicalIndex, ws: Workspace, text: Any, opts: Any
+) -> dict[str, Any]:
+    if not isinstance(text, str):
+        raise invalid_params("query must be a string", field="query")
+    options = parse_options(opts)
+    started = time.perf_counter()
+    query = parse_query(text)
+    requested = options.stages
+    skipped: dict[str, str] = {}
+    if "semantic" in requested:
+        if "lexical" not in requested:
+            raise RpcError(
+                UNSUPPORTED,
+                f"semantic search unavailable: {NO_EMBEDDER}",
+                {"stage": "semantic", "reason": NO_EMBEDDER},
+            )
+        skipped["semantic"] = NO_EMBEDDER
+    if "rerank" in requested:
+        skipped["rerank"] = NO_RANKER
+    performed: list[str] = []
+    ranked: list[tuple[str, list[tuple[int, int]]]] = []
+    truncated = False
+    rows: dict[int, Any] = {}
+    with store.snapshot() as conn:
+        epoch = conn.execute(
+            "SELECT lexical_epoch FROM workspaces WHERE id = ?", (ws.id,)
+        ).fetchone()
+        if epoch is None:
+            raise invalid_params(f"unknown workspace {ws.name!r}", workspace=ws.name)
+        if "lexical" in requested:
+            lexical.refresh(epoch[0])
+            found, truncated = lexical_candidates(conn, store, lexical, ws, query, options.paths)
+            rows.update((r["id"], r) for r in found)
+            ranked.append(("lexical", [(r["id"], r["document_id"]) for r in found]))
+            performed.append("lexical")
+    fused = fuse.cap_per_document(fuse.rrf(ranked))[: options.limit]
+    active = len([s for s in performed if s in ("lexical", "semantic")])
+    matches = term_matcher(query)
+    hits = []
+    for f in fused:
+        r = rows[f.chunk_id]
+        snippet, highlights = make_snippet(r["text"], matches)
+        hits.append(
+            {
+                "path": r["path"],
+                "title": r["title"],
+                "breadcrumb": r["breadcrumb"],
+                "snippet": snippet,
+                "highlights": highlights,
+                "byte_start": r["byte_start"],
+                "byte_end": r["byte_end"],
+                "line_start": r["line_start"],
+                "line_end": r["line_end"],
+                "relevance": round(fuse.relevance(f.score, active), 4),
+                "score": round(f.score, 6),
+                "via": f.via,
+                "generation": r["generation"],
+                "chunk_id": r["id"],
+                "kind": r["kind"],
+            }
+        )
+    mode_used = "lexical" if performed == ["lexical"] else "none"
+    return {
+        "workspace": ws.name,
+        "query": text,
+        "hits": hits,
+        "mode_used": mode_used,
+        "semantic": "off",
+        "rank": {"state": "off", "model": "", "error": NO_RANKER if "rerank" in requested else ""},
+        "stages": {"requested": requested, "performed": performed, "skipped": skipped},
+        "truncated": truncated,
+        "took_ms": round((time.perf_counter() - started) * 1000, 2),
+    }

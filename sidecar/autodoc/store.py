@@ -1,0 +1,376 @@
+"""The store: one SQLite file for every workspace, the source of truth for what is visible.
+
+SQLite decides which chunks a reader sees (`chunks.state = LIVE` in the reader's snapshot); the
+lexical index may hold more (chunks being written, chunks just retired) and its candidates are
+filtered here. One process writes, under an exclusive lease on a file beside the db.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import re
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import config
+from .errors import StoreBusyError, invalid_params
+
+SCHEMA_VERSION = 1
+
+# Chunk states: written but not yet visible, visible, retired (still in the lexical index).
+PENDING, LIVE, DEAD = 0, 1, 2
+
+CHANGE_LOG_DAYS = 7
+CHANGE_LOG_MIN_ROWS = 100_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS workspaces(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL UNIQUE,
+  root TEXT NOT NULL,
+  options TEXT NOT NULL,
+  created_at REAL NOT NULL,
+  indexed_at REAL,
+  lexical_epoch INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS documents(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  workspace_id INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+  path TEXT NOT NULL,
+  generation INTEGER NOT NULL DEFAULT 0,
+  deleted INTEGER NOT NULL DEFAULT 0,
+  size INTEGER, mtime_ns INTEGER, content_hash TEXT, chunk_fp TEXT, meta_fp TEXT,
+  title TEXT, tags TEXT, aliases TEXT, meta TEXT,
+  inbound INTEGER NOT NULL DEFAULT 0,
+  indexed_at REAL,
+  UNIQUE(workspace_id, path)
+);
+CREATE TABLE IF NOT EXISTS chunks(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+  workspace_id INTEGER NOT NULL,
+  state INTEGER NOT NULL,
+  generation INTEGER NOT NULL,
+  kind TEXT NOT NULL, ordinal INTEGER NOT NULL,
+  breadcrumb TEXT NOT NULL, text TEXT NOT NULL, text_hash TEXT NOT NULL,
+  byte_start INTEGER NOT NULL, byte_end INTEGER NOT NULL,
+  line_start INTEGER NOT NULL, line_end INTEGER NOT NULL,
+  retired_at REAL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks(document_id, state);
+CREATE INDEX IF NOT EXISTS chunks_by_state ON chunks(workspace_id, state);
+CREATE TABLE IF NOT EXISTS links(
+  source_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+  workspace_id INTEGER NOT NULL,
+  kind TEXT NOT NULL, target TEXT NOT NULL, key TEXT NOT NULL, heading TEXT NOT NULL,
+  line INTEGER NOT NULL,
+  target_id INTEGER
+);
+CREATE INDEX IF NOT EXISTS links_by_source ON links(source_id);
+CREATE INDEX IF NOT EXISTS links_by_target ON links(target_id);
+CREATE TABLE IF NOT EXISTS names(
+  workspace_id INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+  rank INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS names_by_key ON names(workspace_id, key, rank);
+CREATE INDEX IF NOT EXISTS names_by_document ON names(document_id);
+CREATE TABLE IF NOT EXISTS changes(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  time REAL NOT NULL,
+  workspace_id INTEGER NOT NULL,
+  path TEXT NOT NULL,
+  op TEXT NOT NULL,
+  generation INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS changes_by_workspace ON changes(workspace_id, seq);
+CREATE TABLE IF NOT EXISTS problems(
+  workspace_id INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+  path TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  message TEXT NOT NULL
+);
+"""
+
+# Name ranks used to resolve a link: a path beats a file stem beats a title beats an alias.
+NAME_PATH, NAME_STEM, NAME_TITLE, NAME_ALIAS = 0, 1, 2, 3
+
+WORKSPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Workspace:
+    id: int
+    name: str
+    root: Path
+    options: dict[str, Any]
+    indexed_at: float | None
+    lexical_epoch: int
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Workspace:
+        options = config.defaults()
+        options.update(json.loads(row["options"]))
+        return cls(
+            row["id"],
+            row["name"],
+            Path(row["root"]),
+            options,
+            row["indexed_at"],
+            row["lexical_epoch"],
+        )
+
+
+class WriterLease:
+    """An exclusive flock on `<db>.lock`: the one process allowed to write the store."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.path = Path(str(db_path) + ".lock")
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        if self.fd is not None:
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = ""
+            with contextlib.suppress(OSError):
+                holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise StoreBusyError(str(self.path), holder) from None
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, 0)
+            os.close(self.fd)  # closing drops the flock
+            self.fd = None
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA busy_timeout=30000")
+    return conn
+
+
+class Store:
+    """Opens the db, hands out snapshot readers, and owns the single writer connection."""
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path else config.default_db_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.lease = WriterLease(self.path)
+        self._local = threading.local()
+        self._writer: sqlite3.Connection | None = None
+        self._write_lock = threading.RLock()
+        boot = _connect(self.path)
+        boot.execute("PRAGMA journal_mode=WAL")
+        with contextlib.suppress(sqlite3.OperationalError):  # another process may hold a lock
+            boot.executescript(_SCHEMA)
+        boot.execute(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
+        boot.close()
+
+    @property
+    def lexical_root(self) -> Path:
+        return self.path.parent / (self.path.stem + ".lexical")
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _reader(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = _connect(self.path)
+            conn.execute("PRAGMA query_only=ON")
+            self._local.conn = conn
+        return conn
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: every query inside sees the same committed state."""
+        conn = self._reader()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    # -- writing ---------------------------------------------------------------------------
+
+    @property
+    def is_writer(self) -> bool:
+        return self._writer is not None
+
+    def writer(self) -> sqlite3.Connection:
+        """The writer connection; takes the lease on first use (StoreBusyError if held)."""
+        if self._writer is None:
+            self.lease.acquire()
+            conn = _connect(self.path)
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._writer = conn
+        return self._writer
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._write_lock:
+            conn = self.writer()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self.lease.release()
+
+    # -- workspaces --------------------------------------------------------------------------
+
+    def workspace(self, name: Any, conn: sqlite3.Connection | None = None) -> Workspace:
+        if not isinstance(name, str) or not name:
+            raise invalid_params("workspace must be a non-empty string", value=name)
+        db = conn or self._reader()
+        row = db.execute("SELECT * FROM workspaces WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise invalid_params(f"unknown workspace {name!r}", workspace=name)
+        return Workspace.from_row(row)
+
+    def workspaces(self) -> list[Workspace]:
+        rows = self._reader().execute("SELECT * FROM workspaces ORDER BY name").fetchall()
+        return [Workspace.from_row(r) for r in rows]
+
+    def add_workspace(self, name: Any, root: Any) -> tuple[Workspace, bool]:
+        """(workspace, created). Adding the same name and root again is not an error."""
+        if not isinstance(name, str) or not WORKSPACE_NAME.match(name):
+            raise invalid_params(
+                "workspace name must be 1-64 letters, digits, '.', '_' or '-'", value=name
+            )
+        if not isinstance(root, str) or not root:
+            raise invalid_params("root must be a folder path", value=root)
+        real = Path(root).expanduser().resolve()
+        if not real.is_dir():
+            raise invalid_params(f"root is not a folder: {root}", root=root)
+        with self.transaction() as conn:
+            row = conn.execute("SELECT * FROM workspaces WHERE name = ?", (name,)).fetchone()
+            if row is not None:
+                if Path(row["root"]) != real:
+                    raise invalid_params(
+                        f"workspace {name!r} already exists with root {row['root']}",
+                        workspace=name,
+                        root=row["root"],
+                    )
+                return Workspace.from_row(row), False
+            conn.execute(
+                "INSERT INTO workspaces(name, root, options, created_at) VALUES (?, ?, ?, ?)",
+                (name, str(real), "{}", time.time()),
+            )
+            row = conn.execute("SELECT * FROM workspaces WHERE name = ?", (name,)).fetchone()
+        return Workspace.from_row(row), True
+
+    def remove_workspace(self, name: Any) -> Workspace:
+        with self.transaction() as conn:
+            ws = self.workspace(name, conn)
+            conn.execute("DELETE FROM changes WHERE workspace_id = ?", (ws.id,))
+            conn.execute("DELETE FROM links WHERE workspace_id = ?", (ws.id,))
+            conn.execute("DELETE FROM names WHERE workspace_id = ?", (ws.id,))
+            conn.execute("DELETE FROM chunks WHERE workspace_id = ?", (ws.id,))
+            conn.execute("DELETE FROM workspaces WHERE id = ?", (ws.id,))
+        return ws
+
+    def set_options(self, ws: Workspace, changes: dict[str, Any]) -> Workspace:
+        with self.transaction() as conn:
+            current = json.loads(
+                conn.execute("SELECT options FROM workspaces WHERE id = ?", (ws.id,)).fetchone()[0]
+            )
+            current.update(changes)
+            conn.execute(
+                "UPDATE workspaces SET options = ? WHERE id = ?",
+                (json.dumps(current, sort_keys=True), ws.id),
+            )
+            row = conn.execute("SELECT * FROM workspaces WHERE id = ?", (ws.id,)).fetchone()
+        return Workspace.from_row(row)
+
+    # -- change log --------------------------------------------------------------------------
+
+    def changes_since(self, ws: Workspace, cursor: int, limit: int = 1000) -> dict[str, Any]:
+        with self.snapshot() as conn:
+            oldest = conn.execute(
+                "SELECT min(seq) FROM changes WHERE workspace_id = ?", (ws.id,)
+            ).fetchone()[0]
+            rows = conn.execute(
+                "SELECT seq, time, path, op, generation FROM changes"
+                " WHERE workspace_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (ws.id, cursor, limit + 1),
+            ).fetchall()
+            head = conn.execute("SELECT max(seq) FROM changes").fetchone()[0] or 0
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return {
+            "workspace": ws.name,
+            "changes": [dict(r) for r in rows],
+            "cursor": rows[-1]["seq"] if rows else max(cursor, head),
+            "more": more,
+            # The caller's cursor is older than what the log keeps: it must resync in full.
+            "reset": oldest is not None and cursor + 1 < oldest,
+        }
+
+    @staticmethod
+    def prune_changes(conn: sqlite3.Connection, now: float) -> None:
+        """Keep at least 7 days and the last 100,000 changes."""
+        conn.execute(
+            "DELETE FROM changes WHERE time < ? AND seq <= (SELECT max(seq) FROM changes) - ?",
+            (now - CHANGE_LOG_DAYS * 86400, CHANGE_LOG_MIN_ROWS),
+        )
+
+    # -- reading chunks ----------------------------------------------------------------------
+
+    @staticmethod
+    def visible_chunks(conn: sqlite3.Connection, ws_id: int, ids: list[int]) -> dict[int, Any]:
+        """The live chunks among `ids` in this snapshot, joined with their document."""
+        if not ids:
+            return {}
+        out: dict[int, Any] = {}
+        for start in range(0, len(ids), 900):  # SQLite's bound-parameter limit
+            part = ids[start : start + 900]
+            rows = conn.execute(
+                "SELECT c.id, c.document_id, c.generation, c.kind, c.breadcrumb, c.text,"
+                " c.byte_start, c.byte_end, c.line_start, c.line_end, c.text_hash,"
+                " d.path, d.title, d.tags, d.inbound, d.meta"
+                " FROM chunks c JOIN documents d ON d.id = c.document_id"
+                f" WHERE c.id IN ({','.join('?' * len(part))})"
+                " AND c.state = 1 AND c.workspace_id = ?",
+                (*part, ws_id),
+            ).fetchall()
+            out.update((r["id"], r) for r in rows)
+        return out

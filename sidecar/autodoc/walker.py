@@ -1,0 +1,120 @@
+"""Find a workspace's Markdown files without ever leaving its root.
+
+Symlinks are followed only when they resolve inside the root; loops, FIFOs, unreadable folders
+and oversized files are reported with a reason instead of stopping the run.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+BINARY_SNIFF_BYTES = 8192
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    rel: str  # relative to the root, forward slashes
+    abs: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str
+    reason: str
+
+
+def _inside(real: str, root_real: str) -> bool:
+    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
+
+
+def scan(root: Path, max_bytes: int) -> tuple[list[FoundFile], list[Skipped]]:
+    root_real = os.path.realpath(root)
+    found: list[FoundFile] = []
+    skipped: list[Skipped] = []
+    visited: set[tuple[int, int]] = set()
+    st = os.stat(root_real)
+    visited.add((st.st_dev, st.st_ino))
+    stack: list[tuple[str, str]] = [(root_real, "")]  # (folder on disk, its path under root)
+    while stack:
+        folder, rel_folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            skipped.append(Skipped(rel_folder or ".", f"cannot list folder: {exc.strerror}"))
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue  # .git, .obsidian, editor swap files
+            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+            is_md = entry.name.lower().endswith(MARKDOWN_SUFFIXES)
+            try:
+                target = entry.path
+                if entry.is_symlink():
+                    target = os.path.realpath(entry.path)
+                    if not _inside(target, root_real):
+                        if is_md or os.path.isdir(target):
+                            skipped.append(Skipped(rel, "symlink leads outside the workspace root"))
+                        continue
+                    if not os.path.exists(target):
+                        if is_md:
+                            skipped.append(Skipped(rel, "broken symlink"))
+                        continue
+                info = os.stat(target)
+            except OSError as exc:
+                if is_md:
+                    skipped.append(Skipped(rel, f"cannot stat: {exc.strerror}"))
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                key = (info.st_dev, info.st_ino)
+                if key in visited:
+                    skipped.append(Skipped(rel, "symlink loop: folder already visited"))
+                    continue
+                visited.add(key)
+                stack.append((target, rel))
+                continue
+            if not is_md:
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                skipped.append(Skipped(rel, "not a regular file"))
+            elif info.st_size > max_bytes:
+                mb = info.st_size / 1e6
+                skipped.append(
+                    Skipped(rel, f"file too large ({mb:.1f} MB > {max_bytes / 1e6:.0f} MB limit)")
+                )
+            else:
+                found.append(FoundFile(rel, target, info.st_size, info.st_mtime_ns))
+    found.sort(key=lambda f: f.rel)
+    return found, skipped
+
+
+def read_markdown(path: str, max_bytes: int) -> bytes:
+    """The file's bytes; raises ValueError with a user-facing reason when it is not text."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file")
+        if info.st_size > max_bytes:
+            raise ValueError(f"file too large ({info.st_size / 1e6:.1f} MB)")
+        chunks = []
+        remaining = max_bytes + 1
+        while remaining > 0:
+            block = os.read(fd, min(1 << 20, remaining))
+            if not block:
+                break
+            chunks.append(block)
+            remaining -= len(block)
+        data = b"".join(chunks)
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise ValueError("file grew past the size limit while being read")
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        raise ValueError("binary file (NUL bytes)")
+    return data
