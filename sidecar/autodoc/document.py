@@ -28,7 +28,9 @@ NOT_PARAGRAPH = re.compile(r"^\s*(?:[-*+>|]|\d+[.)]\s|#|$)")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 INLINE_TAG = re.compile(r"(?<![\w&/#])#([A-Za-z0-9_][\w/-]*)")
 WIKILINK = re.compile(r"!?\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
-MD_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*<?([^()\s<>]+)>?(?:\s+[\"'(][^)]*)?\)")
+MD_LINK = re.compile(
+    r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*(?:<([^<>\n]+)>|([^()\s<>]+))(?:\s+[\"'(][^)]*)?\)"
+)
 _HTML_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -84,6 +86,8 @@ def split_lines(data: bytes) -> tuple[list[str], list[int], str | None]:
     offsets = [0, *accumulate(sizes)]
     offsets[-1] = len(data)  # the last line has no terminator
     lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    if problem:  # offsets are measured; from here on the text only needs to be printable
+        lines = [ln.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for ln in lines]
     if lines and lines[0].startswith("\ufeff"):
         lines[0] = lines[0][1:]
     return lines, offsets, problem
@@ -217,7 +221,7 @@ def parse_document(data: bytes, path: str) -> ParsedDocument:
                     links.append(Link("wiki", target, (m.group(2) or "").strip(), i + 1))
         if "](" in line:
             for m in MD_LINK.finditer(line):
-                target = m.group(1)
+                target = m.group(1) or m.group(2)
                 if _SCHEME.match(target) or target.startswith("#"):
                     continue
                 heading = ""

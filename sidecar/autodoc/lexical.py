@@ -140,12 +140,13 @@ class LexicalIndex:
         return n
 
     def delete(self, chunk_ids: Iterable[int]) -> int:
+        # delete_documents_by_term does not match u64 terms in tantivy-py 0.27: go by query.
+        ids = list(chunk_ids)
         w = self._w()
-        n = 0
-        for cid in chunk_ids:
-            w.delete_documents_by_term("chunk_id", cid)
-            n += 1
-        return n
+        for start in range(0, len(ids), 1024):
+            part = ids[start : start + 1024]
+            w.delete_documents_by_query(Query.term_set_query(self.schema, "chunk_id", part))
+        return len(ids)
 
     def delete_all(self) -> None:
         self._w().delete_all_documents()

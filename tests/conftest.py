@@ -1,0 +1,54 @@
+"""Shared fixtures: a fresh store per test, vault builders, and the shared corpora."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+from autodoc.dispatcher import Dispatcher
+from autodoc.engine import Engine
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("AUTODOC_SHARED", REPO.parent / "shared"))
+CORPORA = SHARED / "corpora"
+EXAMPLE_VAULT = REPO / "examples" / "vault"
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "store" / "autodoc.db"
+
+
+@pytest.fixture
+def engine(db_path: Path):
+    eng = Engine(db_path)
+    yield eng
+    eng.close()
+
+
+@pytest.fixture
+def rpc(engine: Engine) -> Dispatcher:
+    return Dispatcher(engine)
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    root.mkdir()
+    return root
+
+
+def corpus(name: str) -> Path:
+    path = CORPORA / name
+    if not path.is_dir():
+        pytest.skip(f"shared corpus {path} is absent (set AUTODOC_SHARED to the shared/ folder)")
+    return path

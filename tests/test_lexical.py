@@ -1,0 +1,203 @@
+"""Stage 1 through `search.query`: safe parsing, code tokens, field weights, fallback, caps."""
+
+from __future__ import annotations
+
+import pytest
+from autodoc.errors import INVALID_PARAMS, UNSUPPORTED, RpcError
+from autodoc.lexical import FIELD_WEIGHTS
+from autodoc.query import parse_query
+
+from .conftest import write
+
+
+@pytest.fixture
+def kb(rpc, vault):
+    write(
+        vault,
+        "adr/0001-lease.md",
+        """
+        ---
+        title: Writer lease
+        tags: [storage]
+        ---
+        # Writer lease
+
+        The writer takes an exclusive lease beside the store. reclaimBatch retries.
+
+        ## Errors
+        A switch in progress answers -32069 to semantic-only callers.
+
+        ## History
+        Introduced in commit 3f2a9c1e8b7d4a60b2c5d9e8f1a2b3c4d5e6f708 after the outage.
+        """,
+    )
+    write(
+        vault,
+        "notes/cpp.md",
+        """
+        # C++ notes
+
+        Prefer std::vector over raw arrays. The helper is called snake_case_name.
+
+        ## Operators
+        Searching for AND OR NOT NEAR title: (parens) must not break anything.
+        """,
+    )
+    write(
+        vault,
+        "notes/mention.md",
+        """
+        # Misc
+
+        This page mentions the lease once, in passing, with lease lease lease words.
+        """,
+    )
+    write(
+        vault,
+        "notes/migrations.md",
+        """
+        # Schema changes
+
+        Migrations run at startup; migrating twice is safe.
+        """,
+    )
+    rpc.call("workspace.add", ["kb", str(vault)])
+    rpc.call("index.run", ["kb"])
+    return rpc
+
+
+def top(rpc, query, **opts):
+    answer = rpc.call("search.query", ["kb", query, opts])
+    return [(h["path"], h["breadcrumb"]) for h in answer["hits"]], answer
+
+
+@pytest.mark.parametrize(
+    "query, path, crumb",
+    [
+        ("reclaimBatch", "adr/0001-lease.md", "Writer lease"),
+        ("-32069", "adr/0001-lease.md", "Writer lease › Errors"),
+        ("3f2a9c1", "adr/0001-lease.md", "Writer lease › History"),
+        ("std::vector", "notes/cpp.md", "C++ notes"),
+        ("snake_case_name", "notes/cpp.md", "C++ notes"),
+    ],
+)
+def test_code_tokens_are_findable(kb, query, path, crumb):
+    hits, _ = top(kb, query)
+    assert hits and hits[0] == (path, crumb)
+
+
+def test_title_match_outranks_the_same_word_in_a_body(kb):
+    hits, _ = top(kb, "lease")
+    assert hits[0][0] == "adr/0001-lease.md"
+    assert FIELD_WEIGHTS["title"] > FIELD_WEIGHTS["body"]
+
+
+def test_operators_and_punctuation_are_plain_words(kb):
+    for q in ["AND OR NOT", "title: (parens)", "NEAR(", '"unclosed', "a:b c* *", "((("]:
+        answer = kb.call("search.query", ["kb", q])
+        assert isinstance(answer["hits"], list)
+    hits, _ = top(kb, "AND OR NOT NEAR")
+    assert hits[0][0] == "notes/cpp.md"
+
+
+def test_phrase_needs_adjacent_words_in_order(kb):
+    hits, _ = top(kb, '"exclusive lease"')
+    assert hits and hits[0][0] == "adr/0001-lease.md"
+    hits, _ = top(kb, '"lease exclusive"')  # the same words, out of order
+    assert hits == []
+
+
+def test_stemming_and_trailing_prefix(kb):
+    hits, _ = top(kb, "migration")  # stems: migrations, migrating
+    assert hits[0][0] == "notes/migrations.md"
+    hits, _ = top(kb, "startu*")
+    assert hits[0][0] == "notes/migrations.md"
+    assert parse_query("migr*").items[-1].prefix
+
+
+def test_all_words_first_then_any_word_fallback(kb):
+    hits, _ = top(kb, "lease outage zebra")  # 'zebra' is nowhere: still answers
+    assert hits and hits[0] == ("adr/0001-lease.md", "Writer lease › History")
+    hits, _ = top(kb, "why did we pick the lease")  # stopwords are not required
+    assert hits[0][0] == "adr/0001-lease.md"
+
+
+def test_per_document_cap_and_limit(rpc, vault):
+    sections = "".join(f"## Part {i}\nkeyword here\n\n" for i in range(8))
+    write(vault, "big.md", "# Big\n\n" + sections)
+    write(vault, "small.md", "# Small\n\nkeyword once\n")
+    rpc.call("workspace.add", ["kb", str(vault)])
+    rpc.call("index.run", ["kb"])
+    answer = rpc.call("search.query", ["kb", "keyword"])
+    paths = [h["path"] for h in answer["hits"]]
+    assert paths.count("big.md") == 3 and "small.md" in paths
+    assert len(rpc.call("search.query", ["kb", "keyword", {"limit": 2}])["hits"]) == 2
+
+
+def test_path_prefix_filter(kb):
+    hits, _ = top(kb, "lease", paths=["notes/"])
+    assert hits and all(p.startswith("notes/") for p, _ in hits)
+
+
+def test_answer_shape_is_honest_about_stages(kb):
+    _, answer = top(kb, "lease")
+    assert answer["mode_used"] == "lexical"
+    assert answer["stages"]["requested"] == ["lexical", "semantic", "rerank"]
+    assert answer["stages"]["performed"] == ["lexical"]
+    assert answer["stages"]["skipped"] == {
+        "semantic": "no embedding model configured",
+        "rerank": "no ranker configured",
+    }
+    assert answer["semantic"] == "off" and answer["rank"]["state"] == "off"
+    hit = answer["hits"][0]
+    for key in (
+        "path",
+        "breadcrumb",
+        "snippet",
+        "byte_start",
+        "byte_end",
+        "line_start",
+        "line_end",
+        "relevance",
+        "score",
+        "via",
+        "generation",
+    ):
+        assert key in hit
+    assert hit["via"] == ["lexical"] and hit["relevance"] == 1.0
+    assert abs(hit["score"] - 1 / 61) < 1e-6
+    assert "lease" in hit["snippet"].lower()
+    a, b = hit["highlights"][0]
+    assert hit["snippet"][a:b].lower().startswith("lease")
+    _, lexical_only = top(kb, "lease", stages=["lexical"])
+    assert lexical_only["stages"]["skipped"] == {}
+
+
+def test_semantic_only_is_refused_not_substituted(kb):
+    with pytest.raises(RpcError) as err:
+        kb.call("search.query", ["kb", "lease", {"stages": ["semantic"]}])
+    assert err.value.code == UNSUPPORTED
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        {"limit": 0},
+        {"limit": 101},
+        {"limit": "5"},
+        {"stages": ["rerank"]},
+        {"stages": ["x"]},
+        {"bogus": 1},
+        {"paths": "notes"},
+        [1],
+    ],
+)
+def test_bad_options_are_invalid_params(kb, opts):
+    with pytest.raises(RpcError) as err:
+        kb.call("search.query", ["kb", "lease", opts])
+    assert err.value.code == INVALID_PARAMS
+
+
+def test_empty_query_returns_no_hits(kb):
+    assert kb.call("search.query", ["kb", "   "])["hits"] == []
+    assert kb.call("search.query", ["kb", "*** ::: !!!"])["hits"] == []
