@@ -77,13 +77,13 @@ def lexical_candidates(
     query: ParsedQuery,
     paths: list[str],
     need: int = RETRIEVER_TOP,
-) -> tuple[list[Any], bool]:
-    """Visible chunks best first: all-words matches, then any-word matches after them.
+) -> tuple[list[tuple[int, int]], bool]:
+    """Visible (chunk_id, document_id) best first: all-words matches, then any-word ones.
 
     Reads twice what it needs, then up to MAX_READ when invisible chunks starve the read.
     Returns (rows, truncated).
     """
-    rows: list[Any] = []
+    rows: list[tuple[int, int]] = []
     seen: set[int] = set()
     truncated = False
     for all_words in (True, False):
@@ -95,7 +95,7 @@ def lexical_candidates(
             pairs = lexical.search(q, read)
             fresh = list(dict.fromkeys(cid for cid, _ in pairs if cid not in seen))
             visible = store.visible_chunks(conn, ws.id, fresh)
-            got = [visible[cid] for cid in fresh if cid in visible]
+            got = [(cid, visible[cid]) for cid in fresh if cid in visible]
             short = len(rows) + len(got) < need
             filled = len(pairs) >= read
             if not short or not filled or read >= MAX_READ:
@@ -103,7 +103,7 @@ def lexical_candidates(
                 break
             read = MAX_READ
         rows.extend(got)
-        seen.update(r["id"] for r in got)
+        seen.update(cid for cid, _ in got)
         if len(rows) >= need:
             break
     return rows[:need], truncated
@@ -114,47 +114,78 @@ def lexical_candidates(
 _WORD = re.compile(r"\w+")
 
 
-def term_matcher(query: ParsedQuery) -> Callable[[str], bool]:
-    """Does a word of the text match a query word (stemmed), or the trailing prefix?"""
-    stems = set()
-    prefixes = []
+class TermMatcher:
+    """Which words of a text match the query: stemmed words, or the trailing prefix."""
+
+    def __init__(self, query: ParsedQuery) -> None:
+        self.matches = _term_matcher(query)
+        heads = _heads(query)
+        # Candidate words start with a stem's first letters; only those reach the analyzer.
+        self.candidates = (
+            re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(heads))) + r")\w*", re.I)
+            if heads
+            else None
+        )
+
+    def spans(self, text: str, start: int = 0, end: int | None = None):
+        if self.candidates is None:
+            return
+        for m in self.candidates.finditer(text, start, len(text) if end is None else end):
+            word = _WORD.match(text, m.start())
+            if word and self.matches(word.group()):
+                yield word.start(), word.end()
+
+
+def _heads(query: ParsedQuery) -> set[str]:
+    stems: set[str] = set()
+    for item in query.items:
+        stems.update(analyze(item.text))
+        if item.prefix:
+            stems.update(UNSTEMMED.analyze(item.text)[-1:])
+    # A Porter stem keeps the start of its word (it rewrites endings), so these must match.
+    return {t[: min(3, max(1, len(t) - 1))] for t in stems}
+
+
+def _term_matcher(query: ParsedQuery) -> Callable[[str], bool]:
+    """Memoised per word: the same words recur across the hits of one answer."""
+    stems: set[str] = set()
+    prefixes: list[str] = []
     for item in query.items:
         stems.update(analyze(item.text))
         if item.prefix:
             prefixes.extend(UNSTEMMED.analyze(item.text)[-1:])
+    memo: dict[str, bool] = {}
 
     def matches(word: str) -> bool:
-        tokens = STEMMED.analyze(word)
-        if any(t in stems for t in tokens):
-            return True
-        raw = UNSTEMMED.analyze(word)
-        return any(r.startswith(p) for r in raw for p in prefixes)
+        key = word.lower()
+        hit = memo.get(key)
+        if hit is None:
+            hit = any(t in stems for t in STEMMED.analyze(key)) or any(
+                r.startswith(p) for r in UNSTEMMED.analyze(key) for p in prefixes
+            )
+            memo[key] = hit
+        return hit
 
     return matches
 
 
-def make_snippet(text: str, matches: Callable[[str], bool]) -> tuple[str, list[list[int]]]:
+def make_snippet(text: str, terms: TermMatcher) -> tuple[str, list[list[int]]]:
     """~220 characters around the first matched word, whitespace collapsed, with highlights."""
     lines = text.split("\n")
     if len(lines) > 1 and lines[0].lstrip().startswith("#") and any(s.strip() for s in lines[1:]):
         text = "\n".join(lines[1:])  # the heading is already in the breadcrumb
     flat = " ".join(text.split())
-    words = list(_WORD.finditer(flat))
-    first = next((m for m in words if matches(m.group())), None)
+    first = next(terms.spans(flat), None)
     start = 0
-    if first is not None and first.start() > SNIPPET_CHARS // 3:
-        start = flat.rfind(" ", 0, first.start() - SNIPPET_CHARS // 4) + 1
+    if first is not None and first[0] > SNIPPET_CHARS // 3:
+        start = flat.rfind(" ", 0, first[0] - SNIPPET_CHARS // 4) + 1
     end = min(len(flat), start + SNIPPET_CHARS)
     if end < len(flat):
         cut = flat.rfind(" ", start, end)
         end = cut if cut > start else end
     snippet = ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
-    shift = 1 if start else 0
-    highlights = [
-        [m.start() - start + shift, m.end() - start + shift]
-        for m in words
-        if start <= m.start() and m.end() <= end and matches(m.group())
-    ]
+    shift = (1 if start else 0) - start
+    highlights = [[a + shift, b + shift] for a, b in terms.spans(flat, start, end) if b <= end]
     return snippet, highlights
 
 
@@ -184,7 +215,6 @@ def run_search(
     performed: list[str] = []
     ranked: list[tuple[str, list[tuple[int, int]]]] = []
     truncated = False
-    rows: dict[int, Any] = {}
     with store.snapshot() as conn:
         epoch = conn.execute(
             "SELECT lexical_epoch FROM workspaces WHERE id = ?", (ws.id,)
@@ -194,16 +224,16 @@ def run_search(
         if "lexical" in requested:
             lexical.refresh(epoch[0])
             found, truncated = lexical_candidates(conn, store, lexical, ws, query, options.paths)
-            rows.update((r["id"], r) for r in found)
-            ranked.append(("lexical", [(r["id"], r["document_id"]) for r in found]))
+            ranked.append(("lexical", found))
             performed.append("lexical")
-    fused = fuse.cap_per_document(fuse.rrf(ranked))[: options.limit]
+        fused = fuse.cap_per_document(fuse.rrf(ranked))[: options.limit]
+        rows = store.chunk_rows(conn, [f.chunk_id for f in fused])  # same snapshot
     active = len([s for s in performed if s in ("lexical", "semantic")])
-    matches = term_matcher(query)
+    terms = TermMatcher(query)
     hits = []
     for f in fused:
         r = rows[f.chunk_id]
-        snippet, highlights = make_snippet(r["text"], matches)
+        snippet, highlights = make_snippet(r["text"], terms)
         hits.append(
             {
                 "path": r["path"],

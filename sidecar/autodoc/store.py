@@ -356,21 +356,27 @@ class Store:
     # -- reading chunks ----------------------------------------------------------------------
 
     @staticmethod
-    def visible_chunks(conn: sqlite3.Connection, ws_id: int, ids: list[int]) -> dict[int, Any]:
-        """The live chunks among `ids` in this snapshot, joined with their document."""
-        if not ids:
-            return {}
-        out: dict[int, Any] = {}
+    def _in_batches(conn: sqlite3.Connection, sql: str, ids: list[int], *tail: Any):
         for start in range(0, len(ids), 900):  # SQLite's bound-parameter limit
             part = ids[start : start + 900]
-            rows = conn.execute(
-                "SELECT c.id, c.document_id, c.generation, c.kind, c.breadcrumb, c.text,"
-                " c.byte_start, c.byte_end, c.line_start, c.line_end, c.text_hash,"
-                " d.path, d.title, d.tags, d.inbound, d.meta"
-                " FROM chunks c JOIN documents d ON d.id = c.document_id"
-                f" WHERE c.id IN ({','.join('?' * len(part))})"
-                " AND c.state = 1 AND c.workspace_id = ?",
-                (*part, ws_id),
-            ).fetchall()
-            out.update((r["id"], r) for r in rows)
-        return out
+            yield from conn.execute(sql.format(marks=",".join("?" * len(part))), (*part, *tail))
+
+    @classmethod
+    def visible_chunks(cls, conn: sqlite3.Connection, ws_id: int, ids: list[int]) -> dict[int, int]:
+        """{chunk_id: document_id} for the live chunks among `ids` in this snapshot."""
+        sql = (
+            "SELECT id, document_id FROM chunks"
+            " WHERE id IN ({marks}) AND state = 1 AND workspace_id = ?"
+        )
+        return dict(cls._in_batches(conn, sql, ids, ws_id))
+
+    @classmethod
+    def chunk_rows(cls, conn: sqlite3.Connection, ids: list[int]) -> dict[int, sqlite3.Row]:
+        """What a hit shows, for the few chunks that made the answer."""
+        sql = (
+            "SELECT c.id, c.document_id, c.generation, c.kind, c.breadcrumb, c.text,"
+            " c.byte_start, c.byte_end, c.line_start, c.line_end, c.text_hash,"
+            " d.path, d.title, d.tags, d.inbound, d.meta"
+            " FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})"
+        )
+        return {r["id"]: r for r in cls._in_batches(conn, sql, ids)}
