@@ -23,7 +23,10 @@ def test_frontmatter_fields_tags_aliases():
 
 
 def test_inline_tags_skip_code_headings_and_numbers():
-    d = parse("# Title\n\nissue #123 and `#notatag` and #real\n\n```\n#incode\n```\n")
+    d = parse(
+        "# Title\n\nissue #123 and `#notatag` and #real, see [Attach](#attach) and a#b\n\n"
+        "```\n#incode\n```\n"
+    )
     assert d.tags == ["real"]
 
 

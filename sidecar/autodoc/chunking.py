@@ -7,15 +7,12 @@ over the `section_tokens` budget are split at paragraph boundaries and keep thei
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass
 
 from .document import (
-    ATX_HEADING,
-    NOT_PARAGRAPH,
     SETEXT_UNDERLINE,
-    FenceTracker,
     ParsedDocument,
-    clean_heading,
 )
 
 BREADCRUMB_SEP = " › "
@@ -56,55 +53,25 @@ class _Section:
 
 
 def find_sections(doc: ParsedDocument) -> list[_Section]:
-    """Split at ATX and setext headings, never inside fenced code."""
-    lines = doc.lines
-    sections = [_Section(0, "", doc.body_line, len(lines))]
-    fences = FenceTracker()
-    prev_is_paragraph = False
-    prev_prev_blank = True
-    for i in range(doc.body_line, len(lines)):
-        line = lines[i]
-        if fences.feed(line):
-            prev_is_paragraph, prev_prev_blank = False, False
-            continue
-        heading: tuple[int, str, int] | None = None
-        atx = ATX_HEADING.match(line) if "#" in line else None
-        if atx:
-            heading = (len(atx.group(1)), clean_heading(atx.group(2) or ""), i)
-        elif prev_is_paragraph and prev_prev_blank and SETEXT_UNDERLINE.match(line):
-            level = 1 if line.strip()[0] == "=" else 2
-            heading = (level, clean_heading(lines[i - 1]), i - 1)
-        if heading:
-            level, text, start = heading
-            sections[-1].end = start
-            sections.append(_Section(level, text, start, len(lines)))
-            prev_is_paragraph, prev_prev_blank = False, False
-            continue
-        blank = not line.strip()
-        # A setext underline counts only under a one-line paragraph that follows a boundary.
-        prev_prev_blank = _boundary_before(lines, i, doc.body_line)
-        prev_is_paragraph = (
-            not blank and not line.startswith("    ") and not NOT_PARAGRAPH.match(line)
-        )
-    return [s for s in sections if s.end > s.start]
-
-
-def _boundary_before(lines: list[str], i: int, first: int) -> bool:
-    return i == first or not lines[i - 1].strip() or bool(ATX_HEADING.match(lines[i - 1]))
+    """Sections between headings (ATX and setext, never inside fenced code)."""
+    starts = [_Section(0, "", doc.body_line, 0)]
+    starts += [_Section(h.level, h.text, h.line, 0) for h in doc.headings]
+    for sec, nxt in itertools.pairwise(starts):
+        sec.end = nxt.start
+    starts[-1].end = len(doc.lines)
+    return [s for s in starts if s.end > s.start]
 
 
 def _blocks(doc: ParsedDocument, start: int, end: int) -> list[tuple[int, int]]:
     """Paragraph blocks [start, end) separated by blank lines; a code fence is one block."""
     blocks: list[tuple[int, int]] = []
     cur: int | None = None
-    fences = FenceTracker()
+    lines, code = doc.lines, doc.code
     for i in range(start, end):
-        line = doc.lines[i]
-        if fences.feed(line):
+        if code[i]:
             if cur is None:
                 cur = i
-            continue
-        if not line.strip():
+        elif not lines[i].strip():
             if cur is not None:
                 blocks.append((cur, i))
                 cur = None

@@ -18,6 +18,8 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 
 _YAML = YAMLHandler()  # python-frontmatter: its delimiter regex and its SafeLoader-based load
+# libyaml's safe loader when PyYAML was built with it: same safety, several times faster.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FM_MAX_BYTES = 256 * 1024
 _FM_MAX_NODES = 20_000  # YAML aliases can make a 1 KB block expand to billions of nodes
 
@@ -26,7 +28,7 @@ SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 NOT_PARAGRAPH = re.compile(r"^\s*(?:[-*+>|]|\d+[.)]\s|#|$)")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
-INLINE_TAG = re.compile(r"(?<![\w&/#])#([A-Za-z0-9_][\w/-]*)")
+INLINE_TAG = re.compile(r"(?<!\S)#([A-Za-z0-9_][\w/-]*)")  # Obsidian: after a space
 WIKILINK = re.compile(r"!?\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
 MD_LINK = re.compile(
     r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*(?:<([^<>\n]+)>|([^()\s<>]+))(?:\s+[\"'(][^)]*)?\)"
@@ -43,6 +45,13 @@ class Link:
     line: int  # 1-based
 
 
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+    line: int  # 0-based index of the heading's first line (the text line of a setext heading)
+
+
 @dataclass
 class ParsedDocument:
     data: bytes
@@ -54,6 +63,8 @@ class ParsedDocument:
     tags: list[str]
     aliases: list[str]
     links: list[Link]
+    headings: list[Heading] = field(default_factory=list)
+    code: bytearray = field(default_factory=bytearray)  # 1 where a line is fenced code
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -121,7 +132,7 @@ def _frontmatter(lines: list[str]) -> tuple[int, dict[str, Any], str | None]:
     if len(block) > _FM_MAX_BYTES:
         return end + 1, {}, f"frontmatter larger than {_FM_MAX_BYTES // 1024} KB: ignored"
     try:
-        loaded = _YAML.load(block)
+        loaded = _YAML.load(block, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 2})" if mark is not None else ""
@@ -181,15 +192,48 @@ class FenceTracker:
         return False
 
 
-def iter_prose_lines(lines: list[str], start: int):
-    """(index, line) outside fenced code blocks, with inline code blanked."""
+def scan_structure(lines: list[str], start: int) -> tuple[bytearray, list[Heading]]:
+    """One pass over the body: which lines are fenced code, and where the headings are."""
+    n = len(lines)
+    code = bytearray(n)
+    paragraph = bytearray(n)  # a line that could be the text of a setext heading
+    boundary = bytearray(n)  # blank or a heading: what may precede a setext heading's text
+    headings: list[Heading] = []
     fences = FenceTracker()
-    for i in range(start, len(lines)):
+    for i in range(start, n):
         line = lines[i]
         if fences.feed(line):
+            code[i] = 1
             continue
-        if line.startswith("    ") or line.startswith("\t"):
-            continue  # indented code
+        if "#" in line:
+            m = ATX_HEADING.match(line)
+            if m:
+                headings.append(Heading(len(m.group(1)), clean_heading(m.group(2) or ""), i))
+                boundary[i] = 1
+                continue
+        if (
+            i > start
+            and paragraph[i - 1]
+            and (i - 1 == start or boundary[i - 2])
+            and SETEXT_UNDERLINE.match(line)
+        ):
+            level = 1 if line.lstrip()[0] == "=" else 2
+            headings.append(Heading(level, clean_heading(lines[i - 1]), i - 1))
+            boundary[i] = 1
+            continue
+        if not line.strip():
+            boundary[i] = 1
+        elif not line.startswith("    ") and not NOT_PARAGRAPH.match(line):
+            paragraph[i] = 1
+    return code, headings
+
+
+def iter_prose_lines(lines: list[str], start: int, code: bytearray):
+    """(index, line) outside fenced and indented code, with inline code blanked."""
+    for i in range(start, len(lines)):
+        line = lines[i]
+        if code[i] or line.startswith(("    ", "\t")):
+            continue
         if "`" in line:
             line = _INLINE_CODE.sub(lambda mm: " " * len(mm.group(0)), line)
         yield i, line
@@ -205,15 +249,11 @@ def parse_document(data: bytes, path: str) -> ParsedDocument:
     tags: list[str] = [normalise_tag(t) for t in _as_list(meta.get("tags"))]
     aliases = _as_list(meta.get("aliases")) + _as_list(meta.get("alias"))
     links: list[Link] = []
-    first_h1 = None
-    for i, line in iter_prose_lines(lines, body_line):
-        if "#" in line:
-            m = ATX_HEADING.match(line)
-            if m:
-                if first_h1 is None and len(m.group(1)) == 1 and m.group(2):
-                    first_h1 = clean_heading(m.group(2))
-            else:
-                tags.extend(normalise_tag(t) for t in INLINE_TAG.findall(line) if _tagish(t))
+    code, headings = scan_structure(lines, body_line)
+    first_h1 = next((h.text for h in headings if h.level == 1 and h.text), None)
+    for i, line in iter_prose_lines(lines, body_line, code):
+        if "#" in line and not ATX_HEADING.match(line):
+            tags.extend(normalise_tag(t) for t in INLINE_TAG.findall(line) if _tagish(t))
         if "[[" in line:
             for m in WIKILINK.finditer(line):
                 target = m.group(1).strip()
@@ -246,6 +286,8 @@ def parse_document(data: bytes, path: str) -> ParsedDocument:
         tags=tags,
         aliases=[a.strip() for a in aliases if a.strip()],
         links=links,
+        headings=headings,
+        code=code,
         problems=problems,
     )
 

@@ -58,6 +58,16 @@ class DocumentUpdate:
 
 
 @dataclass
+class _Plan:
+    update: DocumentUpdate
+    doc_id: int
+    generation: int
+    created: bool  # new, or back after a delete
+    kept: dict[int, Chunk] = field(default_factory=dict)  # unchanged chunk id -> its new place
+    new: list[tuple[int, Chunk]] = field(default_factory=list)  # (assigned id, chunk)
+
+
+@dataclass
 class RunSummary:
     workspace: str
     files: int = 0
@@ -289,202 +299,193 @@ class Indexer:
     def _publish(self, updates: list[DocumentUpdate], gone: list[str], summary: RunSummary) -> None:
         if not updates and not gone:
             return
-        ws_id = self.ws.id
         now = time.time()
-        plans = []  # (update, doc_id, generation, created, kept {id: chunk}, new [(id, chunk)])
-        # Step 1: PENDING rows for every chunk that is new in this generation.
-        with self.store.transaction() as conn:
-            next_id = (
-                conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'").fetchone()
-                or [0]
-            )[0] + 1
-            pending_rows = []
-            for u in updates:
-                row = conn.execute(
-                    "SELECT id, generation, deleted, meta_fp FROM documents"
-                    " WHERE workspace_id = ? AND path = ?",
-                    (ws_id, u.file.rel),
-                ).fetchone()
-                if row is None:
-                    doc_id = conn.execute(
-                        "INSERT INTO documents(workspace_id, path, generation, deleted)"
-                        " VALUES (?, ?, 0, 1)",
-                        (ws_id, u.file.rel),
-                    ).lastrowid
-                    generation, created, reusable = 1, True, {}
-                else:
-                    doc_id = row["id"]
-                    generation, created = row["generation"] + 1, bool(row["deleted"])
-                    reusable = defaultdict(list)
-                    if row["meta_fp"] == u.meta_fp and not row["deleted"]:
-                        for old in conn.execute(
-                            "SELECT id, kind, text_hash FROM chunks"
-                            " WHERE document_id = ? AND state = 1 ORDER BY ordinal",
-                            (doc_id,),
-                        ):
-                            reusable[(old["kind"], old["text_hash"])].append(old["id"])
-                kept: dict[int, Chunk] = {}
-                new: list[tuple[int, Chunk]] = []
-                for ch in u.chunks:
-                    ids = reusable.get((ch.kind, ch.text_hash)) if reusable else None
-                    if ids:
-                        kept[ids.pop(0)] = ch
-                    else:
-                        new.append((next_id, ch))
-                        pending_rows.append(
-                            (
-                                next_id,
-                                doc_id,
-                                ws_id,
-                                PENDING,
-                                generation,
-                                ch.kind,
-                                ch.ordinal,
-                                ch.breadcrumb,
-                                ch.text,
-                                ch.text_hash,
-                                ch.byte_start,
-                                ch.byte_end,
-                                ch.line_start,
-                                ch.line_end,
-                            )
-                        )
-                        next_id += 1
-                plans.append((u, doc_id, generation, created, kept, new))
+        with self.store.transaction() as conn:  # step 1
+            plans = self._plan(conn, updates)
             conn.executemany(
                 "INSERT INTO chunks(id, document_id, workspace_id, state, generation, kind,"
                 " ordinal, breadcrumb, text, text_hash, byte_start, byte_end, line_start,"
-                " line_end) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                pending_rows,
-            )
-        # Step 2: the lexical index learns the new chunks.
-        added = self.lexical.add(
-            LexicalDoc(
-                cid,
-                doc_id,
-                ws_id,
-                gen,
-                u.file.rel,
-                ch.kind,
-                u.parsed.title,
-                ch.breadcrumb,
-                u.parsed.aliases,
-                u.parsed.tags,
-                ch.text,
-            )
-            for u, doc_id, gen, _c, _k, new in plans
-            for cid, ch in new
-        )
+                f" line_end) VALUES (?, ?, {self.ws.id}, {PENDING}, ?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (cid, p.doc_id, p.generation, ch.kind, ch.ordinal, ch.breadcrumb, ch.text,
+                     ch.text_hash, ch.byte_start, ch.byte_end, ch.line_start, ch.line_end)
+                    for p in plans
+                    for cid, ch in p.new
+                ],
+            )  # fmt: skip
+        added = self.lexical.add(  # step 2
+            LexicalDoc(cid, p.doc_id, self.ws.id, p.generation, p.update.file.rel, ch.kind,
+                       p.update.parsed.title, ch.breadcrumb, p.update.parsed.aliases,
+                       p.update.parsed.tags, ch.text)
+            for p in plans
+            for cid, ch in p.new
+        )  # fmt: skip
         if added:
             self.lexical.commit()
-        # Step 3: one transaction switches every reader to the new generations.
-        with self.store.transaction() as conn:
-            for u, doc_id, gen, created, kept, new in plans:
-                p = u.parsed
-                conn.execute(
-                    "UPDATE documents SET generation=?, deleted=0, size=?, mtime_ns=?,"
-                    " content_hash=?, chunk_fp=?, meta_fp=?, title=?, tags=?, aliases=?, meta=?,"
-                    " indexed_at=? WHERE id=?",
-                    (
-                        gen,
-                        u.file.size,
-                        u.file.mtime_ns,
-                        u.content_hash,
-                        u.chunk_fp,
-                        u.meta_fp,
-                        p.title,
-                        json.dumps(p.tags),
-                        json.dumps(p.aliases),
-                        json.dumps(p.meta, ensure_ascii=False),
-                        now,
-                        doc_id,
-                    ),
-                )
-                keep_ids = list(kept)
-                conn.execute(
-                    f"UPDATE chunks SET state = {DEAD}, retired_at = ? WHERE document_id = ?"
-                    f" AND state = {LIVE} AND id NOT IN ({','.join('?' * len(keep_ids))})",
-                    (now, doc_id, *keep_ids),
-                )
-                conn.executemany(
-                    "UPDATE chunks SET generation=?, ordinal=?, byte_start=?, byte_end=?,"
-                    " line_start=?, line_end=? WHERE id=?",
-                    [
-                        (
-                            gen,
-                            ch.ordinal,
-                            ch.byte_start,
-                            ch.byte_end,
-                            ch.line_start,
-                            ch.line_end,
-                            cid,
-                        )
-                        for cid, ch in kept.items()
-                    ],
-                )
-                conn.executemany(
-                    f"UPDATE chunks SET state = {LIVE} WHERE id = ?", [(cid,) for cid, _ in new]
-                )
-                self._replace_links_and_names(conn, doc_id, u.file.rel, p)
-                conn.execute(
-                    "INSERT INTO changes(time, workspace_id, path, op, generation)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (now, ws_id, u.file.rel, "add" if created else "modify", gen),
-                )
-                summary.added += created
-                summary.modified += not created
-                summary.chunks_written += len(new)
-                summary.chunks_kept += len(kept)
-            for path in gone:
-                row = conn.execute(
-                    "SELECT id, generation FROM documents WHERE workspace_id=? AND path=?",
-                    (ws_id, path),
-                ).fetchone()
-                gen = row["generation"] + 1
-                conn.execute(
-                    "UPDATE documents SET deleted=1, generation=?, size=NULL, mtime_ns=NULL,"
-                    " content_hash=NULL, indexed_at=? WHERE id=?",
-                    (gen, now, row["id"]),
-                )
-                conn.execute(
-                    f"UPDATE chunks SET state = {DEAD}, retired_at = ?"
-                    f" WHERE document_id = ? AND state != {DEAD}",
-                    (now, row["id"]),
-                )
-                conn.execute("DELETE FROM links WHERE source_id = ?", (row["id"],))
-                conn.execute("DELETE FROM names WHERE document_id = ?", (row["id"],))
-                conn.execute(
-                    "INSERT INTO changes(time, workspace_id, path, op, generation)"
-                    " VALUES (?, ?, ?, 'delete', ?)",
-                    (now, ws_id, path, gen),
-                )
-                summary.deleted += 1
+        with self.store.transaction() as conn:  # step 3: readers switch here
+            self._switch(conn, plans, now)
+            self._retire(conn, gone, now, summary)
             if added:
                 self._bump_epoch(conn)
+        for p in plans:
+            summary.added += p.created
+            summary.modified += not p.created
+            summary.chunks_written += len(p.new)
+            summary.chunks_kept += len(p.kept)
 
-    def _replace_links_and_names(self, conn, doc_id: int, path: str, p: ParsedDocument) -> None:
+    def _plan(self, conn, updates: list[DocumentUpdate]) -> list[_Plan]:
+        """Give each changed document its next generation; keep chunks whose text is unchanged."""
         ws_id = self.ws.id
-        conn.execute("DELETE FROM links WHERE source_id = ?", (doc_id,))
+        rows = {
+            r["path"]: r
+            for r in self.store.in_batches(
+                conn,
+                "SELECT id, path, generation, deleted, meta_fp FROM documents"
+                " WHERE path IN ({marks}) AND workspace_id = ?",
+                [u.file.rel for u in updates],
+                ws_id,
+            )
+        }
+        reusable: dict[int, dict[tuple[str, str], list[int]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        keep_from = [
+            r["id"]
+            for u in updates
+            if (r := rows.get(u.file.rel)) is not None
+            and not r["deleted"]
+            and r["meta_fp"] == u.meta_fp
+        ]
+        for old in self.store.in_batches(
+            conn,
+            "SELECT id, document_id, kind, text_hash FROM chunks"
+            " WHERE document_id IN ({marks}) AND state = 1 ORDER BY document_id, ordinal",
+            keep_from,
+        ):
+            reusable[old["document_id"]][(old["kind"], old["text_hash"])].append(old["id"])
+        conn.executemany(
+            "INSERT INTO documents(workspace_id, path, generation, deleted) VALUES (?, ?, 0, 1)",
+            [(ws_id, u.file.rel) for u in updates if u.file.rel not in rows],
+        )
+        fresh = {
+            r["path"]: r["id"]
+            for r in self.store.in_batches(
+                conn,
+                "SELECT id, path FROM documents WHERE path IN ({marks}) AND workspace_id = ?",
+                [u.file.rel for u in updates if u.file.rel not in rows],
+                ws_id,
+            )
+        }
+        next_id = (
+            conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'").fetchone() or [0]
+        )[0] + 1
+        plans = []
+        for u in updates:
+            row = rows.get(u.file.rel)
+            if row is None:
+                plan = _Plan(u, fresh[u.file.rel], 1, True)
+            else:
+                plan = _Plan(u, row["id"], row["generation"] + 1, bool(row["deleted"]))
+            old = reusable.get(plan.doc_id, {})
+            for ch in u.chunks:
+                ids = old.get((ch.kind, ch.text_hash))
+                if ids:
+                    plan.kept[ids.pop(0)] = ch
+                else:
+                    plan.new.append((next_id, ch))
+                    next_id += 1
+            plans.append(plan)
+        return plans
+
+    def _switch(self, conn, plans: list[_Plan], now: float) -> None:
+        """New chunks live, replaced ones retired, documents at their new generation."""
+        conn.executemany(
+            "UPDATE documents SET generation=?, deleted=0, size=?, mtime_ns=?, content_hash=?,"
+            " chunk_fp=?, meta_fp=?, title=?, tags=?, aliases=?, meta=?, indexed_at=? WHERE id=?",
+            [
+                (p.generation, p.update.file.size, p.update.file.mtime_ns, p.update.content_hash,
+                 p.update.chunk_fp, p.update.meta_fp, p.update.parsed.title,
+                 json.dumps(p.update.parsed.tags), json.dumps(p.update.parsed.aliases),
+                 json.dumps(p.update.parsed.meta, ensure_ascii=False), now, p.doc_id)
+                for p in plans
+            ],
+        )  # fmt: skip
+        replaced = [p.doc_id for p in plans if not p.created]
+        conn.executemany(
+            f"UPDATE chunks SET state = {DEAD}, retired_at = ? WHERE document_id = ?"
+            f" AND state = {LIVE}",
+            [(now, d) for d in replaced],
+        )
+        conn.executemany(
+            f"UPDATE chunks SET state = {LIVE}, generation = ?, ordinal = ?, byte_start = ?,"
+            " byte_end = ?, line_start = ?, line_end = ?, retired_at = NULL WHERE id = ?",
+            [
+                (p.generation, ch.ordinal, ch.byte_start, ch.byte_end, ch.line_start,
+                 ch.line_end, cid)
+                for p in plans
+                for cid, ch in (*p.kept.items(), *p.new)
+            ],
+        )  # fmt: skip
+        self._replace_links_and_names(conn, plans)
+        conn.executemany(
+            "INSERT INTO changes(time, workspace_id, path, op, generation) VALUES (?, ?, ?, ?, ?)",
+            [
+                (now, self.ws.id, p.update.file.rel, "add" if p.created else "modify", p.generation)
+                for p in plans
+            ],
+        )
+
+    def _retire(self, conn, gone: list[str], now: float, summary: RunSummary) -> None:
+        """Deleted files: a new generation with no chunks, and a `delete` in the change log."""
+        for path in gone:
+            row = conn.execute(
+                "SELECT id, generation FROM documents WHERE workspace_id = ? AND path = ?",
+                (self.ws.id, path),
+            ).fetchone()
+            gen = row["generation"] + 1
+            conn.execute(
+                "UPDATE documents SET deleted = 1, generation = ?, size = NULL, mtime_ns = NULL,"
+                " content_hash = NULL, indexed_at = ? WHERE id = ?",
+                (gen, now, row["id"]),
+            )
+            conn.execute(
+                f"UPDATE chunks SET state = {DEAD}, retired_at = ?"
+                f" WHERE document_id = ? AND state != {DEAD}",
+                (now, row["id"]),
+            )
+            conn.execute("DELETE FROM links WHERE source_id = ?", (row["id"],))
+            conn.execute("DELETE FROM names WHERE document_id = ?", (row["id"],))
+            conn.execute(
+                "INSERT INTO changes(time, workspace_id, path, op, generation)"
+                " VALUES (?, ?, ?, 'delete', ?)",
+                (now, self.ws.id, path, gen),
+            )
+            summary.deleted += 1
+
+    def _replace_links_and_names(self, conn, plans: list[_Plan]) -> None:
+        ws_id = self.ws.id
+        ids = [(p.doc_id,) for p in plans if not p.created]  # the others have none
+        conn.executemany("DELETE FROM links WHERE source_id = ?", ids)
+        conn.executemany("DELETE FROM names WHERE document_id = ?", ids)
         conn.executemany(
             "INSERT INTO links(source_id, workspace_id, kind, target, key, heading, line)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                (
-                    doc_id,
-                    ws_id,
-                    ln.kind,
-                    ln.target,
-                    link_key(path, ln.kind, ln.target),
-                    ln.heading,
-                    ln.line,
-                )
-                for ln in p.links
+                (p.doc_id, ws_id, ln.kind, ln.target, link_key(p.update.file.rel, ln.kind,
+                 ln.target), ln.heading, ln.line)
+                for p in plans
+                for ln in p.update.parsed.links
             ],
-        )
-        conn.execute("DELETE FROM names WHERE document_id = ?", (doc_id,))
+        )  # fmt: skip
         conn.executemany(
             "INSERT INTO names(workspace_id, key, document_id, rank) VALUES (?, ?, ?, ?)",
-            [(ws_id, key, doc_id, rank) for key, rank in document_names(path, p.title, p.aliases)],
+            [
+                (ws_id, key, p.doc_id, rank)
+                for p in plans
+                for key, rank in document_names(
+                    p.update.file.rel, p.update.parsed.title, p.update.parsed.aliases
+                )
+            ],
         )
 
     def _resolve_links(self, conn) -> None:

@@ -356,7 +356,7 @@ class Store:
     # -- reading chunks ----------------------------------------------------------------------
 
     @staticmethod
-    def _in_batches(conn: sqlite3.Connection, sql: str, ids: list[int], *tail: Any):
+    def in_batches(conn: sqlite3.Connection, sql: str, ids: list[int], *tail: Any):
         for start in range(0, len(ids), 900):  # SQLite's bound-parameter limit
             part = ids[start : start + 900]
             yield from conn.execute(sql.format(marks=",".join("?" * len(part))), (*part, *tail))
@@ -368,7 +368,7 @@ class Store:
             "SELECT id, document_id FROM chunks"
             " WHERE id IN ({marks}) AND state = 1 AND workspace_id = ?"
         )
-        return dict(cls._in_batches(conn, sql, ids, ws_id))
+        return dict(cls.in_batches(conn, sql, ids, ws_id))
 
     @classmethod
     def chunk_rows(cls, conn: sqlite3.Connection, ids: list[int]) -> dict[int, sqlite3.Row]:
@@ -379,4 +379,4 @@ class Store:
             " d.path, d.title, d.tags, d.inbound, d.meta"
             " FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})"
         )
-        return {r["id"]: r for r in cls._in_batches(conn, sql, ids)}
+        return {r["id"]: r for r in cls.in_batches(conn, sql, ids)}
