@@ -62,7 +62,7 @@ def parse_options(opts: Any) -> SearchOptions:
     paths = opts.get("paths") or []
     if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
         raise invalid_params("paths must be a list of path prefixes", field="paths")
-    paths = [p.replace("\\", "/").lstrip("./") if p.startswith("./") else p for p in paths]
+    paths = [p[2:] if p.startswith("./") else p for p in paths]
     return SearchOptions(limit, stages, paths)
 
 

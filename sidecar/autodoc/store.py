@@ -186,8 +186,12 @@ class Store:
         self._write_lock = threading.RLock()
         boot = _connect(self.path)
         boot.execute("PRAGMA journal_mode=WAL")
-        with contextlib.suppress(sqlite3.OperationalError):  # another process may hold a lock
+        try:
             boot.executescript(_SCHEMA)
+        except sqlite3.OperationalError:
+            # A read-only store (permissions, a read-only mount) still serves reads.
+            if not boot.execute("SELECT 1 FROM sqlite_master WHERE name='chunks'").fetchone():
+                raise
         boot.execute(
             "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
