@@ -38,7 +38,7 @@ def test_index_and_search_the_example_vault(cli, tmp_path):
     path, _, rest = first.partition("  ")
     assert path.startswith("adr/0003-embedded-sqlite-store.md:")
     assert "reclaimBatch" in rest
-    assert "semantic skipped: no embedding model configured" in err
+    assert "hybrid" in err and "rerank skipped: no ranker configured" in err
     code, out, _ = cli("search", "embedded relational store", "--json", "-n", "2")
     answer = json.loads(out)
     assert answer["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"

@@ -18,6 +18,9 @@ def adr(tmp_path_factory):
     engine = Engine(tmp_path_factory.mktemp("adr") / "autodoc.db")
     rpc = Dispatcher(engine)
     rpc.call("workspace.add", ["adr", str(root)])
+    # Lexical only here: embedding 8,000 chunks on 2 cores takes minutes (test_semantic embeds
+    # one project of this corpus).
+    rpc.call("workspace.configure", ["adr", {"embedding": "none"}])
     summary = rpc.call("index.run", ["adr"])
     yield rpc, root, summary
     engine.close()

@@ -42,14 +42,23 @@ def live_chunks(engine, path):
 
 
 def paths(rpc, query):
-    return [h["path"] for h in rpc.call("search.query", ["v", query])["hits"]]
+    """Lexical hits only: the semantic stage always returns the nearest chunks, wanted or not."""
+    return [
+        h["path"] for h in rpc.call("search.query", ["v", query, {"stages": ["lexical"]}])["hits"]
+    ]
+
+
+def add(rpc, vault, embedding="none"):
+    """A workspace; these tests are about files and generations, so no embedding by default."""
+    rpc.call("workspace.add", ["v", str(vault)])
+    rpc.call("workspace.configure", ["v", {"embedding": embedding}])
 
 
 @pytest.fixture
 def indexed(rpc, vault):
     write(vault, "design.md", DOC)
     write(vault, "other.md", "# Other\n\nUnrelated alpha text.\n")
-    rpc.call("workspace.add", ["v", str(vault)])
+    add(rpc, vault)
     first = rpc.call("index.run", ["v"])
     assert first["added"] == 2 and first["chunks"] > 0
     return rpc
@@ -198,7 +207,7 @@ def test_reader_snapshot_never_mixes_generations(indexed, engine, vault):
     reader.execute("COMMIT")
     # the retired chunks are still in Tantivy during the grace period, but never visible
     lex = engine.lexical(ws)
-    hits = indexed.call("search.query", ["v", "alpha rows"])["hits"]
+    hits = indexed.call("search.query", ["v", "alpha rows", {"stages": ["lexical"]}])["hits"]
     assert all("omega" in h["snippet"] or h["path"] != "design.md" for h in hits)
     assert len(lex.all_chunk_ids()) > engine.workspace_list()[0]["chunks"]
 
@@ -207,7 +216,7 @@ def test_reader_snapshot_never_mixes_generations(indexed, engine, vault):
 def test_unreadable_file_is_skipped(rpc, vault):
     p = write(vault, "secret.md", "# S\n")
     p.chmod(0)
-    rpc.call("workspace.add", ["v", str(vault)])
+    add(rpc, vault)
     summary = rpc.call("index.run", ["v"])
     assert [s["path"] for s in summary["skipped"]] == ["secret.md"]
 
@@ -230,7 +239,7 @@ def test_hostile_files_are_indexed_or_skipped_with_a_reason(rpc, vault, tmp_path
     (vault / "dangling.md").symlink_to(vault / "missing.md")
     os.mkfifo(vault / "pipe.md")
     write(vault, "bad-yaml.md", "---\ntitle: [oops\n---\n# Bad yaml\n\nstill searchable\n")
-    rpc.call("workspace.add", ["v", str(vault)])
+    add(rpc, vault, embedding="bundled")  # hostile files go through the embedder too
     summary = rpc.call("index.run", ["v"])
     skipped = {s["path"]: s["reason"] for s in summary["skipped"]}
     assert "binary" in skipped["binary.md"]
@@ -268,6 +277,7 @@ def test_file_vanishing_between_scan_and_read_is_skipped(engine, vault):
     write(vault, "a.md", "# A\n\nalpha\n")
     write(vault, "b.md", "# B\n\nbeta\n")
     engine.workspace_add("v", str(vault))
+    engine.workspace_configure("v", {"embedding": "none"})
 
     def vanish(done, total, path):
         if path == "b.md":

@@ -99,11 +99,13 @@ def _call(dispatcher: Dispatcher, method: str, raw: str | None) -> int:
 class _ProgressBar:
     """One line on stderr, redrawn at most ten times a second; silent when not a terminal."""
 
-    def __init__(self) -> None:
+    def __init__(self, label: str = "") -> None:
         self.tty = sys.stderr.isatty()
         self.last = 0.0
+        self.label = label
 
-    def __call__(self, done: int, total: int, path: str) -> None:
+    def __call__(self, done: int, total: int, path: str = "") -> None:
+        path = path or self.label
         now = time.monotonic()
         if not self.tty or (now - self.last < 0.1 and done != total):
             return
@@ -126,7 +128,9 @@ def _index(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
     root = Path(args.path).expanduser().resolve()
     name = args.workspace or _workspace_name_for(root)
     dispatcher.call("workspace.add", [name, str(root)])
-    summary = dispatcher.engine.index_run(name, progress=_ProgressBar())
+    summary = dispatcher.engine.index_run(
+        name, progress=_ProgressBar(), embed_progress=_ProgressBar("embedding chunks")
+    )
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, indent=2))
         return EXIT_OK
@@ -137,6 +141,15 @@ def _index(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
         f"({summary['chunks_written']} written), {len(summary['skipped'])} skipped, "
         f"{len(summary['warnings'])} warnings, {summary['seconds']:.1f} s"
     )
+    emb = summary["embedding"]
+    if emb.get("model"):
+        rate = f", {emb['per_second']}/s" if emb.get("per_second") else ""
+        print(
+            f"embeddings ({emb['model']}): {emb['embedded']} new{rate}, "
+            f"{emb['coverage']['embedded']}/{emb['coverage']['total']} chunks covered"
+        )
+    else:
+        print(f"semantic search off: {emb.get('reason')}")
     for title, rows, key in (
         ("skipped", summary["skipped"], "reason"),
         ("warnings", summary["warnings"], "message"),

@@ -6,7 +6,9 @@ names, types and bounds.
 
 from __future__ import annotations
 
+import copy
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,13 @@ class Option:
     high: int | None = None
     rechunk: bool = False  # changing it changes how documents are cut
     doc: str = ""
+    check: Callable[[Any], Any] | None = None  # validates and normalises a structured value
+
+
+def _embedding(value: Any) -> Any:
+    from .embed import validate_spec  # keeps onnxruntime out of config's import
+
+    return validate_spec(value)
 
 
 OPTIONS: dict[str, Option] = {
@@ -35,11 +44,17 @@ OPTIONS: dict[str, Option] = {
         True, bool, doc="move superseded documents' hits below their successor's"
     ),
     "max_file_mb": Option(20, int, 1, 1024, doc="files larger than this are skipped with a reason"),
+    "embedding": Option(
+        {"provider": "bundled"},
+        dict,
+        doc="embedding provider: bundled (default), onnx, openai or none",
+        check=_embedding,
+    ),
 }
 
 
 def defaults() -> dict[str, Any]:
-    return {name: opt.default for name, opt in OPTIONS.items()}
+    return {name: copy.deepcopy(opt.default) for name, opt in OPTIONS.items()}
 
 
 def validate(changes: Any) -> dict[str, Any]:
@@ -53,6 +68,9 @@ def validate(changes: Any) -> dict[str, Any]:
             raise invalid_params(
                 f"unknown workspace option {key!r}", field=key, known=sorted(OPTIONS)
             )
+        if opt.check is not None:
+            clean[key] = opt.check(value)
+            continue
         # bool is an int subclass: keep the two apart so `true` is never a size.
         if opt.kind is int and (isinstance(value, bool) or not isinstance(value, int)):
             raise invalid_params(f"{key} must be an integer", field=key, value=value)

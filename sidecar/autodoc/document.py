@@ -39,10 +39,29 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 @dataclass
 class Link:
-    kind: str  # "wiki" or "md"
+    kind: str  # "wiki", "md", or "meta" (a frontmatter reference)
     target: str  # as written, normalised (no anchor)
     heading: str
     line: int  # 1-based
+    relation: str = ""  # "supersedes" or "superseded_by" when the text says so
+
+
+SUPERSEDE_FIELDS = {
+    "superseded_by": "superseded_by",
+    "superseded-by": "superseded_by",
+    "supersededby": "superseded_by",
+    "supersedes": "supersedes",
+}
+
+
+def _relation(line: str) -> str:
+    """ "Superseded by [[0007]]" / "Supersedes [ADR 3](0003.md)": the line names a successor."""
+    low = line.lower()
+    if "superseded by" in low or "superseded-by" in low:
+        return "superseded_by"
+    if "supersedes" in low:
+        return "supersedes"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -254,11 +273,12 @@ def parse_document(data: bytes, path: str) -> ParsedDocument:
     for i, line in iter_prose_lines(lines, body_line, code):
         if "#" in line and not ATX_HEADING.match(line):
             tags.extend(normalise_tag(t) for t in INLINE_TAG.findall(line) if _tagish(t))
+        relation = _relation(line) if "supersed" in line.lower() else ""
         if "[[" in line:
             for m in WIKILINK.finditer(line):
                 target = m.group(1).strip()
                 if target:
-                    links.append(Link("wiki", target, (m.group(2) or "").strip(), i + 1))
+                    links.append(Link("wiki", target, (m.group(2) or "").strip(), i + 1, relation))
         if "](" in line:
             for m in MD_LINK.finditer(line):
                 target = m.group(1) or m.group(2)
@@ -269,7 +289,11 @@ def parse_document(data: bytes, path: str) -> ParsedDocument:
                     target, heading = target.split("#", 1)
                 target = unquote(target.split("?", 1)[0])
                 if target:
-                    links.append(Link("md", target, heading, i + 1))
+                    links.append(Link("md", target, heading, i + 1, relation))
+
+    for key, relation in SUPERSEDE_FIELDS.items():
+        for target in _as_list(meta.get(key)):
+            links.append(Link("meta", target.strip(), "", 1, relation))
 
     title = meta.get("title")
     if not isinstance(title, str) or not title.strip():

@@ -6,24 +6,32 @@ through the dispatcher, so there is one implementation of every operation.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
-from . import config
-from .errors import invalid_params
+from . import config, semantic
+from .embed import Embedder, load_embedder
+from .errors import SWITCHING, UNSUPPORTED, invalid_params
 from .indexer import Indexer, Progress
 from .lexical import LexicalIndex
-from .search import run_search
+from .search import run_search, semantic_coverage
+from .semantic import SemanticPlan, SignIndex, collect_unused, fill
 from .store import Store, Workspace
 from .walker import read_markdown
+
+NO_EMBEDDER = "no embedding model configured"
+FILLING = "a new embedding model is filling"
 
 
 class Engine:
     def __init__(self, db_path: Path | str | None = None) -> None:
         self.store = Store(db_path)
         self._lexical: dict[int, LexicalIndex] = {}
+        self._signs: dict[tuple[int, str], SignIndex] = {}
         self._lock = threading.RLock()
 
     def close(self) -> None:
@@ -41,6 +49,86 @@ class Engine:
 
     def workspace(self, name: Any) -> Workspace:
         return self.store.workspace(name)
+
+    # -- the semantic stage ------------------------------------------------------------------
+
+    def embedder(self, ws: Workspace) -> tuple[Embedder | None, str]:
+        """The configured embedder, or None and why not."""
+        return self._load(ws.options["embedding"])
+
+    @staticmethod
+    def _load(spec: dict[str, Any]) -> tuple[Embedder | None, str]:
+        if spec.get("provider") == "none":
+            return None, NO_EMBEDDER
+        try:
+            return load_embedder(spec), ""
+        except Exception as exc:  # a missing file or an unreachable server: lexical goes on
+            return None, f"embedding model unavailable: {getattr(exc, 'message', exc)}"
+
+    def signs(self, ws: Workspace, embedder: Embedder) -> SignIndex:
+        with self._lock:
+            key = (ws.id, embedder.model_fp)
+            index = self._signs.get(key)
+            if index is None:
+                index = self._signs[key] = SignIndex(embedder.dim)
+            return index
+
+    def semantic_plan(self, ws: Workspace) -> SemanticPlan:
+        """Which vector set answers: the configured model's, or during a switch the old one's."""
+        target, why = self.embedder(ws)
+        if target is None:
+            return SemanticPlan(None, None, state="off", reason=why, code=UNSUPPORTED)
+        if ws.active_model_fp in (None, target.model_fp):
+            return SemanticPlan(target, target.model_fp, signs=self.signs(ws, target))
+        old = None
+        if ws.active_embedding is not None:
+            old, _ = self.embedder(
+                Workspace(
+                    ws.id,
+                    ws.name,
+                    ws.root,
+                    {**ws.options, "embedding": ws.active_embedding},
+                    ws.indexed_at,
+                    ws.lexical_epoch,
+                )
+            )
+        if old is None or old.model_fp != ws.active_model_fp:
+            return SemanticPlan(None, None, state="switching", reason=FILLING, code=SWITCHING)
+        return SemanticPlan(old, old.model_fp, state="switching", signs=self.signs(ws, old))
+
+    def embed_run(self, name: Any, *, progress=None) -> dict[str, Any]:
+        """Fill the configured model's vectors; switch to them once complete."""
+        ws = self.workspace(name)
+        target, why = self.embedder(ws)
+        if target is None:
+            return {"model": None, "embedded": 0, "reason": why}
+        self.store.writer()
+        spec = ws.options["embedding"]
+        if ws.active_model_fp is None:
+            self._activate(ws, target, spec)
+        started = time.perf_counter()
+        done = fill(self.store, ws, target, progress)
+        with self.store.snapshot() as conn:
+            embedded, total = semantic.coverage(conn, ws.id, target.model_fp)
+        if embedded >= total and ws.active_model_fp not in (None, target.model_fp):
+            self._activate(ws, target, spec)  # the new set is complete: it answers from now on
+        collect_unused(self.store, ws, {target.model_fp})
+        seconds = time.perf_counter() - started
+        return {
+            "model": target.name,
+            "model_fp": target.model_fp,
+            "embedded": done,
+            "coverage": {"embedded": embedded, "total": total},
+            "seconds": round(seconds, 3),
+            "per_second": round(done / seconds, 1) if done and seconds else None,
+        }
+
+    def _activate(self, ws: Workspace, embedder: Embedder, spec: dict[str, Any]) -> None:
+        with self.store.transaction() as conn:
+            conn.execute(
+                "UPDATE workspaces SET active_model_fp = ?, active_embedding = ? WHERE id = ?",
+                (embedder.model_fp, json.dumps(spec, sort_keys=True), ws.id),
+            )
 
     # -- workspaces --------------------------------------------------------------------------
 
@@ -88,6 +176,8 @@ class Engine:
         summary = None
         if rechunk and ws.indexed_at is not None:
             summary = self.index_run(ws.name)
+        elif "embedding" in clean and ws.indexed_at is not None:
+            summary = {"embedding": self.embed_run(ws.name)}
         return {**self._describe(self.workspace(ws.name)), "reindexed": summary}
 
     def workspace_section_size(self, name: Any, tokens: Any) -> dict[str, Any]:
@@ -95,11 +185,16 @@ class Engine:
 
     # -- indexing ----------------------------------------------------------------------------
 
-    def index_run(self, name: Any, *, progress: Progress | None = None) -> dict[str, Any]:
+    def index_run(
+        self, name: Any, *, progress: Progress | None = None, embed_progress=None
+    ) -> dict[str, Any]:
+        """Index the files, then (in this one-shot call) wait for their embeddings."""
         ws = self.workspace(name)
         self.store.writer()
         indexer = Indexer(self.store, self.lexical(ws), ws)
-        return indexer.run(progress=progress).to_dict()
+        summary = indexer.run(progress=progress).to_dict()
+        summary["embedding"] = self.embed_run(name, progress=embed_progress)
+        return summary
 
     def index_status(self, name: Any) -> dict[str, Any]:
         ws = self.workspace(name)
@@ -127,18 +222,34 @@ class Engine:
                 "problems": problems,
                 "problem_count": n_problems,
                 "lexical": {"engine": "tantivy", "entries": self.lexical(ws).num_docs()},
-                "semantic": "off",
-                "semantic_reason": "no embedding model configured",
                 "rank": {"state": "off", "model": "", "error": "no ranker configured"},
             }
         )
+        plan = self.semantic_plan(ws)
+        info["semantic"] = plan.state or "off"
+        info["semantic_reason"] = plan.reason
+        if plan.embedder is not None:
+            with self.store.snapshot() as conn:
+                epochs = conn.execute(
+                    "SELECT lexical_epoch, vector_epoch FROM workspaces WHERE id = ?", (ws.id,)
+                ).fetchone()
+                embedded, total = semantic_coverage(conn, ws, plan.model_fp, epochs)
+            if not plan.state:
+                info["semantic"] = "ready" if embedded >= total else "partial"
+            info["semantic_coverage"] = {"embedded": embedded, "total": total}
+            info["embedding"] = {
+                "model": plan.embedder.name,
+                "model_fp": plan.model_fp,
+                "dim": plan.embedder.dim,
+                "meter": plan.embedder.meter.to_dict(),
+            }
         return info
 
     # -- reading -----------------------------------------------------------------------------
 
     def search(self, name: Any, query: Any, opts: Any = None) -> dict[str, Any]:
         ws = self.workspace(name)
-        return run_search(self.store, self.lexical(ws), ws, query, opts)
+        return run_search(self.store, self.lexical(ws), ws, query, opts, self.semantic_plan(ws))
 
     def changes_since(self, name: Any, cursor: Any = 0) -> dict[str, Any]:
         ws = self.workspace(name)

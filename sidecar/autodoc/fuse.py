@@ -5,6 +5,7 @@ Ranks, not scores, are fused: BM25 and cosine live on scales that do not compare
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -51,3 +52,53 @@ def cap_per_document(hits: list[Fused], per_document: int = PER_DOCUMENT) -> lis
             out.append(h)
             seen[h.document_id] = n + 1
     return out
+
+
+TAG_BOOST = 1.2
+LINK_BOOST = 0.1
+LINK_SATURATION = 5.0  # log2(1 + 31 inbound links): past that, authority stops growing
+
+
+def link_factor(inbound: int) -> float:
+    """1 + 0.1 × min(1, log2(1 + inbound) / 5): at most ×1.1, reached at 31 inbound links.
+
+    Logarithmic so a hub page does not bury a precise answer; bounded so authority only breaks
+    near-ties between stages.
+    """
+    if inbound <= 0:
+        return 1.0
+    return 1.0 + LINK_BOOST * min(1.0, math.log2(1 + inbound) / LINK_SATURATION)
+
+
+def apply_boosts(
+    hits: list[Fused], tag_match: dict[int, bool], inbound: dict[int, int]
+) -> list[Fused]:
+    """Tag ×1.2 when a document's tag is among the query's words; the link factor; re-sort."""
+    for h in hits:
+        if tag_match.get(h.document_id):
+            h.score *= TAG_BOOST
+        h.score *= link_factor(inbound.get(h.document_id, 0))
+    return sorted(hits, key=lambda f: (-f.score, f.chunk_id))
+
+
+def demote_superseded(hits: list[Fused], successor: dict[int, int]) -> dict[int, int]:
+    """Move an older document's hits directly below its successor's when both appear.
+
+    `successor`: {old document id: new document id}. Returns {chunk_id: successor document id}
+    for the hits that were moved. The list is changed in place.
+    """
+    moved: dict[int, int] = {}
+    for old, new in successor.items():
+        old_hits = [h for h in hits if h.document_id == old]
+        new_at = [i for i, h in enumerate(hits) if h.document_id == new]
+        if not old_hits or not new_at:
+            continue
+        first_old = next(i for i, h in enumerate(hits) if h.document_id == old)
+        if first_old > new_at[-1]:
+            moved.update((h.chunk_id, new) for h in old_hits)  # already below: just annotate
+            continue
+        rest = [h for h in hits if h.document_id != old]
+        last_new = max(i for i, h in enumerate(rest) if h.document_id == new)
+        hits[:] = rest[: last_new + 1] + old_hits + rest[last_new + 1 :]
+        moved.update((h.chunk_id, new) for h in old_hits)
+    return moved

@@ -468,11 +468,11 @@ class Indexer:
         conn.executemany("DELETE FROM links WHERE source_id = ?", ids)
         conn.executemany("DELETE FROM names WHERE document_id = ?", ids)
         conn.executemany(
-            "INSERT INTO links(source_id, workspace_id, kind, target, key, heading, line)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO links(source_id, workspace_id, kind, target, key, heading, line,"
+            " relation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (p.doc_id, ws_id, ln.kind, ln.target, link_key(p.update.file.rel, ln.kind,
-                 ln.target), ln.heading, ln.line)
+                 ln.target), ln.heading, ln.line, ln.relation)
                 for p in plans
                 for ln in p.update.parsed.links
             ],
@@ -493,7 +493,7 @@ class Indexer:
         conn.execute(
             "UPDATE links SET target_id = ("
             " SELECT n.document_id FROM names n WHERE n.workspace_id = links.workspace_id"
-            " AND n.key = links.key AND (links.kind = 'wiki' OR n.rank = 0)"
+            " AND n.key = links.key AND (links.kind != 'md' OR n.rank = 0)"
             " ORDER BY n.rank, n.document_id LIMIT 1) WHERE workspace_id = ?",
             (self.ws.id,),
         )
@@ -501,5 +501,15 @@ class Indexer:
             "UPDATE documents SET inbound = (SELECT count(DISTINCT l.source_id) FROM links l"
             " WHERE l.target_id = documents.id AND l.source_id != documents.id)"
             " WHERE workspace_id = ?",
+            (self.ws.id,),
+        )
+        # Who supersedes whom, from "superseded_by"/"supersedes" fields and sentences.
+        conn.execute("DELETE FROM supersessions WHERE workspace_id = ?", (self.ws.id,))
+        conn.execute(
+            "INSERT OR IGNORE INTO supersessions(workspace_id, old_id, new_id)"
+            " SELECT workspace_id, CASE relation WHEN 'superseded_by' THEN source_id"
+            " ELSE target_id END, CASE relation WHEN 'superseded_by' THEN target_id"
+            " ELSE source_id END FROM links WHERE workspace_id = ? AND relation != ''"
+            " AND target_id IS NOT NULL AND target_id != source_id",
             (self.ws.id,),
         )

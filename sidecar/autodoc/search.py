@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -9,9 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import fuse
-from .errors import UNSUPPORTED, RpcError, invalid_params
+from .errors import EMBED_FAILED, UNSUPPORTED, RpcError, invalid_params
 from .lexical import STEMMED, UNSTEMMED, LexicalIndex, analyze
 from .query import ParsedQuery, parse_query
+from .semantic import SemanticPlan, coverage, semantic_candidates
 from .store import Store, Workspace
 
 STAGES = ("lexical", "semantic", "rerank")
@@ -21,10 +23,9 @@ DEFAULT_LIMIT = 10
 MAX_LIMIT = 100
 SNIPPET_CHARS = 220
 
-NO_EMBEDDER = "no embedding model configured"
 NO_RANKER = "no ranker configured"
 
-_OPTS = {"limit", "stages", "paths", "mode"}
+_OPTS = {"limit", "stages", "paths", "mode", "retrieval"}
 
 
 @dataclass
@@ -32,6 +33,7 @@ class SearchOptions:
     limit: int
     stages: list[str]
     paths: list[str]
+    demote_superseded: bool | None = None
 
 
 def parse_options(opts: Any) -> SearchOptions:
@@ -63,7 +65,13 @@ def parse_options(opts: Any) -> SearchOptions:
     if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
         raise invalid_params("paths must be a list of path prefixes", field="paths")
     paths = [p[2:] if p.startswith("./") else p for p in paths]
-    return SearchOptions(limit, stages, paths)
+    retrieval = opts.get("retrieval") or {}
+    if not isinstance(retrieval, dict) or set(retrieval) - {"demote_superseded"}:
+        raise invalid_params("retrieval takes demote_superseded", field="retrieval")
+    demote = retrieval.get("demote_superseded")
+    if demote is not None and not isinstance(demote, bool):
+        raise invalid_params("retrieval.demote_superseded must be true or false", field="retrieval")
+    return SearchOptions(limit, stages, paths, demote)
 
 
 # -- lexical stage -----------------------------------------------------------------------------
@@ -192,8 +200,30 @@ def make_snippet(text: str, terms: TermMatcher) -> tuple[str, list[list[int]]]:
 # -- the pipeline ------------------------------------------------------------------------------
 
 
+def _tag_matches(conn, docs: list[int], query: ParsedQuery) -> dict[int, bool]:
+    """Documents with a tag among the query's words (stemmed, so #storage matches "stored")."""
+    words = {t for item in query.items for t in analyze(item.text)}
+    out: dict[int, bool] = {}
+    if not words:
+        return out
+    for doc_id, tags in Store.in_batches(
+        conn, "SELECT id, tags FROM documents WHERE id IN ({marks})", docs
+    ):
+        for tag in json.loads(tags or "[]"):
+            stems = analyze(tag.rsplit("/", 1)[-1])
+            if stems and all(t in words for t in stems):
+                out[doc_id] = True
+                break
+    return out
+
+
 def run_search(
-    store: Store, lexical: LexicalIndex, ws: Workspace, text: Any, opts: Any
+    store: Store,
+    lexical: LexicalIndex,
+    ws: Workspace,
+    text: Any,
+    opts: Any,
+    semantic: SemanticPlan,
 ) -> dict[str, Any]:
     if not isinstance(text, str):
         raise invalid_params("query must be a string", field="query")
@@ -202,66 +232,163 @@ def run_search(
     query = parse_query(text)
     requested = options.stages
     skipped: dict[str, str] = {}
-    if "semantic" in requested:
+    use_semantic = "semantic" in requested
+    if use_semantic and semantic.embedder is None:
         if "lexical" not in requested:
             raise RpcError(
-                UNSUPPORTED,
-                f"semantic search unavailable: {NO_EMBEDDER}",
-                {"stage": "semantic", "reason": NO_EMBEDDER},
+                semantic.code or UNSUPPORTED,
+                f"semantic search unavailable: {semantic.reason}",
+                {"stage": "semantic", "reason": semantic.reason},
             )
-        skipped["semantic"] = NO_EMBEDDER
+        skipped["semantic"] = semantic.reason
+        use_semantic = False
     if "rerank" in requested:
         skipped["rerank"] = NO_RANKER
+    timings: dict[str, float] = {}
+    qvec = None
+    wordless = not any(analyze(item.text) for item in query.items)  # "", "*** !!!"
+    if use_semantic and not wordless:
+        t0 = time.perf_counter()
+        try:
+            qvec = semantic.embedder.embed([query.text])[0]
+        except Exception as exc:  # a provider error: answer lexically and say so
+            reason = f"embedding the query failed: {getattr(exc, 'message', exc)}"
+            if "lexical" not in requested:
+                raise RpcError(EMBED_FAILED, reason, {"stage": "semantic"}) from None
+            skipped["semantic"] = reason
+            use_semantic = False
+        timings["embed_ms"] = round((time.perf_counter() - t0) * 1000, 2)
     performed: list[str] = []
     ranked: list[tuple[str, list[tuple[int, int]]]] = []
     truncated = False
     with store.snapshot() as conn:
-        epoch = conn.execute(
-            "SELECT lexical_epoch FROM workspaces WHERE id = ?", (ws.id,)
+        epochs = conn.execute(
+            "SELECT lexical_epoch, vector_epoch FROM workspaces WHERE id = ?", (ws.id,)
         ).fetchone()
-        if epoch is None:
+        if epochs is None:
             raise invalid_params(f"unknown workspace {ws.name!r}", workspace=ws.name)
         if "lexical" in requested:
-            lexical.refresh(epoch[0])
-            found, truncated = lexical_candidates(conn, store, lexical, ws, query, options.paths)
+            t0 = time.perf_counter()
+            lexical.refresh(epochs[0])
+            found, cut = lexical_candidates(conn, store, lexical, ws, query, options.paths)
+            truncated |= cut
             ranked.append(("lexical", found))
             performed.append("lexical")
-        fused = fuse.cap_per_document(fuse.rrf(ranked))[: options.limit]
+            timings["lexical_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+        if use_semantic:
+            t0 = time.perf_counter()
+            semantic.signs.refresh(conn, ws.id, semantic.model_fp, epochs[1])
+            semantic.coverage = semantic_coverage(conn, ws, semantic.model_fp, epochs)
+            found = []
+            if qvec is not None:
+                found, cut = semantic_candidates(
+                    conn, store, semantic.signs, ws, semantic.model_fp, qvec, options.paths
+                )
+                truncated |= cut
+            ranked.append(("semantic", found))
+            performed.append("semantic")
+            timings["semantic_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+        fused = fuse.rrf(ranked)
+        docs = sorted({f.document_id for f in fused})
+        info = {
+            r[0]: r
+            for r in Store.in_batches(
+                conn, "SELECT id, inbound FROM documents WHERE id IN ({marks})", docs
+            )
+        }
+        fused = fuse.apply_boosts(
+            fused, _tag_matches(conn, docs, query), {d: r[1] for d, r in info.items()}
+        )
+        fused = fuse.cap_per_document(fused)
+        moved: dict[int, int] = {}
+        if (
+            options.demote_superseded
+            if options.demote_superseded is not None
+            else ws.options["demote_superseded"]
+        ):
+            pairs = dict(
+                Store.in_batches(
+                    conn,
+                    "SELECT old_id, new_id FROM supersessions WHERE old_id IN ({marks})",
+                    docs,
+                )
+            )
+            moved = fuse.demote_superseded(fused, {o: n for o, n in pairs.items() if n in info})
+        fused = fused[: options.limit]
         rows = store.chunk_rows(conn, [f.chunk_id for f in fused])  # same snapshot
+        successor_paths = dict(
+            Store.in_batches(
+                conn,
+                "SELECT id, path FROM documents WHERE id IN ({marks})",
+                sorted(set(moved.values())),
+            )
+        )
     active = len([s for s in performed if s in ("lexical", "semantic")])
     terms = TermMatcher(query)
     hits = []
     for f in fused:
         r = rows[f.chunk_id]
         snippet, highlights = make_snippet(r["text"], terms)
-        hits.append(
-            {
-                "path": r["path"],
-                "title": r["title"],
-                "breadcrumb": r["breadcrumb"],
-                "snippet": snippet,
-                "highlights": highlights,
-                "byte_start": r["byte_start"],
-                "byte_end": r["byte_end"],
-                "line_start": r["line_start"],
-                "line_end": r["line_end"],
-                "relevance": round(fuse.relevance(f.score, active), 4),
-                "score": round(f.score, 6),
-                "via": f.via,
-                "generation": r["generation"],
-                "chunk_id": r["id"],
-                "kind": r["kind"],
-            }
-        )
-    mode_used = "lexical" if performed == ["lexical"] else "none"
+        hit = {
+            "path": r["path"],
+            "title": r["title"],
+            "breadcrumb": r["breadcrumb"],
+            "snippet": snippet,
+            "highlights": highlights,
+            "byte_start": r["byte_start"],
+            "byte_end": r["byte_end"],
+            "line_start": r["line_start"],
+            "line_end": r["line_end"],
+            "relevance": round(fuse.relevance(f.score, active), 4),
+            "score": round(f.score, 6),
+            "via": f.via,
+            "generation": r["generation"],
+            "chunk_id": r["id"],
+            "kind": r["kind"],
+        }
+        if f.chunk_id in moved:
+            hit["superseded_by"] = successor_paths.get(moved[f.chunk_id], "")
+        hits.append(hit)
+    if performed == ["lexical", "semantic"]:
+        mode_used = "hybrid"
+    else:
+        mode_used = performed[0] if performed else "none"
+    if semantic.state:
+        state = semantic.state
+    elif semantic.coverage is None:
+        state = "off" if semantic.embedder is None else "partial"
+    else:
+        state = "ready" if semantic.coverage[0] >= semantic.coverage[1] else "partial"
+    timings["total_ms"] = round((time.perf_counter() - started) * 1000, 2)
     return {
         "workspace": ws.name,
         "query": text,
         "hits": hits,
         "mode_used": mode_used,
-        "semantic": "off",
+        "semantic": state,
+        "semantic_coverage": (
+            {"embedded": semantic.coverage[0], "total": semantic.coverage[1]}
+            if semantic.coverage
+            else None
+        ),
+        "model": semantic.embedder.name if semantic.embedder is not None else "",
         "rank": {"state": "off", "model": "", "error": NO_RANKER if "rerank" in requested else ""},
         "stages": {"requested": requested, "performed": performed, "skipped": skipped},
         "truncated": truncated,
-        "took_ms": round((time.perf_counter() - started) * 1000, 2),
+        "took_ms": timings["total_ms"],
+        "timings": timings,
     }
+
+
+_COVERAGE: dict[tuple[int, str], tuple[tuple[int, int], tuple[int, int]]] = {}
+
+
+def semantic_coverage(conn, ws: Workspace, model_fp: str, epochs) -> tuple[int, int]:
+    """(embedded, total) visible chunks; recomputed only when either index changed."""
+    key = (ws.id, model_fp)
+    cached = _COVERAGE.get(key)
+    epochs = (epochs[0], epochs[1])
+    if cached is None or cached[0] != epochs:
+        cached = (epochs, coverage(conn, ws.id, model_fp))
+        _COVERAGE[key] = cached
+    return cached[1]

@@ -42,7 +42,10 @@ CREATE TABLE IF NOT EXISTS workspaces(
   options TEXT NOT NULL,
   created_at REAL NOT NULL,
   indexed_at REAL,
-  lexical_epoch INTEGER NOT NULL DEFAULT 0
+  lexical_epoch INTEGER NOT NULL DEFAULT 0,
+  vector_epoch INTEGER NOT NULL DEFAULT 0,
+  active_model_fp TEXT,
+  active_embedding TEXT
 );
 CREATE TABLE IF NOT EXISTS documents(
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -70,11 +73,28 @@ CREATE TABLE IF NOT EXISTS chunks(
 );
 CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks(document_id, state);
 CREATE INDEX IF NOT EXISTS chunks_by_state ON chunks(workspace_id, state);
+CREATE INDEX IF NOT EXISTS chunks_by_hash ON chunks(workspace_id, text_hash);
+CREATE TABLE IF NOT EXISTS embeddings(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  workspace_id INTEGER NOT NULL,
+  model_fp TEXT NOT NULL,
+  text_hash TEXT NOT NULL,
+  f32 BLOB NOT NULL,
+  bits BLOB NOT NULL,
+  UNIQUE(workspace_id, model_fp, text_hash)
+);
+CREATE TABLE IF NOT EXISTS supersessions(
+  workspace_id INTEGER NOT NULL,
+  old_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+  new_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+  PRIMARY KEY(workspace_id, old_id, new_id)
+);
 CREATE TABLE IF NOT EXISTS links(
   source_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
   workspace_id INTEGER NOT NULL,
   kind TEXT NOT NULL, target TEXT NOT NULL, key TEXT NOT NULL, heading TEXT NOT NULL,
   line INTEGER NOT NULL,
+  relation TEXT NOT NULL DEFAULT '',
   target_id INTEGER
 );
 CREATE INDEX IF NOT EXISTS links_by_source ON links(source_id);
@@ -118,6 +138,9 @@ class Workspace:
     options: dict[str, Any]
     indexed_at: float | None
     lexical_epoch: int
+    vector_epoch: int = 0
+    active_model_fp: str | None = None
+    active_embedding: dict[str, Any] | None = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Workspace:
@@ -130,6 +153,9 @@ class Workspace:
             options,
             row["indexed_at"],
             row["lexical_epoch"],
+            row["vector_epoch"],
+            row["active_model_fp"],
+            json.loads(row["active_embedding"]) if row["active_embedding"] else None,
         )
 
 
@@ -309,6 +335,8 @@ class Store:
             conn.execute("DELETE FROM links WHERE workspace_id = ?", (ws.id,))
             conn.execute("DELETE FROM names WHERE workspace_id = ?", (ws.id,))
             conn.execute("DELETE FROM chunks WHERE workspace_id = ?", (ws.id,))
+            conn.execute("DELETE FROM embeddings WHERE workspace_id = ?", (ws.id,))
+            conn.execute("DELETE FROM supersessions WHERE workspace_id = ?", (ws.id,))
             conn.execute("DELETE FROM workspaces WHERE id = ?", (ws.id,))
         return ws
 

@@ -1,0 +1,281 @@
+"""Stage 2, semantic: fill the vector cache, then binary prefilter + float32 rescore (spec §3).
+
+Vectors are keyed by (workspace, model_fp, text_hash): identical texts share a row and an edit
+re-embeds only the sections it changed. Phase 2a scans the 1-bit sign codes of every vector with
+a USearch `b1` Hamming index (exact scan); phase 2b rescores the shortlist with exact float32
+cosine. SQLite decides which chunks are visible, as in the lexical stage.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import onnxruntime  # noqa: F401 - usearch 2.26.2-2.26.6 crash if imported before onnxruntime
+from usearch.index import Index
+
+from .embed import Embedder
+from .store import LIVE, Store, Workspace
+
+# Phase 2a shortlist: how many sign-code neighbours are rescored in float32. Chosen from
+# bench/vector_recall.py (recall@50 against exact float32; doc/benchmarks/semantic.md).
+SHORTLIST = 400
+MAX_READ = 1000
+FILL_BATCH = 64
+
+Progress = Callable[[int, int], None]
+
+
+def sign_bits(vectors: np.ndarray) -> np.ndarray:
+    """1-bit codes: one bit per dimension, set where the component is positive."""
+    return np.packbits(vectors > 0, axis=-1)
+
+
+class SignIndex:
+    """The Hamming index over one (workspace, model) vector set, kept in step with SQLite."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        # A b1 index only scanned exactly: the graph is never walked, so build it cheaply.
+        self.index = Index(ndim=dim, metric="hamming", dtype="b1", connectivity=2, expansion_add=1)
+        self.max_id = 0
+        self.epoch = -1
+        self.lock = threading.Lock()
+
+    def refresh(self, conn, ws_id: int, model_fp: str, epoch: int) -> None:
+        if epoch == self.epoch:
+            return
+        with self.lock:
+            if epoch == self.epoch:
+                return
+            count = conn.execute(
+                "SELECT count(*) FROM embeddings WHERE workspace_id = ? AND model_fp = ?",
+                (ws_id, model_fp),
+            ).fetchone()[0]
+            if count < len(self.index):  # rows were collected: start over
+                self.index = Index(
+                    ndim=self.dim, metric="hamming", dtype="b1", connectivity=2, expansion_add=1
+                )
+                self.max_id = 0
+            rows = conn.execute(
+                "SELECT id, bits FROM embeddings WHERE workspace_id = ? AND model_fp = ?"
+                " AND id > ? ORDER BY id",
+                (ws_id, model_fp, self.max_id),
+            ).fetchall()
+            if rows:
+                keys = np.fromiter((r[0] for r in rows), dtype=np.uint64, count=len(rows))
+                bits = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.uint8)
+                self.index.add(keys, bits.reshape(len(rows), -1))
+                self.max_id = int(keys[-1])
+            self.epoch = epoch
+
+    def shortlist(self, qbits: np.ndarray, k: int) -> np.ndarray:
+        if not len(self.index):
+            return np.zeros(0, dtype=np.uint64)
+        return self.index.search(qbits, min(k, len(self.index)), exact=True).keys
+
+
+# -- filling the cache ---------------------------------------------------------------------------
+
+
+def missing_count(conn, ws_id: int, model_fp: str) -> int:
+    return conn.execute(
+        "SELECT count(DISTINCT c.text_hash) FROM chunks c WHERE c.workspace_id = ?"
+        f" AND c.state = {LIVE} AND NOT EXISTS (SELECT 1 FROM embeddings e"
+        " WHERE e.workspace_id = c.workspace_id AND e.model_fp = ? AND e.text_hash = c.text_hash)",
+        (ws_id, model_fp),
+    ).fetchone()[0]
+
+
+def coverage(conn, ws_id: int, model_fp: str) -> tuple[int, int]:
+    """(visible chunks with a vector, visible chunks)."""
+    total, embedded = conn.execute(
+        "SELECT count(*), count(e.id) FROM chunks c LEFT JOIN embeddings e"
+        " ON e.workspace_id = c.workspace_id AND e.model_fp = ? AND e.text_hash = c.text_hash"
+        f" WHERE c.workspace_id = ? AND c.state = {LIVE}",
+        (model_fp, ws_id),
+    ).fetchone()
+    return embedded, total
+
+
+def fill(
+    store: Store,
+    ws: Workspace,
+    embedder: Embedder,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+) -> int:
+    """Embed every visible chunk text that has no vector for this model; resumable."""
+    with store.snapshot() as conn:
+        total = missing_count(conn, ws.id, embedder.model_fp)
+    done = 0
+    while total and (stop is None or not stop.is_set()):
+        with store.snapshot() as conn:
+            rows = conn.execute(
+                "SELECT c.text_hash, min(c.breadcrumb), min(c.text) FROM chunks c"
+                f" WHERE c.workspace_id = ? AND c.state = {LIVE} AND NOT EXISTS ("
+                " SELECT 1 FROM embeddings e WHERE e.workspace_id = c.workspace_id"
+                " AND e.model_fp = ? AND e.text_hash = c.text_hash)"
+                " GROUP BY c.text_hash ORDER BY min(c.document_id), min(c.ordinal) LIMIT ?",
+                (ws.id, embedder.model_fp, FILL_BATCH),
+            ).fetchall()
+        if not rows:
+            break
+        # The chunk's breadcrumb is part of what is embedded (as in Chunk.embed_text).
+        vectors = embedder.embed([f"{r[1]}\n\n{r[2]}" for r in rows])
+        bits = sign_bits(vectors)
+        with store.transaction() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO embeddings(workspace_id, model_fp, text_hash, f32, bits)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [
+                    (ws.id, embedder.model_fp, r[0], vectors[i].tobytes(), bits[i].tobytes())
+                    for i, r in enumerate(rows)
+                ],
+            )
+            conn.execute(
+                "UPDATE workspaces SET vector_epoch = vector_epoch + 1 WHERE id = ?", (ws.id,)
+            )
+        done += len(rows)
+        if progress:
+            progress(min(done, total), total)
+    return done
+
+
+def collect_unused(store: Store, ws: Workspace, keep: set[str]) -> int:
+    """Drop vectors no visible chunk uses, and every vector of models not in `keep`."""
+    with store.transaction() as conn:
+        marks = ",".join("?" * len(keep)) or "''"
+        n = conn.execute(
+            f"DELETE FROM embeddings WHERE workspace_id = ? AND (model_fp NOT IN ({marks})"
+            " OR NOT EXISTS (SELECT 1 FROM chunks c WHERE c.workspace_id = embeddings.workspace_id"
+            " AND c.text_hash = embeddings.text_hash AND c.state != 0))",
+            (ws.id, *keep),
+        ).rowcount
+        if n:
+            conn.execute(
+                "UPDATE workspaces SET vector_epoch = vector_epoch + 1 WHERE id = ?", (ws.id,)
+            )
+    return n
+
+
+# -- the query path -----------------------------------------------------------------------------
+
+
+def semantic_candidates(
+    conn,
+    store: Store,
+    signs: SignIndex,
+    ws: Workspace,
+    model_fp: str,
+    qvec: np.ndarray,
+    paths: list[str],
+    need: int = 50,
+) -> tuple[list[tuple[int, int]], bool]:
+    """Visible (chunk_id, document_id) by cosine, best first; (hits, truncated).
+
+    A document answers semantically only once every visible chunk of it has a vector.
+    """
+    qbits = sign_bits(qvec)
+    read = max(SHORTLIST, need * 2)
+    truncated = False
+    while True:
+        keys = signs.shortlist(qbits, read)
+        ranked = _rescore(conn, keys, qvec)
+        found = _visible(conn, store, ws.id, model_fp, ranked, paths)
+        short = len(found) < need
+        filled = len(keys) >= read
+        if not short or not filled or read >= MAX_READ:
+            truncated = short and filled
+            return found[:need], truncated
+        read = MAX_READ
+
+
+def _rescore(conn, keys: np.ndarray, qvec: np.ndarray) -> list[tuple[str, float]]:
+    """(text_hash, cosine) best first, from the float32 vectors of the shortlist."""
+    if not len(keys):
+        return []
+    rows = list(
+        Store.in_batches(
+            conn,
+            "SELECT id, text_hash, f32 FROM embeddings WHERE id IN ({marks})",
+            [int(k) for k in keys],
+        )
+    )
+    if not rows:
+        return []
+    matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    scores = matrix @ qvec
+    order = sorted(range(len(rows)), key=lambda i: (-scores[i], rows[i][0]))
+    return [(rows[i][1], float(scores[i])) for i in order]
+
+
+def _visible(
+    conn,
+    store: Store,
+    ws_id: int,
+    model_fp: str,
+    ranked: list[tuple[str, float]],
+    paths: list[str],
+) -> list[tuple[int, int]]:
+    if not ranked:
+        return []
+    position = {h: i for i, (h, _) in enumerate(ranked)}
+    path_sql = ""
+    path_args: list[Any] = []
+    if paths:
+        path_sql = " AND (" + " OR ".join("substr(d.path, 1, ?) = ?" for _ in paths) + ")"
+        for p in paths:
+            path_args += [len(p), p]
+    rows = list(
+        store.in_batches(
+            conn,
+            "SELECT c.id, c.document_id, c.text_hash FROM chunks c"
+            " JOIN documents d ON d.id = c.document_id"
+            f" WHERE c.text_hash IN ({{marks}}) AND c.workspace_id = ? AND c.state = {LIVE}"
+            + path_sql,
+            list(position),
+            ws_id,
+            *path_args,
+        )
+    )
+    docs = sorted({r[1] for r in rows})
+    incomplete = {
+        r[0]
+        for r in store.in_batches(
+            conn,
+            "SELECT DISTINCT c.document_id FROM chunks c WHERE c.document_id IN ({marks})"
+            f" AND c.state = {LIVE} AND NOT EXISTS (SELECT 1 FROM embeddings e"
+            " WHERE e.workspace_id = c.workspace_id AND e.model_fp = ?"
+            " AND e.text_hash = c.text_hash)",
+            docs,
+            model_fp,
+        )
+    }
+    rows = [r for r in rows if r[1] not in incomplete]
+    rows.sort(key=lambda r: (position[r[2]], r[0]))
+    return [(r[0], r[1]) for r in rows]
+
+
+class SemanticPlan:
+    """How this answer's semantic stage runs: which embedder and vector set, or why not."""
+
+    def __init__(
+        self,
+        embedder: Embedder | None,
+        model_fp: str | None,
+        *,
+        state: str = "",
+        reason: str = "",
+        code: int = 0,
+        signs: SignIndex | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.model_fp = model_fp
+        self.state = state  # "", "off" or "switching"; ready/partial come from coverage
+        self.reason = reason  # why the stage cannot run
+        self.code = code  # the error for a semantic-only request that cannot run
+        self.signs = signs
+        self.coverage: tuple[int, int] | None = None
