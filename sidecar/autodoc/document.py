@@ -54,12 +54,22 @@ SUPERSEDE_FIELDS = {
 }
 
 
+_SUPERSEDED_BY = re.compile(
+    r"^\W*(?:status\W*)?(?:this (?:decision|adr|record|document) (?:is|was|has been) [*_]*)?"
+    r"superseded[ -]by\b",
+    re.I,
+)
+_SUPERSEDES = re.compile(r"^\W*(?:status\W*)?supersedes\b", re.I)
+
+
 def _relation(line: str) -> str:
-    """ "Superseded by [[0007]]" / "Supersedes [ADR 3](0003.md)": the line names a successor."""
-    low = line.lower()
-    if "superseded by" in low or "superseded-by" in low:
+    """A line that says the whole document is superseded: "Superseded by [[0007]]",
+    "> This decision is **superseded by [ADR-57](0057.md)**", "Supersedes [ADR 3](0003.md)".
+    A sentence about part of a document ("these IP ranges have been superseded by") is not.
+    """
+    if _SUPERSEDED_BY.match(line):
         return "superseded_by"
-    if "supersedes" in low:
+    if _SUPERSEDES.match(line):
         return "supersedes"
     return ""
 

@@ -409,6 +409,11 @@ def validate_spec(spec: Any) -> dict[str, Any]:
         "onnx": {"provider", "model", "tokenizer", "name", "pooling", "max_length", "threads"},
         "openai": {"provider", "base_url", "model", "dimensions", "api_key_env", "timeout"},
     }[spec["provider"]]
+    if "api_key" in spec:
+        raise invalid_params(
+            "API keys come from the environment or the OS keyring, never from a config file",
+            field="embedding.api_key",
+        )
     extra = sorted(set(spec) - known)
     if extra:
         raise invalid_params(
@@ -420,10 +425,6 @@ def validate_spec(spec: Any) -> dict[str, Any]:
     for key in need:
         if not isinstance(spec.get(key), str) or not spec[key]:
             raise invalid_params(f"embedding.{key} is required", field=f"embedding.{key}")
-    if "api_key" in spec:
-        raise invalid_params(
-            "API keys come from the environment or the OS keyring", field="embedding.api_key"
-        )
     return dict(spec)
 
 

@@ -107,20 +107,28 @@ class Engine:
         if ws.active_model_fp is None:
             self._activate(ws, target, spec)
         started = time.perf_counter()
-        done = fill(self.store, ws, target, progress)
+        error = ""
+        try:
+            done = fill(self.store, ws, target, progress)
+        except Exception as exc:  # the provider failed: the lexical index stands, say why
+            error = str(getattr(exc, "message", exc))
+            done = -1  # unknown: the batches stored before the error are counted in coverage
         with self.store.snapshot() as conn:
             embedded, total = semantic.coverage(conn, ws.id, target.model_fp)
-        if embedded >= total and ws.active_model_fp not in (None, target.model_fp):
+        switched = embedded >= total and ws.active_model_fp not in (None, target.model_fp)
+        if switched:
             self._activate(ws, target, spec)  # the new set is complete: it answers from now on
-        collect_unused(self.store, ws, {target.model_fp})
+        if not error and (switched or ws.active_model_fp in (None, target.model_fp)):
+            collect_unused(self.store, ws, {target.model_fp})  # mid-switch, the old set stays
         seconds = time.perf_counter() - started
         return {
             "model": target.name,
             "model_fp": target.model_fp,
-            "embedded": done,
+            "error": error,
+            "embedded": max(done, 0),
             "coverage": {"embedded": embedded, "total": total},
             "seconds": round(seconds, 3),
-            "per_second": round(done / seconds, 1) if done and seconds else None,
+            "per_second": round(done / seconds, 1) if done > 0 and seconds else None,
         }
 
     def _activate(self, ws: Workspace, embedder: Embedder, spec: dict[str, Any]) -> None:

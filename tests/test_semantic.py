@@ -1,0 +1,396 @@
+"""Stage 2 and fusion: the bundled model, the vector cache, two-phase search, states, errors."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from autodoc import fuse
+from autodoc.embed import HttpEmbedder, bundled_embedder, load_embedder
+from autodoc.errors import EMBED_FAILED, SWITCHING, UNSUPPORTED, RpcError
+from autodoc.indexer import Indexer
+from autodoc.semantic import collect_unused, fill
+
+from .conftest import EXAMPLE_VAULT, corpus, write
+from .fake_openai import FakeOpenAI
+
+
+def search(rpc, ws, query, **opts):
+    return rpc.call("search.query", [ws, query, opts])
+
+
+@pytest.fixture
+def sample(rpc, tmp_path):
+    root = tmp_path / "vault"
+    shutil.copytree(EXAMPLE_VAULT, root)
+    rpc.call("workspace.add", ["kb", str(root)])
+    rpc.call("index.run", ["kb"])
+    return rpc, root
+
+
+def embedder_of(rpc, ws="kb"):
+    return rpc.engine.semantic_plan(rpc.engine.workspace(ws)).embedder
+
+
+# -- the bundled model -------------------------------------------------------------------------
+
+
+def test_bundled_model_meaning_and_optimised_graph():
+    e = bundled_embedder()
+    v = e.embed(["why did we pick SQLite", "we chose an embedded relational store", "a cat"])
+    assert v.shape == (3, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert v[0] @ v[1] > 0.3 > v[0] @ v[2] + 0.2
+    plain = bundled_embedder(optimise=False)
+    cos = (plain.embed(["why did we pick SQLite"]) * e.embed(["why did we pick SQLite"])).sum()
+    assert cos > 0.98
+    assert e.model_fp == plain.model_fp  # the fingerprint names the shipped weights
+
+
+def test_usearch_and_onnxruntime_import_in_either_order():
+    for first, second in (("usearch.index", "onnxruntime"), ("onnxruntime", "usearch.index")):
+        code = f"import {first}, {second}; print('ok')"
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+        )
+        assert proc.returncode == 0 and proc.stdout.strip() == "ok", (first, proc.stderr[-500:])
+
+
+# -- hybrid on the sample vault ----------------------------------------------------------------
+
+
+def test_meaning_finds_the_decision_and_exact_tokens_still_win(sample):
+    rpc, _ = sample
+    answer = search(rpc, "kb", "why did we pick SQLite", limit=3)
+    assert answer["mode_used"] == "hybrid" and answer["semantic"] == "ready"
+    top = answer["hits"][0]
+    assert top["path"] == "adr/0003-embedded-sqlite-store.md"
+    assert "semantic" in top["via"]
+    semantic_only = search(
+        rpc, "kb", "which embedded relational database did we choose", stages=["semantic"], limit=3
+    )
+    assert semantic_only["mode_used"] == "semantic"
+    assert semantic_only["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
+    for token in ("reclaimBatch", "-32069", "3f2a9c1"):
+        hit = search(rpc, "kb", token)["hits"][0]
+        assert hit["path"] == "adr/0003-embedded-sqlite-store.md"
+        assert "lexical" in hit["via"], token
+
+
+def test_answer_carries_states_coverage_and_relevance(sample):
+    rpc, _ = sample
+    answer = search(rpc, "kb", "writer lease")
+    cov = answer["semantic_coverage"]
+    assert cov["embedded"] == cov["total"] > 0
+    assert all(0 < h["relevance"] <= 1 for h in answer["hits"])
+    both = [h for h in answer["hits"] if h["via"] == ["lexical", "semantic"]]
+    assert both, "some hits are found by both stages"
+    assert answer["stages"]["performed"] == ["lexical", "semantic"]
+    assert "embed_ms" in answer["timings"]
+
+
+def test_a_search_that_leaves_a_stage_out_never_runs_it(sample):
+    rpc, _ = sample
+    meter = embedder_of(rpc).meter
+    before = meter.texts
+    answer = search(rpc, "kb", "lease", stages=["lexical"])
+    assert meter.texts == before and answer["mode_used"] == "lexical"
+    assert all(h["via"] == ["lexical"] for h in answer["hits"])
+
+
+# -- the vector cache --------------------------------------------------------------------------
+
+
+def test_identical_texts_share_a_vector_and_an_edit_reembeds_one_section(rpc, vault):
+    same = "## Shared\nThe same boilerplate paragraph in every file.\n"
+    for name in ("a", "b", "c"):
+        write(vault, f"{name}.md", f"# Doc\n\n{same}\n## Own\nText unique to {name}.\n")
+    rpc.call("workspace.add", ["kb", str(vault)])
+    first = rpc.call("index.run", ["kb"])
+    # 3 files x 2 sections, but the shared section (same breadcrumb and text) is embedded once
+    assert first["chunks"] == 6 and first["embedding"]["embedded"] == 4
+    meter = embedder_of(rpc).meter
+    before = meter.texts
+    (vault / "b.md").write_text(f"# Doc\n\n{same}\n## Own\nText unique to b, edited.\n")
+    again = rpc.call("index.run", ["kb"])
+    assert again["embedding"]["embedded"] == 1 and meter.texts - before == 1
+
+    def vectors():
+        with rpc.engine.store.snapshot() as conn:
+            return conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+
+    assert vectors() == 5  # the replaced chunk's vector stays while readers may still see it
+    ws = rpc.engine.workspace("kb")
+    Indexer(rpc.engine.store, rpc.engine.lexical(ws), ws).purge_retired(grace=0)
+    collect_unused(rpc.engine.store, ws, {ws.active_model_fp})
+    assert vectors() == 4
+
+
+def test_a_document_answers_lexically_until_every_chunk_has_a_vector(sample):
+    rpc, _ = sample
+    engine = rpc.engine
+    with engine.store.transaction() as conn:  # one section of ADR 0003 loses its vector
+        conn.execute(
+            "DELETE FROM embeddings WHERE text_hash = (SELECT c.text_hash FROM chunks c"
+            " JOIN documents d ON d.id = c.document_id WHERE d.path = ? AND c.state = 1"
+            " ORDER BY c.ordinal DESC LIMIT 1)",
+            ("adr/0003-embedded-sqlite-store.md",),
+        )
+        conn.execute("UPDATE workspaces SET vector_epoch = vector_epoch + 1")
+    answer = search(rpc, "kb", "embedded relational store decision", limit=20)
+    assert answer["semantic"] == "partial"
+    cov = answer["semantic_coverage"]
+    assert cov["embedded"] == cov["total"] - 1
+    adr = [h for h in answer["hits"] if h["path"] == "adr/0003-embedded-sqlite-store.md"]
+    assert adr and all("semantic" not in h["via"] for h in adr)  # lexical only, for now
+    assert rpc.call("index.run", ["kb"])["embedding"]["embedded"] == 1  # resumes, 1 text
+    assert search(rpc, "kb", "embedded relational store")["semantic"] == "ready"
+
+
+def test_an_interrupted_fill_resumes_without_recomputing(rpc, vault):
+    for i in range(5):
+        write(vault, f"n{i}.md", "".join(f"## S{j}\nnote {i} section {j}\n\n" for j in range(30)))
+    rpc.call("workspace.add", ["kb", str(vault)])
+    rpc.call("workspace.configure", ["kb", {"embedding": "none"}])
+    rpc.call("index.run", ["kb"])
+    store = rpc.engine.store
+    ws = store.set_options(rpc.engine.workspace("kb"), {"embedding": {"provider": "bundled"}})
+    # a fill stopped after its first batch, as a killed process would leave it
+    import threading
+
+    stop = threading.Event()
+    done = fill(rpc.engine.store, ws, embedder_of(rpc), lambda d, t: stop.set(), stop)
+    assert 0 < done < 150
+    meter = embedder_of(rpc).meter
+    before = meter.texts
+    rest = rpc.call("index.run", ["kb"])["embedding"]
+    assert rest["embedded"] == 150 - done and meter.texts - before == 150 - done
+    assert rest["coverage"] == {"embedded": 150, "total": 150}
+
+
+# -- two-phase vector search -------------------------------------------------------------------
+
+
+def test_binary_prefilter_then_float_rescore_matches_exact_search(rpc, vault):
+    for i in range(60):
+        write(vault, f"doc{i:02}.md", f"# Topic {i}\n\nParagraph {i} about subject {i % 7}.\n")
+    rpc.call("workspace.add", ["kb", str(vault)])
+    rpc.call("index.run", ["kb"])
+    engine = rpc.engine
+    ws = engine.workspace("kb")
+    emb = embedder_of(rpc)
+    with engine.store.snapshot() as conn:
+        rows = conn.execute(
+            "SELECT c.id, e.f32 FROM chunks c JOIN embeddings e ON e.text_hash = c.text_hash"
+            " WHERE c.state = 1"
+        ).fetchall()
+    matrix = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+    q = emb.embed(["subject 3 paragraph"])[0]
+    exact = [rows[i][0] for i in np.argsort(-(matrix @ q), kind="stable")[:10]]
+    answer = search(rpc, "kb", "subject 3 paragraph", stages=["semantic"], limit=10)
+    got = [h["chunk_id"] for h in answer["hits"]]
+    assert len(set(got) & set(exact)) >= 9
+    assert ws.active_model_fp is not None
+
+
+def test_filters_read_deeper_instead_of_starving(rpc, vault):
+    for i in range(400):
+        write(vault, f"bulk/n{i:03}.md", f"# Note {i}\n\nGeneral words about deployment {i}.\n")
+    for i in range(3):
+        write(vault, f"rare/r{i}.md", f"# Rare {i}\n\nAn unrelated recipe for lemon cake {i}.\n")
+    rpc.call("workspace.add", ["kb", str(vault)])
+    rpc.call("index.run", ["kb"])
+    answer = search(rpc, "kb", "deployment", stages=["semantic"], paths=["rare/"], limit=10)
+    assert [h["path"] for h in answer["hits"]] == ["rare/r0.md", "rare/r1.md", "rare/r2.md"] or (
+        sorted(h["path"] for h in answer["hits"]) == ["rare/r0.md", "rare/r1.md", "rare/r2.md"]
+    )
+
+
+# -- fusion ------------------------------------------------------------------------------------
+
+
+def test_rrf_arithmetic_from_the_peer_spec():
+    fused = fuse.rrf(
+        [
+            ("lexical", [(1, 1), (2, 2)]),
+            ("semantic", [(1, 1), (3, 3), (2, 2)]),
+        ]
+    )
+    scores = {f.chunk_id: round(f.score, 4) for f in fused}
+    assert scores == {1: 0.0328, 2: 0.032, 3: 0.0161}
+    assert [f.chunk_id for f in fused] == [1, 2, 3]
+    assert fused[0].via == ["lexical", "semantic"]
+    assert fuse.relevance(fused[0].score, 2) == 1.0
+    assert round(fuse.relevance(fused[2].score, 2), 3) == round((1 / 62) / (2 / 61), 3)
+    tie = fuse.rrf([("lexical", [(9, 1)]), ("semantic", [(4, 2)])])
+    assert [f.chunk_id for f in tie] == [4, 9]  # equal scores: the stable id decides
+
+
+def test_boosts():
+    hits = fuse.rrf([("lexical", [(1, 1), (2, 2)])])
+    boosted = fuse.apply_boosts(hits, {2: True}, {})
+    assert [h.chunk_id for h in boosted] == [2, 1]  # x1.2 lifts rank 2 over rank 1
+    assert fuse.link_factor(0) == 1.0
+    assert fuse.link_factor(1) < fuse.link_factor(10) < fuse.link_factor(31) == pytest.approx(1.1)
+    assert fuse.link_factor(1000) == pytest.approx(1.1)
+
+
+def test_tag_boost_in_a_real_answer(rpc, vault):
+    write(vault, "tagged.md", "---\ntags: [billing]\n---\n# Invoices\n\nMonthly billing runs.\n")
+    write(vault, "plain.md", "# Invoices too\n\nMonthly billing runs.\n")
+    rpc.call("workspace.add", ["kb", str(vault)])
+    rpc.call("workspace.configure", ["kb", {"embedding": "none"}])
+    rpc.call("index.run", ["kb"])
+    hits = search(rpc, "kb", "billing")["hits"]
+    assert hits[0]["path"] == "tagged.md"
+    assert hits[0]["score"] == pytest.approx(1.2 / 61, rel=1e-3)
+
+
+def test_superseded_document_moves_below_its_successor(sample):
+    rpc, _ = sample
+    hits = search(rpc, "kb", "store documents postgres embedded relational store", limit=20)["hits"]
+    paths = [h["path"] for h in hits]
+    old, new = "adr/0002-store-documents-in-postgres.md", "adr/0003-embedded-sqlite-store.md"
+    assert old in paths and new in paths
+    last_new = max(i for i, p in enumerate(paths) if p == new)
+    first_old = min(i for i, p in enumerate(paths) if p == old)
+    assert first_old == last_new + 1
+    assert all(h["superseded_by"] == new for h in hits if h["path"] == old)
+    off = search(rpc, "kb", "store documents in postgres", retrieval={"demote_superseded": False})
+    assert off["hits"][0]["path"] == old and "superseded_by" not in off["hits"][0]
+
+
+def test_superseded_demotion_on_real_adrs(rpc):
+    root = corpus("adr") / "alphagov__govuk-aws"
+    rpc.call("workspace.add", ["gov", str(root)])
+    rpc.call("index.run", ["gov"])
+    old = "docs/architecture/decisions/0004-dns-definitions-for-hosts-and-services.md"
+    new = "docs/architecture/decisions/0015-dns-infrastructure.md"
+    hits = search(rpc, "gov", "DNS definitions for hosts and services", limit=30)["hits"]
+    paths = [h["path"] for h in hits]
+    assert old in paths and new in paths
+    assert min(i for i, p in enumerate(paths) if p == old) > max(
+        i for i, p in enumerate(paths) if p == new
+    )
+    assert {h.get("superseded_by") for h in hits if h["path"] == old} == {new}
+    # a sentence about part of a decision does not make it superseded
+    with rpc.engine.store.snapshot() as conn:
+        olds = {
+            r[0]
+            for r in conn.execute(
+                "SELECT d.path FROM supersessions s JOIN documents d ON d.id = s.old_id"
+            )
+        }
+    assert old in olds
+    assert "docs/architecture/decisions/0003-aws-networking-outline.md" not in olds
+
+
+# -- providers, switching and errors -----------------------------------------------------------
+
+
+def test_openai_protocol_round_trip_and_key_handling(monkeypatch, caplog):
+    monkeypatch.setenv("TEST_EMBED_KEY", "sk-secret-123")
+    with FakeOpenAI(dim=64) as server:
+        e = HttpEmbedder(
+            server.url, "text-embedding-3-small", dimensions=32, api_key_env="TEST_EMBED_KEY"
+        )
+        v = e.embed(["alpha beta", "gamma", "alpha beta"])
+        assert v.shape == (3, 32) and np.allclose(v[0], v[2])
+        req = server.requests[-1]
+        assert req["path"] == "/v1/embeddings"
+        assert req["body"]["model"] == "text-embedding-3-small"
+        assert req["body"]["input"] == ["alpha beta", "gamma", "alpha beta"]
+        assert req["body"]["dimensions"] == 32
+        assert req["headers"]["Authorization"] == "Bearer sk-secret-123"
+        assert e.meter.to_dict()["texts"] == 3 and e.meter.tokens > 0
+        for mode, needle in (
+            ("fail", "500"),
+            ("garbage", "invalid JSON"),
+            ("wrong-count", "expected"),
+        ):
+            server.mode = mode
+            with pytest.raises(RpcError) as err:
+                e.embed(["x", "y"])
+            assert err.value.code == EMBED_FAILED and needle in err.value.message
+        server.mode = "slow"
+        slow = HttpEmbedder(server.url, "m", dimensions=8, timeout=0.5)
+        with pytest.raises(RpcError) as err:
+            slow.embed(["x"])
+        assert err.value.code == EMBED_FAILED
+    assert "sk-secret-123" not in caplog.text
+    with pytest.raises(RpcError) as err:
+        load_embedder({"provider": "openai", "base_url": "http://x", "model": "m", "api_key": "k"})
+    assert "environment" in err.value.message
+
+
+def test_model_switch_fills_in_the_background_of_the_old_set(sample):
+    rpc, _ = sample
+    with FakeOpenAI(dim=64) as server:
+        spec = {"provider": "openai", "base_url": server.url, "model": "fake", "dimensions": 64}
+        server.mode = "fail"  # the new model fails part-way: nothing of it is complete
+        out = rpc.call("workspace.configure", ["kb", {"embedding": spec}])
+        assert (
+            out["reindexed"]["embedding"]["error"] or out["reindexed"]["embedding"]["embedded"] == 0
+        )
+        answer = search(rpc, "kb", "why did we pick SQLite")
+        assert answer["semantic"] == "switching"  # the old, complete set still answers
+        assert answer["mode_used"] == "hybrid"
+        assert answer["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
+        server.mode = "ok"
+        done = rpc.call("index.run", ["kb"])["embedding"]
+        assert done["coverage"]["embedded"] == done["coverage"]["total"]
+        answer = search(rpc, "kb", "writer lease")
+        assert answer["semantic"] == "ready" and answer["model"] == "fake"
+        assert rpc.engine.workspace("kb").active_model_fp == done["model_fp"]
+        with rpc.engine.store.snapshot() as conn:  # the old model's vectors were collected
+            fps = {r[0] for r in conn.execute("SELECT DISTINCT model_fp FROM embeddings")}
+        assert fps == {done["model_fp"]}
+
+
+def test_semantic_only_errors(sample, monkeypatch):
+    rpc, _ = sample
+    with FakeOpenAI(dim=16) as server:
+        spec = {"provider": "openai", "base_url": server.url, "model": "q", "dimensions": 16}
+        rpc.call("workspace.configure", ["kb", {"embedding": spec}])
+        server.mode = "fail"  # the query cannot be embedded
+        with pytest.raises(RpcError) as err:
+            search(rpc, "kb", "lease", stages=["semantic"])
+        assert err.value.code == EMBED_FAILED
+        answer = search(rpc, "kb", "lease")
+        assert "embedding the query failed" in answer["stages"]["skipped"]["semantic"]
+        assert answer["mode_used"] == "lexical" and answer["hits"]
+    # a switch with no usable old set: the old spec can no longer load
+    with rpc.engine.store.transaction() as conn:
+        conn.execute(
+            "UPDATE workspaces SET active_embedding = ?, active_model_fp = 'gone'",
+            ('{"provider": "onnx", "model": "/nonexistent.onnx", "tokenizer": "/x.json"}',),
+        )
+    rpc.call("workspace.configure", ["kb", {"embedding": "bundled"}])
+    with rpc.engine.store.transaction() as conn:  # as if the fill had not finished yet
+        conn.execute(
+            "UPDATE workspaces SET active_embedding = ?, active_model_fp = 'gone'",
+            ('{"provider": "onnx", "model": "/nonexistent.onnx", "tokenizer": "/x.json"}',),
+        )
+    with pytest.raises(RpcError) as err:
+        search(rpc, "kb", "lease", stages=["semantic"])
+    assert err.value.code == SWITCHING
+    answer = search(rpc, "kb", "lease")
+    assert answer["stages"]["skipped"]["semantic"] == "a new embedding model is filling"
+    assert answer["semantic"] == "switching"
+    rpc.call("workspace.configure", ["kb", {"embedding": "none"}])
+    with pytest.raises(RpcError) as err:
+        search(rpc, "kb", "lease", stages=["semantic"])
+    assert err.value.code == UNSUPPORTED
+
+
+def test_status_reports_the_model_and_its_meter(sample):
+    rpc, _ = sample
+    status = rpc.call("index.status", ["kb"])
+    assert status["semantic"] == "ready"
+    assert status["embedding"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert status["embedding"]["dim"] == 384
+    assert status["semantic_coverage"]["embedded"] == status["chunks"]
+    assert set(status["embedding"]["meter"]) == {"calls", "texts", "tokens", "ms", "errors"}
