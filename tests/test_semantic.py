@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from autodoc import fuse
+from autodoc import fuse, semantic
 from autodoc.embed import HttpEmbedder, bundled_embedder, load_embedder
 from autodoc.errors import EMBED_FAILED, SWITCHING, UNSUPPORTED, RpcError
 from autodoc.indexer import Indexer
@@ -150,7 +150,8 @@ def test_a_document_answers_lexically_until_every_chunk_has_a_vector(sample):
     assert search(rpc, "kb", "embedded relational store")["semantic"] == "ready"
 
 
-def test_an_interrupted_fill_resumes_without_recomputing(rpc, vault):
+def test_an_interrupted_fill_resumes_without_recomputing(rpc, vault, monkeypatch):
+    monkeypatch.setattr(semantic, "FILL_BATCH", 32)  # several transactions for 150 texts
     for i in range(5):
         write(vault, f"n{i}.md", "".join(f"## S{j}\nnote {i} section {j}\n\n" for j in range(30)))
     rpc.call("workspace.add", ["kb", str(vault)])

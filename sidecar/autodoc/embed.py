@@ -153,14 +153,18 @@ class OnnxEmbedder:
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32), int(mask.sum())
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        out = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = texts[start : start + self.batch_size]
+        """Batches of similar length, so short texts are not padded to the longest one."""
+        out = np.zeros((len(texts), getattr(self, "dim", 0) or 1), np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
             t0 = time.perf_counter()
-            vectors, tokens = self._run(batch)
-            self.meter.add(len(batch), tokens, (time.perf_counter() - t0) * 1000)
-            out.append(vectors)
-        return np.concatenate(out) if out else np.zeros((0, self.dim), np.float32)
+            vectors, tokens = self._run([texts[i] for i in idx])
+            self.meter.add(len(idx), tokens, (time.perf_counter() - t0) * 1000)
+            if out.shape[1] != vectors.shape[1]:
+                out = np.zeros((len(texts), vectors.shape[1]), np.float32)
+            out[idx] = vectors
+        return out
 
 
 def _session(path: Path, threads: int) -> ort.InferenceSession:

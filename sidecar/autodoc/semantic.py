@@ -23,7 +23,7 @@ from .store import LIVE, Store, Workspace
 # bench/vector_recall.py (recall@50 against exact float32; doc/benchmarks/semantic.md).
 SHORTLIST = 400
 MAX_READ = 1000
-FILL_BATCH = 64
+FILL_BATCH = 256  # texts per transaction; the embedder batches by length inside
 
 Progress = Callable[[int, int], None]
 
