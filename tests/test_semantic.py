@@ -197,17 +197,26 @@ def test_binary_prefilter_then_float_rescore_matches_exact_search(rpc, vault):
     assert ws.active_model_fp is not None
 
 
-def test_filters_read_deeper_instead_of_starving(rpc, vault):
-    for i in range(400):
-        write(vault, f"bulk/n{i:03}.md", f"# Note {i}\n\nGeneral words about deployment {i}.\n")
+def test_filters_read_deeper_instead_of_starving(rpc, vault, monkeypatch):
+    for i in range(150):
+        write(vault, f"bulk/n{i:03}.md", f"# Deploy {i}\n\nDeployment pipeline step {i}.\n")
     for i in range(3):
-        write(vault, f"rare/r{i}.md", f"# Rare {i}\n\nAn unrelated recipe for lemon cake {i}.\n")
+        write(vault, f"rare/r{i}.md", f"# Cake {i}\n\nA recipe for lemon cake {i}.\n")
     rpc.call("workspace.add", ["kb", str(vault)])
     rpc.call("index.run", ["kb"])
-    answer = search(rpc, "kb", "deployment", stages=["semantic"], paths=["rare/"], limit=10)
-    assert [h["path"] for h in answer["hits"]] == ["rare/r0.md", "rare/r1.md", "rare/r2.md"] or (
-        sorted(h["path"] for h in answer["hits"]) == ["rare/r0.md", "rare/r1.md", "rare/r2.md"]
-    )
+    reads = []
+    original = semantic.SignIndex.shortlist
+
+    def spy(self, qbits, k):
+        reads.append(k)
+        return original(self, qbits, k)
+
+    monkeypatch.setattr(semantic.SignIndex, "shortlist", spy)
+    monkeypatch.setattr(semantic, "SHORTLIST", 20)
+    answer = search(rpc, "kb", "deployment pipeline", stages=["semantic"], paths=["rare/"])
+    assert sorted(h["path"] for h in answer["hits"]) == ["rare/r0.md", "rare/r1.md", "rare/r2.md"]
+    assert reads == [100, semantic.MAX_READ]  # the first read starved, the second went deep
+    assert answer["truncated"] is False  # the deep read covered every vector
 
 
 # -- fusion ------------------------------------------------------------------------------------
