@@ -241,7 +241,7 @@ class Engine:
                 epochs = conn.execute(
                     "SELECT lexical_epoch, vector_epoch FROM workspaces WHERE id = ?", (ws.id,)
                 ).fetchone()
-                embedded, total = semantic_coverage(conn, ws, plan.model_fp, epochs)
+                embedded, total = semantic_coverage(conn, self.store, ws, plan.model_fp, epochs)
             if not plan.state:
                 info["semantic"] = "ready" if embedded >= total else "partial"
             info["semantic_coverage"] = {"embedded": embedded, "total": total}

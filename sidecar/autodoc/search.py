@@ -278,7 +278,7 @@ def run_search(
         if use_semantic:
             t0 = time.perf_counter()
             semantic.signs.refresh(conn, ws.id, semantic.model_fp, epochs[1])
-            semantic.coverage = semantic_coverage(conn, ws, semantic.model_fp, epochs)
+            semantic.coverage = semantic_coverage(conn, store, ws, semantic.model_fp, epochs)
             found = []
             if qvec is not None:
                 found, cut = semantic_candidates(
@@ -380,12 +380,12 @@ def run_search(
     }
 
 
-_COVERAGE: dict[tuple[int, str], tuple[tuple[int, int], tuple[int, int]]] = {}
+_COVERAGE: dict[tuple[str, int, str], tuple[tuple[int, int], tuple[int, int]]] = {}
 
 
-def semantic_coverage(conn, ws: Workspace, model_fp: str, epochs) -> tuple[int, int]:
+def semantic_coverage(conn, store: Store, ws: Workspace, model_fp: str, epochs) -> tuple[int, int]:
     """(embedded, total) visible chunks; recomputed only when either index changed."""
-    key = (ws.id, model_fp)
+    key = (str(store.path), ws.id, model_fp)
     cached = _COVERAGE.get(key)
     epochs = (epochs[0], epochs[1])
     if cached is None or cached[0] != epochs:
