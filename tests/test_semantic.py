@@ -404,3 +404,22 @@ def test_status_reports_the_model_and_its_meter(sample):
     assert status["embedding"]["dim"] == 384
     assert status["semantic_coverage"]["embedded"] == status["chunks"]
     assert set(status["embedding"]["meter"]) == {"calls", "texts", "tokens", "ms", "errors"}
+
+
+def test_sign_index_is_saved_and_reloaded_incrementally(sample):
+    rpc, _ = sample
+    engine = rpc.engine
+    ws = engine.workspace("kb")
+    emb = embedder_of(rpc)
+    saved = engine.store.vectors_root / f"{ws.id}-{emb.model_fp}.usearch"
+    assert saved.is_file()
+    fresh = semantic.SignIndex(emb.dim, saved, engine.store.store_id)
+    with engine.store.snapshot() as conn:
+        n = conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+        assert len(fresh.index) == n and fresh.max_id > 0  # loaded, not rebuilt
+        fresh.refresh(conn, ws.id, emb.model_fp, 10**6)
+    assert len(fresh.index) == n
+    stranger = semantic.SignIndex(emb.dim, saved, "another-store")
+    assert len(stranger.index) == 0  # a file from another store is never trusted
+    rpc.call("workspace.remove", ["kb"])
+    assert not saved.exists()

@@ -70,7 +70,8 @@ class Engine:
             key = (ws.id, embedder.model_fp)
             index = self._signs.get(key)
             if index is None:
-                index = self._signs[key] = SignIndex(embedder.dim)
+                path = self.store.vectors_root / f"{ws.id}-{embedder.model_fp}.usearch"
+                index = self._signs[key] = SignIndex(embedder.dim, path, self.store.store_id)
             return index
 
     def semantic_plan(self, ws: Workspace) -> SemanticPlan:
@@ -115,6 +116,13 @@ class Engine:
             done = -1  # unknown: the batches stored before the error are counted in coverage
         with self.store.snapshot() as conn:
             embedded, total = semantic.coverage(conn, ws.id, target.model_fp)
+        with self.store.snapshot() as conn:  # bring the saved sign index up to date
+            epoch = conn.execute(
+                "SELECT vector_epoch FROM workspaces WHERE id = ?", (ws.id,)
+            ).fetchone()[0]
+            signs = self.signs(ws, target)
+            signs.refresh(conn, ws.id, target.model_fp, epoch)
+        signs.save()
         switched = embedded >= total and ws.active_model_fp not in (None, target.model_fp)
         if switched:
             self._activate(ws, target, spec)  # the new set is complete: it answers from now on
@@ -171,6 +179,11 @@ class Engine:
             if lex is not None:
                 lex.close()
         LexicalIndex.destroy(self.store.lexical_root / str(ws.id))
+        with self._lock:
+            for key in [k for k in self._signs if k[0] == ws.id]:
+                del self._signs[key]
+        for path in self.store.vectors_root.glob(f"{ws.id}-*"):
+            path.unlink(missing_ok=True)
         return {"name": ws.name, "removed": True}
 
     def workspace_configure(self, name: Any, changes: Any) -> dict[str, Any]:

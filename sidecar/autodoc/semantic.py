@@ -8,8 +8,11 @@ cosine. SQLite decides which chunks are visible, as in the lexical stage.
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,15 +37,51 @@ def sign_bits(vectors: np.ndarray) -> np.ndarray:
 
 
 class SignIndex:
-    """The Hamming index over one (workspace, model) vector set, kept in step with SQLite."""
+    """The Hamming index over one (workspace, model) vector set, kept in step with SQLite.
 
-    def __init__(self, dim: int) -> None:
+    Saved beside the store after each fill, so a new process loads it instead of reading every
+    sign code back from SQLite; only rows added since (ids above `max_id`) are read.
+    """
+
+    def __init__(self, dim: int, path: Path | None = None, owner: str = "") -> None:
         self.dim = dim
-        # A b1 index only scanned exactly: the graph is never walked, so build it cheaply.
-        self.index = Index(ndim=dim, metric="hamming", dtype="b1", connectivity=2, expansion_add=1)
+        self.path = path
+        self.owner = owner  # the store's id: a file left by another store is ignored
+        self.index = self._empty()
         self.max_id = 0
         self.epoch = -1
         self.lock = threading.Lock()
+        if path is not None:
+            self._load(path)
+
+    def _empty(self) -> Index:
+        # A b1 index only scanned exactly: the graph is never walked, so build it cheaply.
+        return Index(ndim=self.dim, metric="hamming", dtype="b1", connectivity=2, expansion_add=1)
+
+    def _load(self, path: Path) -> None:
+        meta = path.with_suffix(".json")
+        try:
+            saved = json.loads(meta.read_text())
+            if saved.get("owner") != self.owner:
+                return
+            max_id = saved["max_id"]
+            index = Index.restore(str(path))
+        except (OSError, ValueError, KeyError, RuntimeError):
+            return  # absent or unreadable: rebuilt from SQLite
+        if index is not None and index.ndim == self.dim and len(index):
+            self.index, self.max_id = index, int(max_id)
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        with self.lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            self.index.save(str(tmp))
+            os.replace(tmp, self.path)
+            self.path.with_suffix(".json").write_text(
+                json.dumps({"max_id": self.max_id, "owner": self.owner})
+            )
 
     def refresh(self, conn, ws_id: int, model_fp: str, epoch: int) -> None:
         if epoch == self.epoch:
@@ -50,14 +89,13 @@ class SignIndex:
         with self.lock:
             if epoch == self.epoch:
                 return
-            count = conn.execute(
-                "SELECT count(*) FROM embeddings WHERE workspace_id = ? AND model_fp = ?",
+            count, top = conn.execute(
+                "SELECT count(*), coalesce(max(id), 0) FROM embeddings"
+                " WHERE workspace_id = ? AND model_fp = ?",
                 (ws_id, model_fp),
-            ).fetchone()[0]
-            if count < len(self.index):  # rows were collected: start over
-                self.index = Index(
-                    ndim=self.dim, metric="hamming", dtype="b1", connectivity=2, expansion_add=1
-                )
+            ).fetchone()
+            if count < len(self.index) or top < self.max_id:  # rows were collected: start over
+                self.index = self._empty()
                 self.max_id = 0
             rows = conn.execute(
                 "SELECT id, bits FROM embeddings WHERE workspace_id = ? AND model_fp = ?"

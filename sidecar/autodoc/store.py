@@ -17,6 +17,7 @@ import socket
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,15 +219,24 @@ class Store:
             # A read-only store (permissions, a read-only mount) still serves reads.
             if not boot.execute("SELECT 1 FROM sqlite_master WHERE name='chunks'").fetchone():
                 raise
-        boot.execute(
-            "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
-            (str(SCHEMA_VERSION),),
-        )
+        with contextlib.suppress(sqlite3.OperationalError):  # read-only: already set
+            boot.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?),"
+                " ('store_id', ?)",
+                (str(SCHEMA_VERSION), uuid.uuid4().hex),
+            )
+        row = boot.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        # Files kept beside the db (saved sign indexes) name the store they belong to.
+        self.store_id = row[0] if row else ""
         boot.close()
 
     @property
     def lexical_root(self) -> Path:
         return self.path.parent / (self.path.stem + ".lexical")
+
+    @property
+    def vectors_root(self) -> Path:
+        return self.path.parent / (self.path.stem + ".vectors")
 
     # -- reading ---------------------------------------------------------------------------
 
