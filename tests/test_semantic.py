@@ -423,3 +423,20 @@ def test_sign_index_is_saved_and_reloaded_incrementally(sample):
     assert len(stranger.index) == 0  # a file from another store is never trusted
     rpc.call("workspace.remove", ["kb"])
     assert not saved.exists()
+
+
+def test_background_embedding_serves_lexical_answers_meanwhile(rpc, vault):
+    for i in range(40):
+        write(
+            vault, f"n{i:02}.md", "".join(f"## Part {j}\nnotes {i} part {j}\n\n" for j in range(8))
+        )
+    engine = rpc.engine
+    engine.workspace_add("kb", str(vault))
+    summary = engine.index_run("kb", wait=False)  # returns after the lexical write
+    assert summary["embedding"] == {"background": True}
+    early = search(rpc, "kb", "notes part")
+    assert early["hits"] and early["semantic"] == "partial"  # 320 texts take seconds to embed
+    engine._workers["kb"].join(timeout=120)
+    done = search(rpc, "kb", "notes part")
+    assert done["semantic"] == "ready"
+    assert done["semantic_coverage"]["embedded"] == done["semantic_coverage"]["total"] == 320

@@ -7,6 +7,7 @@ through the dispatcher, so there is one implementation of every operation.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -23,6 +24,8 @@ from .semantic import SemanticPlan, SignIndex, collect_unused, fill
 from .store import Store, Workspace
 from .walker import read_markdown
 
+log = logging.getLogger(__name__)
+
 NO_EMBEDDER = "no embedding model configured"
 FILLING = "a new embedding model is filling"
 
@@ -33,8 +36,14 @@ class Engine:
         self._lexical: dict[int, LexicalIndex] = {}
         self._signs: dict[tuple[int, str], SignIndex] = {}
         self._lock = threading.RLock()
+        self._workers: dict[str, threading.Thread] = {}
+        self._again: set[str] = set()
+        self._stop = threading.Event()
 
     def close(self) -> None:
+        self._stop.set()
+        for worker in list(self._workers.values()):
+            worker.join(timeout=60)
         for lex in self._lexical.values():
             lex.close()
         self._lexical.clear()
@@ -110,7 +119,7 @@ class Engine:
         started = time.perf_counter()
         error = ""
         try:
-            done = fill(self.store, ws, target, progress)
+            done = fill(self.store, ws, target, progress, self._stop)
         except Exception as exc:  # the provider failed: the lexical index stands, say why
             error = str(getattr(exc, "message", exc))
             done = -1  # unknown: the batches stored before the error are counted in coverage
@@ -207,15 +216,51 @@ class Engine:
     # -- indexing ----------------------------------------------------------------------------
 
     def index_run(
-        self, name: Any, *, progress: Progress | None = None, embed_progress=None
+        self,
+        name: Any,
+        *,
+        progress: Progress | None = None,
+        embed_progress=None,
+        wait: bool = True,
     ) -> dict[str, Any]:
-        """Index the files, then (in this one-shot call) wait for their embeddings."""
+        """Index the files; then wait for their embeddings (one-shot processes), or let a
+        background worker fill them while lexical answers are served (long-lived ones)."""
         ws = self.workspace(name)
         self.store.writer()
         indexer = Indexer(self.store, self.lexical(ws), ws)
         summary = indexer.run(progress=progress).to_dict()
-        summary["embedding"] = self.embed_run(name, progress=embed_progress)
+        if wait:
+            summary["embedding"] = self.embed_run(name, progress=embed_progress)
+        else:
+            self.embed_in_background(name)
+            summary["embedding"] = {"background": True}
         return summary
+
+    def embed_in_background(self, name: str) -> threading.Thread:
+        """One worker per workspace; a request while it runs makes it go round once more."""
+        with self._lock:
+            worker = self._workers.get(name)
+            if worker is not None and worker.is_alive():
+                self._again.add(name)
+                return worker
+            worker = threading.Thread(
+                target=self._embed_worker, args=(name,), name=f"autodoc-embed-{name}", daemon=True
+            )
+            self._workers[name] = worker
+            worker.start()
+            return worker
+
+    def _embed_worker(self, name: str) -> None:
+        while not self._stop.is_set():
+            try:
+                self.embed_run(name)
+            except Exception:  # logged; the next request starts a new worker
+                log.exception("background embedding of %s failed", name)
+                return
+            with self._lock:
+                if name not in self._again:
+                    return
+                self._again.discard(name)
 
     def index_status(self, name: Any) -> dict[str, Any]:
         ws = self.workspace(name)
