@@ -241,7 +241,7 @@ def test_rrf_arithmetic_from_the_peer_spec():
 
 def test_boosts():
     hits = fuse.rrf([("lexical", [(1, 1), (2, 2)])])
-    boosted = fuse.apply_boosts(hits, {2: True}, {})
+    boosted = fuse.apply_boosts(hits, {2}, {})
     assert [h.chunk_id for h in boosted] == [2, 1]  # x1.2 lifts rank 2 over rank 1
     assert fuse.link_factor(0) == 1.0
     assert fuse.link_factor(1) < fuse.link_factor(10) < fuse.link_factor(31) == pytest.approx(1.1)

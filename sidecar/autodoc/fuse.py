@@ -70,12 +70,10 @@ def link_factor(inbound: int) -> float:
     return 1.0 + LINK_BOOST * min(1.0, math.log2(1 + inbound) / LINK_SATURATION)
 
 
-def apply_boosts(
-    hits: list[Fused], tag_match: dict[int, bool], inbound: dict[int, int]
-) -> list[Fused]:
-    """Tag ×1.2 when a document's tag is among the query's words; the link factor; re-sort."""
+def apply_boosts(hits: list[Fused], tagged: set[int], inbound: dict[int, int]) -> list[Fused]:
+    """Tag ×1.2 for documents in `tagged` (a tag among the query's words); links; re-sort."""
     for h in hits:
-        if tag_match.get(h.document_id):
+        if h.document_id in tagged:
             h.score *= TAG_BOOST
         h.score *= link_factor(inbound.get(h.document_id, 0))
     return sorted(hits, key=lambda f: (-f.score, f.chunk_id))

@@ -200,21 +200,44 @@ def make_snippet(text: str, terms: TermMatcher) -> tuple[str, list[list[int]]]:
 # -- the pipeline ------------------------------------------------------------------------------
 
 
-def _tag_matches(conn, docs: list[int], query: ParsedQuery) -> dict[int, bool]:
-    """Documents with a tag among the query's words (stemmed, so #storage matches "stored")."""
+def _fuse(
+    conn, ws: Workspace, query: ParsedQuery, options: SearchOptions, ranked
+) -> tuple[list[fuse.Fused], dict[int, int]]:
+    """RRF, boosts, the per-document cap, superseded demotion, the limit (spec §4).
+
+    Returns the hits and {chunk_id: successor document id} for demoted ones.
+    """
+    fused = fuse.rrf(ranked)
+    docs = sorted({f.document_id for f in fused})
+    info = {
+        r[0]: r
+        for r in Store.in_batches(
+            conn, "SELECT id, inbound, tags FROM documents WHERE id IN ({marks})", docs
+        )
+    }
     words = {t for item in query.items for t in analyze(item.text)}
-    out: dict[int, bool] = {}
-    if not words:
-        return out
-    for doc_id, tags in Store.in_batches(
-        conn, "SELECT id, tags FROM documents WHERE id IN ({marks})", docs
-    ):
-        for tag in json.loads(tags or "[]"):
-            stems = analyze(tag.rsplit("/", 1)[-1])
-            if stems and all(t in words for t in stems):
-                out[doc_id] = True
-                break
-    return out
+    tagged = {d for d, r in info.items() if _has_query_tag(r[2], words)}
+    fused = fuse.apply_boosts(fused, tagged, {d: r[1] for d, r in info.items()})
+    fused = fuse.cap_per_document(fused)
+    demote = options.demote_superseded
+    if demote is None:
+        demote = ws.options["demote_superseded"]
+    moved: dict[int, int] = {}
+    if demote:
+        pairs = Store.in_batches(
+            conn, "SELECT old_id, new_id FROM supersessions WHERE old_id IN ({marks})", docs
+        )
+        moved = fuse.demote_superseded(fused, {o: n for o, n in pairs if n in info})
+    return fused[: options.limit], moved
+
+
+def _has_query_tag(tags_json: str | None, words: set[str]) -> bool:
+    """A tag among the query's words, stemmed (#storage matches "stored"); `a/b` counts as b."""
+    for tag in json.loads(tags_json or "[]"):
+        stems = analyze(tag.rsplit("/", 1)[-1])
+        if stems and all(t in words for t in stems):
+            return True
+    return False
 
 
 def run_search(
@@ -288,33 +311,7 @@ def run_search(
             ranked.append(("semantic", found))
             performed.append("semantic")
             timings["semantic_ms"] = round((time.perf_counter() - t0) * 1000, 2)
-        fused = fuse.rrf(ranked)
-        docs = sorted({f.document_id for f in fused})
-        info = {
-            r[0]: r
-            for r in Store.in_batches(
-                conn, "SELECT id, inbound FROM documents WHERE id IN ({marks})", docs
-            )
-        }
-        fused = fuse.apply_boosts(
-            fused, _tag_matches(conn, docs, query), {d: r[1] for d, r in info.items()}
-        )
-        fused = fuse.cap_per_document(fused)
-        moved: dict[int, int] = {}
-        if (
-            options.demote_superseded
-            if options.demote_superseded is not None
-            else ws.options["demote_superseded"]
-        ):
-            pairs = dict(
-                Store.in_batches(
-                    conn,
-                    "SELECT old_id, new_id FROM supersessions WHERE old_id IN ({marks})",
-                    docs,
-                )
-            )
-            moved = fuse.demote_superseded(fused, {o: n for o, n in pairs.items() if n in info})
-        fused = fused[: options.limit]
+        fused, moved = _fuse(conn, ws, query, options, ranked)
         rows = store.chunk_rows(conn, [f.chunk_id for f in fused])  # same snapshot
         successor_paths = dict(
             Store.in_batches(
