@@ -49,7 +49,7 @@ def kb(rpc, vault):
         """
         # Misc
 
-        This page mentions the lease once, in passing, with lease lease lease words.
+        This page mentions the lease once, in passing.
         """,
     )
     write(
@@ -92,6 +92,29 @@ def test_title_match_outranks_the_same_word_in_a_body(kb):
     hits, _ = top(kb, "lease")
     assert hits[0][0] == "adr/0001-lease.md"
     assert FIELD_WEIGHTS["title"] > FIELD_WEIGHTS["body"]
+
+
+def test_the_same_words_score_higher_in_a_title_than_in_a_body(rpc, vault):
+    for i in range(20):  # enough other documents for BM25's statistics to mean something
+        write(vault, f"filler{i}.md", f"---\ntitle: Filler {i}\n---\nUnrelated text number {i}.\n")
+    write(vault, "a.md", "---\ntitle: Quota policy\n---\nRules for teams and their limits.\n")
+    write(vault, "b.md", "---\ntitle: Team rules\n---\nRules on quota policy and limits.\n")
+    write(vault, "c.md", "---\ntitle: Aliased\naliases: [storage decision]\n---\nOther words.\n")
+    write(vault, "d.md", "---\ntitle: Plain\n---\nAbout the storage decision here.\n")
+    write(vault, "e.md", "---\ntitle: Tagged\ntags: [billing]\n---\nMonthly runs of jobs.\n")
+    write(vault, "f.md", "---\ntitle: Untagged\n---\nMonthly billing runs of jobs.\n")
+    rpc.call("workspace.add", ["kb", str(vault)])
+    rpc.call("workspace.configure", ["kb", {"embedding": "none"}])
+    rpc.call("index.run", ["kb"])
+    for query, structural, body in (
+        ("quota policy", "a.md", "b.md"),  # title
+        ("storage decision", "c.md", "d.md"),  # alias
+        ("billing", "e.md", "f.md"),  # tag (the tag boost adds to it after fusion)
+    ):
+        hits = [h["path"] for h in rpc.call("search.query", ["kb", query])["hits"]]
+        assert hits.index(structural) < hits.index(body), query
+    lexical_only = rpc.call("search.query", ["kb", "billing", {"stages": ["lexical"]}])
+    assert lexical_only["hits"][0]["path"] == "e.md"
 
 
 def test_operators_and_punctuation_are_plain_words(kb):

@@ -196,6 +196,9 @@ def _search(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
         print(f"{loc}  {crumb}  {snippet}")
     stages = answer["stages"]
     note = f"{len(answer['hits'])} hits · {answer['mode_used']} · {answer['took_ms']:.1f} ms"
+    cov = answer.get("semantic_coverage")
+    if answer["semantic"] in ("partial", "switching") and cov:
+        note += f" · semantic {answer['semantic']} ({cov['embedded']}/{cov['total']} chunks)"
     for stage, why in stages["skipped"].items():
         note += f" · {stage} skipped: {why}"
     print(note, file=sys.stderr)

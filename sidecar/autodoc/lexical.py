@@ -20,16 +20,22 @@ from .query import ParsedQuery, QueryItem
 
 ANALYZER_NAME = "autodoc_en"
 
-# Structural weights: a word in the title or an alias says what the document is about; in a
-# heading path or a tag, what the section is about; in the body, only that it is mentioned.
-# Chosen so one title hit outweighs several body hits of the same word (see test_lexical).
+# Structural weights. A query word scores by the best field it matches in (a disjunction-max,
+# no tie-breaker), boosted by that field's weight: a word in the title or an alias says what the
+# document is about, in a heading path or a tag what the section is about, in the body only that
+# it is mentioned. Max, not sum: a chunk carries its title three times (title, breadcrumb, the H1
+# line), and summing those let title words drown the body. Weights above 1.2 cost retrieval
+# quality on every visible benchmark split (doc/benchmarks/lexical.md); 1.2 still lets a title
+# match outrank the same words in a body (test_title_match_outranks_the_same_word_in_a_body).
 FIELD_WEIGHTS: dict[str, float] = {
-    "title": 3.0,
-    "aliases": 3.0,
-    "breadcrumb": 2.0,
-    "tags": 2.0,
+    "title": 1.2,  # the title and every alias: a document's names
+    "breadcrumb": 1.1,  # the heading path and every tag: what the section is about
     "body": 1.0,
 }
+# Aliases and tags are scored inside the title and breadcrumb fields, not as fields of their
+# own: most documents have none, and BM25 measures a field's length against its average over
+# all documents, so a lone alias would look long and score below a body match.
+TIE_BREAKER = 0.0
 
 _HEX = re.compile(r"^(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")
 
@@ -73,7 +79,7 @@ def build_schema() -> tantivy.Schema:
     sb.add_unsigned_field("generation", stored=True, fast=True)
     sb.add_text_field("path", tokenizer_name="raw")
     sb.add_text_field("kind", tokenizer_name="raw")
-    for name in FIELD_WEIGHTS:
+    for name in (*FIELD_WEIGHTS, "aliases", "tags"):  # the last two for filters, not scoring
         sb.add_text_field(name, tokenizer_name=ANALYZER_NAME)
     return sb.build()
 
@@ -132,8 +138,10 @@ class LexicalIndex:
             doc.add_text("breadcrumb", d.breadcrumb)
             for alias in d.aliases:
                 doc.add_text("aliases", alias)
+                doc.add_text("title", alias)
             for tag in d.tags:
                 doc.add_text("tags", tag)
+                doc.add_text("breadcrumb", tag)
             doc.add_text("body", d.body)
             w.add_document(doc)
             n += 1
@@ -206,7 +214,7 @@ class LexicalIndex:
         if item.prefix:
             raw = UNSTEMMED.analyze(item.text)
             prefix_tail = raw[-1] if raw else None
-        per_field: list[tuple[Occur, Query]] = []
+        per_field: list[Query] = []
         for name, weight in FIELD_WEIGHTS.items():
             alternatives: list[Query] = []
             if len(tokens) == 1:
@@ -224,8 +232,8 @@ class LexicalIndex:
                 if len(alternatives) == 1
                 else Query.boolean_query([(Occur.Should, a) for a in alternatives])
             )
-            per_field.append((Occur.Should, Query.boost_query(q, weight)))
-        return Query.boolean_query(per_field)
+            per_field.append(Query.boost_query(q, weight))
+        return Query.disjunction_max_query(per_field, TIE_BREAKER)
 
     def search(self, q: Query, limit: int, offset: int = 0) -> list[tuple[int, float]]:
         """(chunk_id, bm25) best first; ties broken by chunk id so the order is stable."""
