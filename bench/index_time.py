@@ -4,7 +4,8 @@ Each run is a separate `autodoc index` process on a fresh store (peak RSS from w
 same command again on the unchanged vault. The baseline, measured in the same run, is the I/O
 floor: reading and hashing every Markdown file once.
 
-    python bench/index_time.py [--corpus ../shared/corpora/cpp-docs] [--runs 3] [--json OUT]
+    python bench/index_time.py [--corpus ../shared/corpora/cpp-docs] [--runs 3]
+        [--embedding none|bundled] [--json OUT]
 """
 
 from __future__ import annotations
@@ -24,8 +25,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_index(corpus: Path, db: Path) -> tuple[float, int, dict]:
+def run_index(corpus: Path, db: Path, embedding: str) -> tuple[float, int, dict]:
     exe = shutil.which("autodoc", path=os.path.dirname(sys.executable)) or "autodoc"
+    if not db.exists():  # the embedding choice is made before the first run
+        name = corpus.name
+        for method, params in (
+            ("workspace.add", [name, str(corpus)]),
+            ("workspace.configure", [name, {"embedding": embedding}]),
+        ):
+            subprocess.run(
+                [exe, "--db", str(db), "--call", method, json.dumps(params)],
+                check=True,
+                capture_output=True,
+            )
     started = time.perf_counter()
     proc = subprocess.Popen(
         [exe, "--db", str(db), "index", str(corpus), "--json"],
@@ -51,6 +63,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", default="../shared/corpora/cpp-docs", help="relative to the repo")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument(
+        "--embedding",
+        default="none",
+        help="none (the lexical index alone: the default) or bundled (include embedding)",
+    )
     ap.add_argument("--json", help="write the raw numbers here")
     args = ap.parse_args()
     corpus = (REPO / args.corpus).resolve()
@@ -60,9 +77,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             db = Path(tmp) / "autodoc.db"
             floor.append((read_and_hash(corpus), 0))
-            wall, rss, summary = run_index(corpus, db)
+            wall, rss, summary = run_index(corpus, db, args.embedding)
             fresh.append((wall, rss))
-            wall, rss, summary_again = run_index(corpus, db)
+            wall, rss, summary_again = run_index(corpus, db, args.embedding)
             again.append((wall, rss))
     mb = sum(p.stat().st_size for p in corpus.rglob("*.md")) / 1e6
 
