@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from autodoc.embed import bundled_embedder
 
 

@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from autodoc.engine import Engine
 from lexical_latency import live_chunks, make_queries
+
+from autodoc.engine import Engine
 
 SETS = {"lexical": ["lexical"], "semantic": ["semantic"], "hybrid": ["lexical", "semantic"]}
 

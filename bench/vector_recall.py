@@ -25,9 +25,10 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime  # noqa: F401 - before usearch (see autodoc.embed)
+from usearch.index import Index
+
 from autodoc.embed import bundled_embedder
 from autodoc.semantic import sign_bits
-from usearch.index import Index
 
 K = 50
 

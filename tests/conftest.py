@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from autodoc.dispatcher import Dispatcher
 from autodoc.engine import Engine
 

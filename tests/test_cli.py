@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+
 from autodoc.cli import main
 
 from .conftest import EXAMPLE_VAULT

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+
 from autodoc.engine import Engine
 from autodoc.errors import INVALID_PARAMS, METHOD_NOT_FOUND, STORE_BUSY, RpcError
 

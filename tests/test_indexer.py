@@ -6,6 +6,7 @@ import os
 import sqlite3
 
 import pytest
+
 from autodoc.indexer import Indexer
 from autodoc.lexical import LexicalDoc
 from autodoc.store import PENDING

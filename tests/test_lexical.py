@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from autodoc.errors import INVALID_PARAMS, UNSUPPORTED, RpcError
 from autodoc.lexical import FIELD_WEIGHTS
 from autodoc.query import parse_query

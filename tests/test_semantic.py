@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+
 from autodoc import fuse, semantic
 from autodoc.embed import HttpEmbedder, bundled_embedder, load_embedder
 from autodoc.errors import EMBED_FAILED, SWITCHING, UNSUPPORTED, RpcError
