@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 
 import pytest
+import tantivy
 
+from autodoc.engine import Engine
 from autodoc.indexer import Indexer
 from autodoc.lexical import LexicalDoc
 from autodoc.store import PENDING
@@ -288,3 +291,31 @@ def test_file_vanishing_between_scan_and_read_is_skipped(engine, vault):
     assert summary["added"] == 1
     assert [s["path"] for s in summary["skipped"]] == ["b.md"]
     assert "No such file" in summary["skipped"][0]["reason"]
+
+
+def test_an_index_of_another_format_is_rebuilt(indexed, engine):
+    ws = engine.workspace("v")
+    lex = engine.lexical(ws)
+    (lex.path / "autodoc-format").write_text("0")  # as an older AutoDoc would have left it
+    report = Indexer(engine.store, lex, ws).reconcile()
+    assert report["rebuilt"] > 0 and lex.format_ok
+    assert "design.md" in paths(indexed, "gamma")
+
+
+def test_an_index_with_another_schema_is_replaced(indexed, engine, db_path):
+    ws = engine.workspace("v")
+    path = engine.store.lexical_root / str(ws.id)
+    engine.close()
+
+    shutil.rmtree(path)
+    path.mkdir()
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("something_else")
+    tantivy.Index(sb.build(), str(path))  # a foreign schema where ours should be
+    again = Engine(db_path)
+    try:
+        assert again.index_run("v")["chunks"] > 0
+        hits = again.search("v", "gamma", {"stages": ["lexical"]})["hits"]
+        assert [h["path"] for h in hits] == ["design.md"]
+    finally:
+        again.close()

@@ -148,8 +148,8 @@ class Indexer:
             self.lexical.commit()
             with self.store.transaction() as conn:
                 conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in pending])
-        if self.lexical.num_docs() < live:  # the lexical index was lost or truncated
-            rebuilt = self.rebuild_lexical()
+        if self.lexical.num_docs() < live or not self.lexical.format_ok:
+            rebuilt = self.rebuild_lexical()  # lost, truncated, or written by an older format
         purged = self.purge_retired(grace=RETIRE_GRACE_S)
         return {"pending_removed": len(pending), "retired_purged": purged, "rebuilt": rebuilt}
 
@@ -181,6 +181,7 @@ class Indexer:
                 for r in rows
             )
         self.lexical.commit()
+        self.lexical.mark_format()
         self._bump_epoch()
         return n
 

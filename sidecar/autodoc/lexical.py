@@ -37,6 +37,14 @@ FIELD_WEIGHTS: dict[str, float] = {
 # all documents, so a lone alias would look long and score below a body match.
 TIE_BREAKER = 0.0
 
+# The schema's text fields, in a fixed order (Tantivy refuses a schema that differs from the one
+# on disk). `aliases` and `tags` hold the raw values for filters; they are scored in `title`
+# and `breadcrumb`.
+TEXT_FIELDS = ("title", "aliases", "breadcrumb", "tags", "body")
+# Bumped when what is indexed changes; a writer rebuilds an index of another format from SQLite.
+LEXICAL_FORMAT = "2"
+_FORMAT_FILE = "autodoc-format"
+
 _HEX = re.compile(r"^(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")
 
 
@@ -79,7 +87,7 @@ def build_schema() -> tantivy.Schema:
     sb.add_unsigned_field("generation", stored=True, fast=True)
     sb.add_text_field("path", tokenizer_name="raw")
     sb.add_text_field("kind", tokenizer_name="raw")
-    for name in (*FIELD_WEIGHTS, "aliases", "tags"):  # the last two for filters, not scoring
+    for name in TEXT_FIELDS:
         sb.add_text_field(name, tokenizer_name=ANALYZER_NAME)
     return sb.build()
 
@@ -106,11 +114,30 @@ class LexicalIndex:
         self.path = path
         path.mkdir(parents=True, exist_ok=True)
         self.schema = build_schema()
-        self.index = tantivy.Index(self.schema, str(path), reuse=True)
+        fresh = not (path / "meta.json").exists()
+        try:
+            self.index = tantivy.Index(self.schema, str(path), reuse=True)
+        except ValueError:  # another schema (an older AutoDoc) or a damaged index: start over
+            shutil.rmtree(path, ignore_errors=True)
+            path.mkdir(parents=True)
+            self.index = tantivy.Index(self.schema, str(path), reuse=True)
+            fresh = True
+        if fresh:
+            self.mark_format()
         self.index.register_tokenizer(ANALYZER_NAME, STEMMED)
         self.index.config_reader(reload_policy="Manual")
         self._writer: tantivy.IndexWriter | None = None
         self.epoch_seen = -1
+
+    @property
+    def format_ok(self) -> bool:
+        try:
+            return (self.path / _FORMAT_FILE).read_text().strip() == LEXICAL_FORMAT
+        except OSError:
+            return False
+
+    def mark_format(self) -> None:
+        (self.path / _FORMAT_FILE).write_text(LEXICAL_FORMAT)
 
     @staticmethod
     def destroy(path: Path) -> None:
