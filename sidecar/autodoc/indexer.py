@@ -288,6 +288,8 @@ class Indexer:
             now = time.time()
             conn.execute("UPDATE workspaces SET indexed_at = ? WHERE id = ?", (now, self.ws.id))
             self.store.prune_changes(conn, now)
+        if summary.added or summary.modified or summary.deleted:
+            self.store.writer().execute("PRAGMA optimize")  # statistics for the query planner
         with self.store.snapshot() as conn:
             summary.documents, summary.chunks = conn.execute(
                 "SELECT (SELECT count(*) FROM documents WHERE workspace_id = ?1 AND deleted = 0),"

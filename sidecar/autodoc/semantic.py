@@ -222,7 +222,7 @@ def semantic_candidates(
     while True:
         keys = signs.shortlist(qbits, read)
         ranked = _rescore(conn, keys, qvec)
-        found = _visible(conn, store, ws.id, model_fp, ranked, paths)
+        found = _visible(conn, store, ws.id, model_fp, ranked, paths, need)
         short = len(found) < need
         filled = len(keys) >= read
         if not short or not filled or read >= MAX_READ:
@@ -257,6 +257,25 @@ def _visible(
     model_fp: str,
     ranked: list[tuple[str, float]],
     paths: list[str],
+    need: int,
+) -> list[tuple[int, int]]:
+    """Visible chunks for the ranked hashes, best first, looked up a slice at a time."""
+    found: list[tuple[int, int]] = []
+    step = max(2 * need, 64)
+    for start in range(0, len(ranked), step):
+        found += _visible_slice(conn, store, ws_id, model_fp, ranked[start : start + step], paths)
+        if len(found) >= need:
+            break
+    return found
+
+
+def _visible_slice(
+    conn,
+    store: Store,
+    ws_id: int,
+    model_fp: str,
+    ranked: list[tuple[str, float]],
+    paths: list[str],
 ) -> list[tuple[int, int]]:
     if not ranked:
         return []
@@ -270,7 +289,8 @@ def _visible(
     rows = list(
         store.in_batches(
             conn,
-            "SELECT c.id, c.document_id, c.text_hash FROM chunks c"
+            # INDEXED BY: without statistics SQLite would rather scan (workspace, state).
+            "SELECT c.id, c.document_id, c.text_hash FROM chunks c INDEXED BY chunks_by_hash"
             " JOIN documents d ON d.id = c.document_id"
             f" WHERE c.text_hash IN ({{marks}}) AND c.workspace_id = ? AND c.state = {LIVE}"
             + path_sql,
