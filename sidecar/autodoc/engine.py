@@ -90,18 +90,7 @@ class Engine:
             return SemanticPlan(None, None, state="off", reason=why, code=UNSUPPORTED)
         if ws.active_model_fp in (None, target.model_fp):
             return SemanticPlan(target, target.model_fp, signs=self.signs(ws, target))
-        old = None
-        if ws.active_embedding is not None:
-            old, _ = self.embedder(
-                Workspace(
-                    ws.id,
-                    ws.name,
-                    ws.root,
-                    {**ws.options, "embedding": ws.active_embedding},
-                    ws.indexed_at,
-                    ws.lexical_epoch,
-                )
-            )
+        old = self._load(ws.active_embedding)[0] if ws.active_embedding else None
         if old is None or old.model_fp != ws.active_model_fp:
             return SemanticPlan(None, None, state="switching", reason=FILLING, code=SWITCHING)
         return SemanticPlan(old, old.model_fp, state="switching", signs=self.signs(ws, old))
@@ -125,6 +114,11 @@ class Engine:
             done = -1  # unknown: the batches stored before the error are counted in coverage
         with self.store.snapshot() as conn:
             embedded, total = semantic.coverage(conn, ws.id, target.model_fp)
+        switched = embedded >= total and ws.active_model_fp not in (None, target.model_fp)
+        if switched:
+            self._activate(ws, target, spec)  # the new set is complete: it answers from now on
+        if not error and (switched or ws.active_model_fp in (None, target.model_fp)):
+            collect_unused(self.store, ws, {target.model_fp})  # mid-switch, the old set stays
         with self.store.snapshot() as conn:  # bring the saved sign index up to date
             epoch = conn.execute(
                 "SELECT vector_epoch FROM workspaces WHERE id = ?", (ws.id,)
@@ -132,11 +126,6 @@ class Engine:
             signs = self.signs(ws, target)
             signs.refresh(conn, ws.id, target.model_fp, epoch)
         signs.save()
-        switched = embedded >= total and ws.active_model_fp not in (None, target.model_fp)
-        if switched:
-            self._activate(ws, target, spec)  # the new set is complete: it answers from now on
-        if not error and (switched or ws.active_model_fp in (None, target.model_fp)):
-            collect_unused(self.store, ws, {target.model_fp})  # mid-switch, the old set stays
         seconds = time.perf_counter() - started
         return {
             "model": target.name,
