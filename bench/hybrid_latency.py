@@ -47,7 +47,7 @@ def main() -> int:
         print(f"semantic is {status['semantic']} ({cov}): embed every chunk first", file=sys.stderr)
         return 1
     queries = [
-        q["text"] for q in make_queries(live_chunks(db, args.workspace), args.queries, args.seed)
+        q["query"] for q in make_queries(live_chunks(db, args.workspace), args.queries, args.seed)
     ]
     for q in queries[:20]:  # warm-up: model, sign index, page cache
         engine.search(args.workspace, q, {"stages": SETS["hybrid"]})
