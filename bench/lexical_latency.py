@@ -62,6 +62,7 @@ def open_engine(db_dir: Path, name: str, corpus: Path) -> tuple[Engine, float | 
         log(f"reusing index: {info['chunks']} chunks in {db_dir}")
         return engine, None
     log(f"indexing {corpus} into {db_dir} ...")
+    engine.workspace_configure(name, {"embedding": "none"})  # this benchmark is lexical only
     t0 = time.perf_counter()
     summary = engine.index_run(name)
     took = time.perf_counter() - t0
