@@ -328,8 +328,7 @@ class Indexer:
         with self.store.transaction() as conn:  # step 3: readers switch here
             self._switch(conn, plans, now)
             self._retire(conn, gone, now, summary)
-            if added:
-                self._bump_epoch(conn)
+            self._bump_epoch(conn)  # readers: reload the searcher, recount coverage
         for p in plans:
             summary.added += p.created
             summary.modified += not p.created

@@ -304,8 +304,16 @@ def run_search(
             semantic.coverage = semantic_coverage(conn, store, ws, semantic.model_fp, epochs)
             found = []
             if qvec is not None:
+                embedded, total = semantic.coverage
                 found, cut = semantic_candidates(
-                    conn, store, semantic.signs, ws, semantic.model_fp, qvec, options.paths
+                    conn,
+                    store,
+                    semantic.signs,
+                    ws,
+                    semantic.model_fp,
+                    qvec,
+                    options.paths,
+                    complete=embedded >= total,
                 )
                 truncated |= cut
             ranked.append(("semantic", found))

@@ -212,10 +212,12 @@ def semantic_candidates(
     qvec: np.ndarray,
     paths: list[str],
     need: int = 50,
+    complete: bool = False,
 ) -> tuple[list[tuple[int, int]], bool]:
     """Visible (chunk_id, document_id) by cosine, best first; (hits, truncated).
 
-    A document answers semantically only once every visible chunk of it has a vector.
+    A document answers semantically only once every visible chunk of it has a vector; with
+    `complete` (every visible chunk has one, per this snapshot's coverage) that check is skipped.
     """
     qbits = sign_bits(qvec)
     read = max(SHORTLIST, need * 2)
@@ -223,7 +225,7 @@ def semantic_candidates(
     while True:
         keys = signs.shortlist(qbits, read)
         ranked = _rescore(conn, keys, qvec)
-        found = _visible(conn, store, ws.id, model_fp, ranked, paths, need)
+        found = _visible(conn, store, ws.id, model_fp, ranked, paths, need, complete)
         short = len(found) < need
         filled = len(keys) >= read
         if not short or not filled or read >= MAX_READ:
@@ -259,12 +261,14 @@ def _visible(
     ranked: list[tuple[str, float]],
     paths: list[str],
     need: int,
+    complete: bool,
 ) -> list[tuple[int, int]]:
     """Visible chunks for the ranked hashes, best first, looked up a slice at a time."""
     found: list[tuple[int, int]] = []
     step = max(2 * need, 64)
     for start in range(0, len(ranked), step):
-        found += _visible_slice(conn, store, ws_id, model_fp, ranked[start : start + step], paths)
+        part = ranked[start : start + step]
+        found += _visible_slice(conn, store, ws_id, model_fp, part, paths, complete)
         if len(found) >= need:
             break
     return found
@@ -277,6 +281,7 @@ def _visible_slice(
     model_fp: str,
     ranked: list[tuple[str, float]],
     paths: list[str],
+    complete: bool,
 ) -> list[tuple[int, int]]:
     if not ranked:
         return []
@@ -300,7 +305,7 @@ def _visible_slice(
             *path_args,
         )
     )
-    docs = sorted({r[1] for r in rows})
+    docs = [] if complete else sorted({r[1] for r in rows})
     incomplete = {
         r[0]
         for r in store.in_batches(
