@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 RRF_K = 60
 PER_DOCUMENT = 3
+RETRIEVER_TOP = 50  # candidates each stage hands to fusion
+MAX_READ = 1000  # how deep a stage reads when invisible or filtered chunks starve it
 
 
 @dataclass
@@ -19,7 +21,6 @@ class Fused:
     document_id: int
     score: float = 0.0
     via: list[str] = field(default_factory=list)
-    ranks: dict[str, int] = field(default_factory=dict)
 
 
 def rrf(ranked: Sequence[tuple[str, Sequence[tuple[int, int]]]], k: int = RRF_K) -> list[Fused]:
@@ -32,7 +33,6 @@ def rrf(ranked: Sequence[tuple[str, Sequence[tuple[int, int]]]], k: int = RRF_K)
                 f = fused[chunk_id] = Fused(chunk_id, document_id)
             f.score += 1.0 / (k + rank)
             f.via.append(stage)
-            f.ranks[stage] = rank
     return sorted(fused.values(), key=lambda f: (-f.score, f.chunk_id))
 
 

@@ -11,14 +11,13 @@ from typing import Any
 
 from . import fuse
 from .errors import EMBED_FAILED, UNSUPPORTED, RpcError, invalid_params
+from .fuse import MAX_READ, RETRIEVER_TOP
 from .lexical import STEMMED, UNSTEMMED, LexicalIndex, analyze
 from .query import ParsedQuery, parse_query
 from .semantic import SemanticPlan, coverage, semantic_candidates
 from .store import Store, Workspace
 
 STAGES = ("lexical", "semantic", "rerank")
-RETRIEVER_TOP = 50  # candidates each retriever hands to fusion
-MAX_READ = 1000  # how deep a retriever reads when invisible or filtered chunks starve it
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 100
 SNIPPET_CHARS = 220

@@ -20,13 +20,13 @@ import onnxruntime  # noqa: F401 - usearch 2.26.2-2.26.6 crash if imported befor
 from usearch.index import Index
 
 from .embed import Embedder
+from .fuse import MAX_READ, RETRIEVER_TOP
 from .store import LIVE, Store, Workspace
 
 # Phase 2a shortlist: how many sign-code neighbours are rescored in float32. The smallest size
 # measured with recall@50 >= 0.97 against exact float32 on SciFact (400: 0.954, 500: 0.968,
 # 600: 0.976, 800: 0.986; bench/vector_recall.py, doc/benchmarks/semantic.md).
 SHORTLIST = 600
-MAX_READ = 1000
 FILL_BATCH = 256  # texts per transaction; the embedder batches by length inside
 
 Progress = Callable[[int, int], None]
@@ -211,7 +211,7 @@ def semantic_candidates(
     model_fp: str,
     qvec: np.ndarray,
     paths: list[str],
-    need: int = 50,
+    need: int = RETRIEVER_TOP,
     complete: bool = False,
 ) -> tuple[list[tuple[int, int]], bool]:
     """Visible (chunk_id, document_id) by cosine, best first; (hits, truncated).
