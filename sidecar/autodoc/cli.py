@@ -28,7 +28,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Hybrid search over a Markdown knowledge base.",
         epilog="Methods for --call: workspace.add, workspace.list, workspace.remove, "
         "workspace.section_size, workspace.configure, index.run, index.status, search.query, "
-        "doc.read, changes.since.",
+        "doc.read, changes.since. `autodoc serve` offers the same methods over LSP.",
     )
     p.add_argument("--version", action="version", version=f"autodoc {__version__}")
     p.add_argument("--db", help="store file (default $AUTODOC_DB or $XDG_DATA_HOME/autodoc)")
@@ -49,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--limit", "-n", type=int, default=10)
     se.add_argument("--stages", help="comma-separated: lexical,semantic,rerank")
     se.add_argument("--json", action="store_true", help="print the whole answer as JSON")
+    sv = sub.add_parser("serve", help="run the LSP server on stdio (for editors)")
+    sv.add_argument("--log-file", help="log here instead of stderr")
+    sv.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return p
 
 
@@ -64,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         args = call.parse_args(argv)
     else:
         args = parser.parse_args(argv)
+    if getattr(args, "command", None) == "serve":
+        from .server import serve  # pygls is only needed here
+
+        return serve(args.db, args.log_file, args.log_level)
     engine = Engine(args.db)
     dispatcher = Dispatcher(engine)
     try:

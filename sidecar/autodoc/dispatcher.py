@@ -5,25 +5,47 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from .engine import Engine
-from .errors import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError, invalid_params
+from .errors import INTERNAL_ERROR, METHOD_NOT_FOUND, CancelToken, RpcError, invalid_params
 
 log = logging.getLogger(__name__)
 
 
+# Methods that change the store: a long-lived server runs them on its one writer thread.
+WRITES = frozenset(
+    {
+        "workspace.add",
+        "workspace.remove",
+        "workspace.section_size",
+        "workspace.configure",
+        "index.run",
+    }
+)
+# Methods that take a cancel token and check it between stages.
+CANCELLABLE = frozenset({"search.query"})
+
+
 class Dispatcher:
-    def __init__(self, engine: Engine) -> None:
+    """`long_lived`: embeddings fill in the background instead of inside `index.run` (a
+    server answers lexically meanwhile; a one-shot CLI call waits for them)."""
+
+    def __init__(self, engine: Engine, *, long_lived: bool = False) -> None:
         self.engine = engine
         e = engine
+        index_run = partial(e.index_run, wait=False) if long_lived else e.index_run
+        configure = (
+            partial(e.workspace_configure, wait=False) if long_lived else e.workspace_configure
+        )
         self.methods: dict[str, Callable[..., Any]] = {
             "workspace.add": e.workspace_add,
             "workspace.list": e.workspace_list,
             "workspace.remove": e.workspace_remove,
             "workspace.section_size": e.workspace_section_size,
-            "workspace.configure": e.workspace_configure,
-            "index.run": e.index_run,
+            "workspace.configure": configure,
+            "index.run": index_run,
             "index.status": e.index_status,
             "search.query": e.search,
             "doc.read": e.doc_read,
@@ -31,7 +53,7 @@ class Dispatcher:
         }
         self._arity = {name: _arity(fn) for name, fn in self.methods.items()}
 
-    def call(self, method: Any, params: Any = None) -> Any:
+    def call(self, method: Any, params: Any = None, *, cancel: CancelToken | None = None) -> Any:
         """Run a method; every failure is an RpcError with a documented code."""
         fn = self.methods.get(method) if isinstance(method, str) else None
         if fn is None:
@@ -47,6 +69,8 @@ class Dispatcher:
             want = str(low) if low == high else f"{low} to {high}"
             raise invalid_params(f"{method} takes {want} params, got {len(params)}", method=method)
         try:
+            if cancel is not None and method in CANCELLABLE:
+                return fn(*params, cancel=cancel)
             return fn(*params)
         except RpcError:
             raise

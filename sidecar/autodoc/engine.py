@@ -11,12 +11,13 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from . import config, semantic
 from .embed import Embedder, load_embedder
-from .errors import SWITCHING, UNSUPPORTED, invalid_params
+from .errors import SWITCHING, UNSUPPORTED, CancelToken, invalid_params
 from .indexer import Indexer, Progress
 from .lexical import LexicalIndex
 from .search import run_search, semantic_coverage
@@ -39,6 +40,11 @@ class Engine:
         self._workers: dict[str, threading.Thread] = {}
         self._again: set[str] = set()
         self._stop = threading.Event()
+        self._write = threading.RLock()  # one writer at a time among this process's threads
+        # Hooks for long-lived front ends (the LSP server): files that changed since they were
+        # indexed were dropped from an answer; a background embedding round finished.
+        self.on_stale: Callable[[str, list[str]], None] | None = None
+        self.on_embedded: Callable[[str], None] | None = None
 
     def close(self) -> None:
         self._stop.set()
@@ -163,13 +169,18 @@ class Engine:
         }
 
     def workspace_add(self, name: Any, root: Any) -> dict[str, Any]:
-        ws, created = self.store.add_workspace(name, root)
+        with self._write:
+            ws, created = self.store.add_workspace(name, root)
         return {**self._describe(ws), "created": created}
 
     def workspace_list(self) -> list[dict[str, Any]]:
         return [self._describe(ws) for ws in self.store.workspaces()]
 
     def workspace_remove(self, name: Any) -> dict[str, Any]:
+        with self._write:
+            return self._workspace_remove(name)
+
+    def _workspace_remove(self, name: Any) -> dict[str, Any]:
         self.store.writer()  # take the lease before touching anything
         ws = self.store.remove_workspace(name)
         with self._lock:
@@ -184,8 +195,12 @@ class Engine:
             path.unlink(missing_ok=True)
         return {"name": ws.name, "removed": True}
 
-    def workspace_configure(self, name: Any, changes: Any) -> dict[str, Any]:
+    def workspace_configure(self, name: Any, changes: Any, *, wait: bool = True) -> dict[str, Any]:
         """Set options in one transaction; re-chunk when a chunking option changed."""
+        with self._write:
+            return self._workspace_configure(name, changes, wait)
+
+    def _workspace_configure(self, name: Any, changes: Any, wait: bool) -> dict[str, Any]:
         ws = self.workspace(name)
         clean = config.validate(changes)
         rechunk = any(
@@ -194,9 +209,13 @@ class Engine:
         ws = self.store.set_options(ws, clean)
         summary = None
         if rechunk and ws.indexed_at is not None:
-            summary = self.index_run(ws.name)
+            summary = self.index_run(ws.name, wait=wait)
         elif "embedding" in clean and ws.indexed_at is not None:
-            summary = {"embedding": self.embed_run(ws.name)}
+            if wait:
+                summary = {"embedding": self.embed_run(ws.name)}
+            else:
+                self.embed_in_background(ws.name)
+                summary = {"embedding": {"background": True}}
         return {**self._describe(self.workspace(ws.name)), "reindexed": summary}
 
     def workspace_section_size(self, name: Any, tokens: Any) -> dict[str, Any]:
@@ -215,14 +234,25 @@ class Engine:
         """Index the files; then wait for their embeddings (one-shot processes), or let a
         background worker fill them while lexical answers are served (long-lived ones)."""
         ws = self.workspace(name)
-        self.store.writer()
-        indexer = Indexer(self.store, self.lexical(ws), ws)
-        summary = indexer.run(progress=progress).to_dict()
+        with self._write:
+            self.store.writer()
+            indexer = Indexer(self.store, self.lexical(ws), ws)
+            summary = indexer.run(progress=progress).to_dict()
         if wait:
             summary["embedding"] = self.embed_run(name, progress=embed_progress)
         else:
             self.embed_in_background(name)
             summary["embedding"] = {"background": True}
+        return summary
+
+    def index_paths(self, name: Any, paths: list[str]) -> dict[str, Any]:
+        """Re-index only these root-relative paths (an editor's save, a watcher's batch)."""
+        ws = self.workspace(name)
+        with self._write:
+            self.store.writer()
+            summary = Indexer(self.store, self.lexical(ws), ws).run(paths=paths).to_dict()
+        if summary["added"] or summary["modified"]:
+            self.embed_in_background(ws.name)
         return summary
 
     def embed_in_background(self, name: str) -> threading.Thread:
@@ -246,6 +276,8 @@ class Engine:
             except Exception:  # logged; the next request starts a new worker
                 log.exception("background embedding of %s failed", name)
                 return
+            if self.on_embedded is not None:
+                self.on_embedded(name)
             with self._lock:
                 if name not in self._again:
                     return
@@ -302,9 +334,39 @@ class Engine:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def search(self, name: Any, query: Any, opts: Any = None) -> dict[str, Any]:
+    def search(
+        self, name: Any, query: Any, opts: Any = None, *, cancel: CancelToken | None = None
+    ) -> dict[str, Any]:
         ws = self.workspace(name)
-        return run_search(self.store, self.lexical(ws), ws, query, opts, self.semantic_plan(ws))
+        answer = run_search(
+            self.store, self.lexical(ws), ws, query, opts, self.semantic_plan(ws), cancel
+        )
+        if answer["stale"] and self.on_stale is not None:
+            self.on_stale(ws.name, answer["stale"])
+        return answer
+
+    def semantic_state(self, name: Any) -> dict[str, Any]:
+        """What a picker shows beside its stage toggles; cheap (coverage is cached per epoch)."""
+        ws = self.workspace(name)
+        plan = self.semantic_plan(ws)
+        state, coverage = plan.state or "off", None
+        if plan.embedder is not None:
+            with self.store.snapshot() as conn:
+                epochs = conn.execute(
+                    "SELECT lexical_epoch, vector_epoch FROM workspaces WHERE id = ?", (ws.id,)
+                ).fetchone()
+                embedded, total = semantic_coverage(conn, self.store, ws, plan.model_fp, epochs)
+            coverage = {"embedded": embedded, "total": total}
+            if not plan.state:
+                state = "ready" if embedded >= total else "partial"
+        return {
+            "workspace": ws.name,
+            "semantic": state,
+            "semantic_reason": plan.reason,
+            "semantic_coverage": coverage,
+            "model": plan.embedder.name if plan.embedder is not None else "",
+            "rank": {"state": "off", "model": "", "error": "no ranker configured"},
+        }
 
     def changes_since(self, name: Any, cursor: Any = 0) -> dict[str, Any]:
         ws = self.workspace(name)

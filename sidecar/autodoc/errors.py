@@ -12,6 +12,8 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+# LSP: the client cancelled the request, or a newer search from it superseded this one.
+REQUEST_CANCELLED = -32800
 
 # Application codes (spec §7): the semantic stage was asked for alone and cannot run.
 UNSUPPORTED = -32065
@@ -48,3 +50,26 @@ class StoreBusyError(RpcError):
         msg = f"the store is being written by another process (lease {lock_path} is held"
         msg += f" by {holder})" if holder else ")"
         super().__init__(STORE_BUSY, msg, {"lock": lock_path, "holder": holder})
+
+
+class Cancelled(RpcError):
+    def __init__(self, reason: str = "cancelled") -> None:
+        super().__init__(REQUEST_CANCELLED, reason)
+
+
+class CancelToken:
+    """Set from another thread; long operations call `check()` between stages and stop there."""
+
+    def __init__(self) -> None:
+        self.reason = ""
+
+    def cancel(self, reason: str = "cancelled by the client") -> None:
+        self.reason = self.reason or reason
+
+    @property
+    def cancelled(self) -> bool:
+        return bool(self.reason)
+
+    def check(self) -> None:
+        if self.reason:
+            raise Cancelled(self.reason)

@@ -39,7 +39,7 @@ from .store import (
     Store,
     Workspace,
 )
-from .walker import FoundFile, read_markdown, scan
+from .walker import FoundFile, find, read_markdown, scan
 
 RETIRE_GRACE_S = 10.0  # how long a retired chunk stays findable for readers mid-query
 BATCH_DOCUMENTS = 500
@@ -214,22 +214,33 @@ class Indexer:
 
     # -- a run -----------------------------------------------------------------------------
 
-    def run(self, progress: Progress | None = None, force: bool = False) -> RunSummary:
+    def run(
+        self, progress: Progress | None = None, force: bool = False, paths: list[str] | None = None
+    ) -> RunSummary:
+        """Bring the index up to date with the files: all of them, or only `paths` (root-relative;
+        one that is gone, or is no longer indexable, is retired)."""
         started = time.perf_counter()
         summary = RunSummary(self.ws.name)
-        self.reconcile()
-        files, skipped = scan(self.ws.root, self.max_bytes)
+        if paths is None:
+            self.reconcile()
+            files, skipped = scan(self.ws.root, self.max_bytes)
+        else:
+            self.purge_retired(grace=RETIRE_GRACE_S)
+            files, skipped = find(self.ws.root, paths, self.max_bytes)
         summary.files = len(files)
         summary.skipped = [{"path": s.path, "reason": s.reason} for s in skipped]
+        columns = "SELECT id, path, size, mtime_ns, content_hash, chunk_fp, deleted FROM documents"
         with self.store.snapshot() as conn:
-            known = {
-                r["path"]: r
-                for r in conn.execute(
-                    "SELECT id, path, size, mtime_ns, content_hash, chunk_fp, deleted"
-                    " FROM documents WHERE workspace_id = ?",
-                    (self.ws.id,),
+            if paths is None:
+                rows = conn.execute(f"{columns} WHERE workspace_id = ?", (self.ws.id,))
+            else:
+                rows = self.store.in_batches(
+                    conn,
+                    f"{columns} WHERE path IN ({{marks}}) AND workspace_id = ?",
+                    sorted(set(paths)),
+                    self.ws.id,
                 )
-            }
+            known = {r["path"]: r for r in rows}
         updates: list[DocumentUpdate] = []
         touched: list[tuple[int, int, int]] = []  # unchanged content, new stat: (size, mtime, id)
         seen: set[str] = set()
@@ -278,7 +289,13 @@ class Indexer:
         with self.store.transaction() as conn:
             if touched:
                 conn.executemany("UPDATE documents SET size=?, mtime_ns=? WHERE id=?", touched)
-            conn.execute("DELETE FROM problems WHERE workspace_id = ?", (self.ws.id,))
+            if paths is None:
+                conn.execute("DELETE FROM problems WHERE workspace_id = ?", (self.ws.id,))
+            else:
+                conn.executemany(
+                    "DELETE FROM problems WHERE workspace_id = ? AND path = ?",
+                    [(self.ws.id, p) for p in set(paths)],
+                )
             conn.executemany(
                 "INSERT INTO problems(workspace_id, path, kind, message) VALUES (?, ?, ?, ?)",
                 [(self.ws.id, *p) for p in problems],

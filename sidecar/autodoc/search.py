@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import time
 from collections.abc import Callable
@@ -10,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import fuse
-from .errors import EMBED_FAILED, UNSUPPORTED, RpcError, invalid_params
+from .errors import EMBED_FAILED, UNSUPPORTED, CancelToken, RpcError, invalid_params
 from .fuse import MAX_READ, RETRIEVER_TOP
 from .lexical import STEMMED, UNSTEMMED, LexicalIndex, analyze
 from .query import ParsedQuery, parse_query
@@ -23,6 +25,7 @@ MAX_LIMIT = 100
 SNIPPET_CHARS = 220
 
 NO_RANKER = "no ranker configured"
+STALE_SPARE = 10
 
 _OPTS = {"limit", "stages", "paths", "mode", "retrieval"}
 
@@ -227,7 +230,7 @@ def _fuse(
             conn, "SELECT old_id, new_id FROM supersessions WHERE old_id IN ({marks})", docs
         )
         moved = fuse.demote_superseded(fused, {o: n for o, n in pairs if n in info})
-    return fused[: options.limit], moved
+    return fused, moved
 
 
 def _has_query_tag(tags_json: str | None, words: set[str]) -> bool:
@@ -246,7 +249,10 @@ def run_search(
     text: Any,
     opts: Any,
     semantic: SemanticPlan,
+    cancel: CancelToken | None = None,
 ) -> dict[str, Any]:
+    """Run the stages; `cancel` is checked between them, so superseded work stops early."""
+    check = cancel.check if cancel is not None else (lambda: None)
     if not isinstance(text, str):
         raise invalid_params("query must be a string", field="query")
     options = parse_options(opts)
@@ -268,6 +274,7 @@ def run_search(
         skipped["rerank"] = NO_RANKER
     timings: dict[str, float] = {}
     qvec = None
+    check()
     wordless = not any(analyze(item.text) for item in query.items)  # "", "*** !!!"
     if use_semantic and not wordless:
         t0 = time.perf_counter()
@@ -289,6 +296,7 @@ def run_search(
         ).fetchone()
         if epochs is None:
             raise invalid_params(f"unknown workspace {ws.name!r}", workspace=ws.name)
+        check()
         if "lexical" in requested:
             t0 = time.perf_counter()
             lexical.refresh(epochs[0])
@@ -298,6 +306,7 @@ def run_search(
             performed.append("lexical")
             timings["lexical_ms"] = round((time.perf_counter() - t0) * 1000, 2)
         if use_semantic:
+            check()
             t0 = time.perf_counter()
             semantic.signs.refresh(conn, ws.id, semantic.model_fp, epochs[1])
             semantic.coverage = semantic_coverage(conn, store, ws, semantic.model_fp, epochs)
@@ -318,7 +327,10 @@ def run_search(
             ranked.append(("semantic", found))
             performed.append("semantic")
             timings["semantic_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+        check()
         fused, moved = _fuse(conn, ws, query, options, ranked)
+        # A few spare hits stand in for those whose file changed since it was indexed.
+        fused = fused[: options.limit + min(options.limit, STALE_SPARE)]
         rows = store.chunk_rows(conn, [f.chunk_id for f in fused])  # same snapshot
         successor_paths = dict(
             Store.in_batches(
@@ -327,6 +339,9 @@ def run_search(
                 sorted(set(moved.values())),
             )
         )
+    check()
+    stale = stale_documents(ws, rows.values())
+    fused = [f for f in fused if rows[f.chunk_id]["path"] not in stale][: options.limit]
     active = len([s for s in performed if s in ("lexical", "semantic")])
     terms = TermMatcher(query)
     hits = []
@@ -366,6 +381,7 @@ def run_search(
     timings["total_ms"] = round((time.perf_counter() - started) * 1000, 2)
     return {
         "workspace": ws.name,
+        "root": str(ws.root),
         "query": text,
         "hits": hits,
         "mode_used": mode_used,
@@ -379,9 +395,42 @@ def run_search(
         "rank": {"state": "off", "model": "", "error": NO_RANKER if "rerank" in requested else ""},
         "stages": {"requested": requested, "performed": performed, "skipped": skipped},
         "truncated": truncated,
+        "stale": sorted(stale),
         "took_ms": timings["total_ms"],
         "timings": timings,
     }
+
+
+def stale_documents(ws: Workspace, rows) -> set[str]:
+    """Paths whose file is gone or differs from what was indexed, so no hit points at a
+    missing file or a span that moved. A stat per document; the hash only when the stat
+    differs (a `touch` or a checkout that rewrote identical bytes is still fresh)."""
+    stale: set[str] = set()
+    seen: set[str] = set()
+    for r in rows:
+        path = r["path"]
+        if path in seen:
+            continue
+        seen.add(path)
+        full = os.path.join(ws.root, *path.split("/"))
+        try:
+            info = os.stat(full)
+        except OSError:
+            stale.add(path)
+            continue
+        if info.st_size == r["size"] and info.st_mtime_ns == r["mtime_ns"]:
+            continue
+        try:
+            with open(full, "rb") as fh:
+                same = (
+                    info.st_size == r["size"]
+                    and hashlib.sha256(fh.read()).hexdigest() == r["content_hash"]
+                )
+        except OSError:
+            same = False
+        if not same:
+            stale.add(path)
+    return stale
 
 
 _COVERAGE: dict[tuple[str, int, str], tuple[tuple[int, int], tuple[int, int]]] = {}

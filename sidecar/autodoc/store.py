@@ -266,12 +266,13 @@ class Store:
 
     def writer(self) -> sqlite3.Connection:
         """The writer connection; takes the lease on first use (StoreBusyError if held)."""
-        if self._writer is None:
-            self.lease.acquire()
-            conn = _connect(self.path)
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self._writer = conn
-        return self._writer
+        with self._write_lock:
+            if self._writer is None:
+                self.lease.acquire()
+                conn = _connect(self.path)
+                conn.execute("PRAGMA synchronous=NORMAL")
+                self._writer = conn
+            return self._writer
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -418,7 +419,7 @@ class Store:
         sql = (
             "SELECT c.id, c.document_id, c.generation, c.kind, c.breadcrumb, c.text,"
             " c.byte_start, c.byte_end, c.line_start, c.line_end, c.text_hash,"
-            " d.path, d.title, d.tags, d.inbound, d.meta"
+            " d.path, d.title, d.tags, d.inbound, d.meta, d.size, d.mtime_ns, d.content_hash"
             " FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})"
         )
         return {r["id"]: r for r in cls.in_batches(conn, sql, ids)}

@@ -93,6 +93,44 @@ def scan(root: Path, max_bytes: int) -> tuple[list[FoundFile], list[Skipped]]:
     return found, skipped
 
 
+def find(root: Path, rels: list[str], max_bytes: int) -> tuple[list[FoundFile], list[Skipped]]:
+    """The named files, by the same rules as `scan`; a path that is not (or no longer) an
+    indexable Markdown file is simply not found, so the caller retires it."""
+    root_real = os.path.realpath(root)
+    found: list[FoundFile] = []
+    skipped: list[Skipped] = []
+    for rel in sorted(set(rels)):
+        parts = rel.split("/")
+        if not rel or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+            continue
+        if not rel.lower().endswith(MARKDOWN_SUFFIXES):
+            continue
+        path = os.path.join(root_real, *parts)
+        real = os.path.realpath(path)
+        if not _inside(real, root_real):
+            if os.path.lexists(path):
+                skipped.append(Skipped(rel, "symlink leads outside the workspace root"))
+            continue
+        try:
+            info = os.stat(real)
+        except OSError:
+            if os.path.islink(path):
+                skipped.append(Skipped(rel, "broken symlink"))
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            skipped.append(Skipped(rel, "not a regular file"))
+        elif info.st_size > max_bytes:
+            mb = info.st_size / 1e6
+            skipped.append(
+                Skipped(rel, f"file too large ({mb:.1f} MB > {max_bytes / 1e6:.0f} MB limit)")
+            )
+        else:
+            found.append(FoundFile(rel, real, info.st_size, info.st_mtime_ns))
+    return found, skipped
+
+
 def read_markdown(path: str, max_bytes: int) -> bytes:
     """The file's bytes; raises ValueError with a user-facing reason when it is not text."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))

@@ -1,0 +1,638 @@
+"""`autodoc serve`: the dispatcher over the Language Server Protocol, on stdio.
+
+A thin layer: every dispatcher method is the custom request `autodoc/<method>` with the same
+params, results and error codes as `autodoc --call`; `workspace/symbol` and
+`workspace/executeCommand` are the same search in standard LSP clothes. What the server adds is
+a long-lived process's duties: index the editor's folders in the background with progress,
+keep them fresh (saves, a file watcher, stale hits), let a newer search supersede an older one,
+and tell clients when what a picker shows has changed.
+
+Threads: the asyncio loop reads and writes messages and never runs engine work; reads run on a
+small pool; every write runs on the refresher's single writer thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import re
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+from pygls.exceptions import FeatureRequestError, JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import JsonRPCRequestMessage, LanguageServerProtocol
+
+from . import __version__, config
+from .dispatcher import WRITES, Dispatcher
+from .engine import Engine
+from .errors import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    CancelToken,
+    RpcError,
+    StoreBusyError,
+)
+from .refresh import SAVE_DELAY_S, Refresher
+from .watch import Watcher
+
+log = logging.getLogger(__name__)
+
+CONFIG_SECTION = "autodoc"
+SYMBOL_LIMIT = 20
+PROGRESS_EVERY_S = 0.25
+RETRY_FOLDER_S = 2.0
+SUPERSEDED = "superseded by a newer search"
+
+INDEX_READY = "autodoc/indexReady"
+STATE_CHANGED = "autodoc/stateChanged"
+
+COMMAND_SEARCH = "autodoc.search"
+COMMAND_REINDEX = "autodoc.reindex"
+COMMAND_STATUS = "autodoc.status"
+
+
+# -- the wire: answer every malformed message instead of dropping it --------------------------
+
+
+class _Invalid:
+    """A request whose params could not be read: answered with -32602, never dispatched."""
+
+    def __init__(self, msg_id: Any, method: str, reason: str) -> None:
+        self.id, self.method, self.reason = msg_id, method, reason
+
+
+class AutodocProtocol(LanguageServerProtocol):
+    def structure_message(self, data: dict[str, Any]):
+        if "jsonrpc" not in data:
+            return data  # a nested object, or a top-level one that is not JSON-RPC
+        method = data.get("method")
+        if isinstance(method, str) and method.startswith("autodoc/") and "id" in data:
+            # Our methods take a JSON array: keep it as sent (pygls would make tuples of objects).
+            return JsonRPCRequestMessage(
+                id=data["id"], method=method, jsonrpc=data["jsonrpc"], params=data.get("params")
+            )
+        try:
+            return super().structure_message(data)
+        except Exception as exc:
+            if isinstance(method, str) and "id" in data:
+                return _Invalid(data["id"], method, str(exc).splitlines()[0])
+            raise
+
+    def handle_message(self, message) -> None:
+        if isinstance(message, _Invalid):
+            self._send_error(message.id, INVALID_PARAMS, f"invalid params for {message.method}")
+            return
+        if not hasattr(message, "jsonrpc"):  # valid JSON, but not a JSON-RPC 2.0 message
+            msg_id = message.get("id") if isinstance(message, dict) else None
+            if not isinstance(msg_id, (int, str)):
+                msg_id = None
+            self._send_error(msg_id, INVALID_REQUEST, "invalid request: not a JSON-RPC message")
+            return
+        super().handle_message(message)
+
+    def _send_error(self, msg_id: Any, code: int, message: str) -> None:
+        # Sent as is: pygls would drop `"id": null`, which JSON-RPC requires when no id is known.
+        error = {"code": code, "message": message}
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
+
+def _rpc_exception(err: RpcError) -> JsonRpcException:
+    return JsonRpcException(message=err.message, code=err.code, data=err.data)
+
+
+# -- the server -------------------------------------------------------------------------------
+
+
+class AutodocServer(LanguageServer):
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(
+            "autodoc",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.None_,
+            protocol_cls=AutodocProtocol,
+        )
+        self.engine = engine
+        self.dispatcher = Dispatcher(engine, long_lived=True)
+        self.readers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="autodoc-read")
+        self.refresher = Refresher(engine, on_indexed=self._indexed, on_lease=self._lease)
+        self.watcher: Watcher | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.folders: dict[str, Path] = {}  # workspace name -> root, for this client
+        self.init_options: dict[str, Any] = {}
+        self.options: dict[str, Any] = {}
+        self._search: CancelToken | None = None
+        self._search_lock = threading.Lock()
+        self._states: dict[str, tuple] = {}
+        self._closed = False
+        engine.on_stale = self._stale
+        engine.on_embedded = self._embedded
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def notify(self, method: str, params: Any) -> None:
+        """Send a notification from any thread."""
+        if self.loop is None:
+            return
+        self.loop.call_soon_threadsafe(self.protocol.notify, method, params)
+
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        params = types.ShowMessageParams(type=kind, message=f"autodoc: {message}")
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.window_show_message, params)
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """Garbage on the wire gets a JSON-RPC parse error (id null); the server stays up."""
+        if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+            self.protocol._send_error(None, PARSE_ERROR, f"parse error: {error}")
+            return
+        if source is FeatureRequestError:
+            return  # answered to the client as an error response already
+        log.warning("%s", error)
+
+    async def in_reader(self, fn, token: CancelToken | None = None) -> Any:
+        """Run a read on the pool; a cancelled request stops at the next stage boundary."""
+        future = asyncio.get_running_loop().run_in_executor(self.readers, fn)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if token is not None:
+                token.cancel("cancelled by the client")
+            raise
+        except RpcError as err:
+            raise _rpc_exception(err) from None
+
+    async def in_writer(self, fn) -> Any:
+        try:
+            return await asyncio.wrap_future(self.refresher.submit(fn))
+        except RpcError as err:
+            raise _rpc_exception(err) from None
+
+    def new_search(self) -> CancelToken:
+        """A newer search from this client supersedes the one in flight (pickers search on
+        every keystroke): the old one stops at its next stage boundary with -32800."""
+        token = CancelToken()
+        with self._search_lock:
+            if self._search is not None:
+                self._search.cancel(SUPERSEDED)
+            self._search = token
+        return token
+
+    async def call(self, method: str, params: Any) -> Any:
+        if method in WRITES:
+            return await self.in_writer(lambda: self.dispatcher.call(method, params))
+        token = self.new_search() if method == "search.query" else None
+        return await self.in_reader(
+            lambda: self.dispatcher.call(method, params, cancel=token), token
+        )
+
+    # -- workspaces --------------------------------------------------------------------------
+
+    def ensure_workspace(self, root: Path) -> str:
+        """The workspace for this folder: the one already on that root, or a new one."""
+        real = root.resolve()
+        for ws in self.engine.store.workspaces():
+            if Path(ws.root) == real:
+                return ws.name
+        base = re.sub(r"[^A-Za-z0-9._-]+", "-", real.name).strip("-.")[:56] or "workspace"
+        taken = {ws.name for ws in self.engine.store.workspaces()}
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base}-{n}", n + 1
+        self.engine.workspace_add(name, str(real))
+        return name
+
+    def apply_options(self, name: str) -> None:
+        """Set the options that differ from the workspace's (a changed one may re-chunk)."""
+        ws = self.engine.workspace(name)
+        changes = {k: v for k, v in self.options.items() if ws.options.get(k) != v}
+        if changes:
+            self.engine.workspace_configure(name, changes, wait=False)
+
+    async def open_folder(self, root: Path) -> None:
+        """Add (or reuse) the folder's workspace and index it with `$/progress`; a store
+        whose lease another process holds is served read-only and retried."""
+        token = await self.progress_begin(f"Indexing {root.name}")
+        last = [0.0]
+
+        def progress(n: int, total: int, rel: str) -> None:
+            now = time.monotonic()
+            if token is not None and (now - last[0] >= PROGRESS_EVERY_S or n == total):
+                last[0] = now
+                pct = int(100 * n / total) if total else 100
+                self.progress_report(token, f"{n}/{total} files", pct)
+
+        def job() -> dict[str, Any]:
+            name = self.ensure_workspace(root)
+            self.folders[name] = root.resolve()
+            self.apply_options(name)
+            summary = self.engine.index_run(name, progress=progress, wait=False)
+            if self.watcher is not None:
+                self.watcher.watch(name, root)
+            return {"name": name, **summary}
+
+        try:
+            summary = await asyncio.wrap_future(self.refresher.submit(job))
+            self.refresher._lease(True, "")
+            message = (
+                f"{summary['documents']} documents, {summary['chunks']} chunks"
+                f" ({summary['added']} added, {summary['modified']} changed,"
+                f" {summary['deleted']} removed)"
+            )
+        except StoreBusyError as err:
+            summary = None
+            self.refresher._lease(False, (err.data or {}).get("holder", ""))
+            name = self._existing(root)
+            if name is not None:
+                self.folders[name] = root.resolve()
+            message = "read-only: another autodoc process is writing this store"
+            asyncio.get_running_loop().call_later(
+                RETRY_FOLDER_S, lambda: asyncio.ensure_future(self.open_folder(root))
+            )
+        except RpcError as err:
+            summary = None
+            message = f"cannot index {root}: {err.message}"
+            self.show(message, types.MessageType.Error)
+        self.progress_end(token, message)
+        self.notify(INDEX_READY, self.ready_params())
+        if summary is not None:
+            self._check_state(summary["name"], "semantic")
+
+    def _existing(self, root: Path) -> str | None:
+        real = root.resolve()
+        for ws in self.engine.store.workspaces():
+            if Path(ws.root) == real:
+                return ws.name
+        return None
+
+    def ready_params(self) -> dict[str, Any]:
+        workspaces = []
+        for name in sorted(self.folders):
+            try:
+                info = self.engine.workspace_list()
+            except RpcError:
+                continue
+            for ws in info:
+                if ws["name"] == name:
+                    state = self.engine.semantic_state(name)
+                    workspaces.append(
+                        {
+                            "name": name,
+                            "root": ws["root"],
+                            "documents": ws["documents"],
+                            "chunks": ws["chunks"],
+                            "semantic": state["semantic"],
+                            "model": state["model"],
+                        }
+                    )
+        return {
+            "workspaces": workspaces,
+            "writer": self.refresher.writer,
+            "holder": self.refresher.holder,
+        }
+
+    # -- progress ----------------------------------------------------------------------------
+
+    async def progress_begin(self, title: str) -> str | None:
+        caps = self.client_capabilities.window
+        if caps is None or not caps.work_done_progress:
+            return None
+        token = f"autodoc-{uuid.uuid4().hex[:12]}"
+        try:
+            await self.work_done_progress.create_async(token)
+        except Exception:  # the client refused: index without progress
+            return None
+        self.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title=title, percentage=0, cancellable=False)
+        )
+        return token
+
+    def progress_report(self, token: str, message: str, percentage: int) -> None:
+        value = types.WorkDoneProgressReport(message=message, percentage=percentage)
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.work_done_progress.report, token, value)
+
+    def progress_end(self, token: str | None, message: str) -> None:
+        if token is not None:
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+
+    # -- freshness and state -----------------------------------------------------------------
+
+    def _stale(self, workspace: str, paths: list[str]) -> None:
+        for path in paths:
+            self.refresher.touch(workspace, path, SAVE_DELAY_S)
+
+    def _indexed(self, workspace: str, summary: dict[str, Any]) -> None:
+        self._check_state(workspace, "semantic")
+
+    def _embedded(self, workspace: str) -> None:
+        self._check_state(workspace, "semantic")
+
+    def _lease(self, writer: bool, holder: str) -> None:
+        kind = types.MessageType.Info if writer else types.MessageType.Warning
+        text = "writer lease taken" if writer else f"read-only, writer lease held by {holder}"
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(
+                self.window_log_message, types.LogMessageParams(type=kind, message=text)
+            )
+        self.notify(STATE_CHANGED, {"event": "writer", "writer": writer, "holder": holder})
+
+    def _check_state(self, workspace: str, event: str) -> None:
+        """Tell clients when the semantic or rank state a picker shows has changed."""
+        try:
+            state = self.engine.semantic_state(workspace)
+        except RpcError:
+            return
+        key = (state["semantic"], state["model"], state["rank"]["state"], state["rank"]["model"])
+        if self._states.get(workspace) == key:
+            return
+        self._states[workspace] = key
+        self.notify(STATE_CHANGED, {"event": event, **state})
+
+    # -- search helpers ----------------------------------------------------------------------
+
+    def default_workspace(self) -> str:
+        if not self.folders:
+            raise RpcError(INVALID_PARAMS, "no workspace folder is open")
+        return sorted(self.folders)[0]
+
+    def symbols(self, query: str, token: CancelToken) -> list[types.SymbolInformation]:
+        hits = []
+        for name, root in sorted(self.folders.items()):
+            answer = self.engine.search(name, query, {"limit": SYMBOL_LIMIT}, cancel=token)
+            hits.extend((h, root) for h in answer["hits"])
+        hits.sort(key=lambda pair: -pair[0]["score"])
+        out = []
+        for hit, root in hits[:SYMBOL_LIMIT]:
+            crumbs = [c for c in hit["breadcrumb"].split(" > ") if c]
+            out.append(
+                types.SymbolInformation(
+                    name=crumbs[-1] if crumbs else hit["title"] or hit["path"],
+                    kind=types.SymbolKind.String,
+                    location=types.Location(
+                        uri=(root / hit["path"]).as_uri(),
+                        range=types.Range(
+                            start=types.Position(line=hit["line_start"] - 1, character=0),
+                            end=types.Position(line=hit["line_end"], character=0),
+                        ),
+                    ),
+                    container_name=hit["breadcrumb"],
+                )
+            )
+        return out
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "server": {
+                "version": __version__,
+                "pid": os.getpid(),
+                "db": str(self.engine.store.path),
+                "writer": self.refresher.writer,
+                "holder": self.refresher.holder,
+                "pending": self.refresher.pending(),
+                "watching": self.watcher is not None,
+            },
+            "workspaces": [self.engine.index_status(name) for name in sorted(self.folders)],
+        }
+
+    def shutdown_all(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.watcher is not None:
+            self.watcher.close()
+        self.refresher.close()
+        self.readers.shutdown(wait=False, cancel_futures=True)
+        self.engine.close()
+
+
+def uri_to_path(uri: str) -> Path | None:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return Path(unquote(parsed.path))
+
+
+def clean_options(raw: Any) -> tuple[dict[str, Any], list[str]]:
+    """Valid options, and a message for each invalid one (which keeps its default)."""
+    if raw is None:
+        return {}, []
+    if not isinstance(raw, dict):
+        return {}, [f"options must be an object, got {type(raw).__name__}; using defaults"]
+    clean: dict[str, Any] = {}
+    problems = []
+    for key, value in raw.items():
+        if key == "db":
+            continue  # read by `autodoc serve` at start-up
+        try:
+            clean.update(config.validate({key: value}))
+        except RpcError as err:
+            problems.append(f"option {key!r}: {err.message}; using the default")
+    return clean, problems
+
+
+# -- handlers ---------------------------------------------------------------------------------
+
+
+def build_server(engine: Engine) -> AutodocServer:
+    server = AutodocServer(engine)
+
+    def method_handler(method: str):
+        async def handler(ls: AutodocServer, params: Any) -> Any:
+            return await ls.call(method, params)
+
+        handler.__name__ = f"autodoc_{method.replace('.', '_')}"
+        return handler
+
+    for method in server.dispatcher.methods:
+        server.feature(f"autodoc/{method}")(method_handler(method))
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: AutodocServer, params: types.InitializeParams) -> None:
+        folders = [
+            p for f in params.workspace_folders or [] if (p := uri_to_path(f.uri)) is not None
+        ]
+        if not folders and params.root_uri and (p := uri_to_path(params.root_uri)):
+            folders = [p]
+        ls._initial_folders = folders
+        ls.init_options = params.initialization_options or {}
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: AutodocServer, params: types.InitializedParams) -> None:
+        ls.loop = asyncio.get_running_loop()
+        await load_options(ls)
+        ls.watcher = Watcher(ls.refresher)
+        for root in getattr(ls, "_initial_folders", []):
+            if root.is_dir():
+                await ls.open_folder(root)
+            else:
+                ls.show(f"workspace folder is not a folder: {root}")
+
+    async def load_options(ls: AutodocServer) -> None:
+        raw = dict(ls.init_options) if isinstance(ls.init_options, dict) else {}
+        caps = ls.client_capabilities.workspace
+        if caps is not None and caps.configuration:
+            try:
+                got = await ls.workspace_configuration_async(
+                    types.ConfigurationParams(
+                        items=[types.ConfigurationItem(section=CONFIG_SECTION)]
+                    )
+                )
+                if got and isinstance(got[0], dict):
+                    raw.update(got[0])
+            except Exception as exc:  # a client without a settings store: keep the others
+                log.info("workspace/configuration failed: %s", exc)
+        ls.options, problems = clean_options(raw)
+        for message in problems:
+            ls.show(message)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(
+        ls: AutodocServer, params: types.DidChangeConfigurationParams
+    ) -> None:
+        await load_options(ls)
+        for name in list(ls.folders):
+            try:
+                await ls.in_writer(lambda n=name: ls.apply_options(n))
+            except JsonRpcException as exc:
+                ls.show(f"cannot apply options to {name}: {exc.message}")
+            ls._check_state(name, "semantic")
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    async def did_change_folders(
+        ls: AutodocServer, params: types.DidChangeWorkspaceFoldersParams
+    ) -> None:
+        for folder in params.event.removed:
+            root = uri_to_path(folder.uri)
+            for name, r in list(ls.folders.items()):
+                if root is not None and r == root.resolve():
+                    del ls.folders[name]
+                    if ls.watcher is not None:
+                        ls.watcher.unwatch(name)
+                    ls.notify(STATE_CHANGED, {"event": "workspace.removed", "workspace": name})
+        for folder in params.event.added:
+            root = uri_to_path(folder.uri)
+            if root is not None and root.is_dir():
+                await ls.open_folder(root)
+                name = ls._existing(root)
+                ls.notify(STATE_CHANGED, {"event": "workspace.added", "workspace": name})
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+    def did_save(ls: AutodocServer, params: types.DidSaveTextDocumentParams) -> None:
+        path = uri_to_path(params.text_document.uri)
+        if path is None:
+            return
+        real = Path(os.path.realpath(path))
+        for name, root in ls.folders.items():
+            if real == root or root in real.parents:
+                ls.refresher.touch(name, real.relative_to(root).as_posix(), SAVE_DELAY_S)
+
+    @server.feature(types.WORKSPACE_SYMBOL)
+    async def workspace_symbol(
+        ls: AutodocServer, params: types.WorkspaceSymbolParams
+    ) -> list[types.SymbolInformation]:
+        if not params.query.strip():
+            return []
+        token = ls.new_search()
+        return await ls.in_reader(lambda: ls.symbols(params.query, token), token)
+
+    @server.command(COMMAND_SEARCH)
+    async def command_search(ls: AutodocServer, *args: Any) -> Any:
+        """autodoc.search(query, opts?, workspace?)"""
+        if not args or not isinstance(args[0], str):
+            raise _rpc_exception(RpcError(INVALID_PARAMS, "autodoc.search takes a query string"))
+        query = args[0]
+        opts = args[1] if len(args) > 1 else None
+        workspace = args[2] if len(args) > 2 else None
+        token = ls.new_search()
+        return await ls.in_reader(
+            lambda: ls.engine.search(
+                workspace or ls.default_workspace(), query, opts, cancel=token
+            ),
+            token,
+        )
+
+    @server.command(COMMAND_REINDEX)
+    async def command_reindex(ls: AutodocServer, *args: Any) -> Any:
+        """autodoc.reindex(workspace?): walk the root again; `autodoc/indexReady` follows."""
+        names = [args[0]] if args and args[0] else sorted(ls.folders)
+        out = []
+        for name in names:
+            if name not in ls.folders:
+                raise _rpc_exception(
+                    RpcError(INVALID_PARAMS, f"not a folder of this server: {name}")
+                )
+            summary = await ls.in_writer(lambda n=name: ls.engine.index_run(n, wait=False))
+            out.append(summary)
+        ls.notify(INDEX_READY, ls.ready_params())
+        return out
+
+    @server.command(COMMAND_STATUS)
+    async def command_status(ls: AutodocServer, *args: Any) -> Any:
+        return await ls.in_reader(ls.status)
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: AutodocServer, params: Any) -> None:
+        ls.shutdown_all()
+
+    return server
+
+
+class _LogToClient(logging.Handler):
+    """Warnings and errors also reach the editor as `window/logMessage`."""
+
+    def __init__(self, server: AutodocServer) -> None:
+        super().__init__(logging.WARNING)
+        self.server = server
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.server.loop is None or self.server.loop.is_closed():
+            return
+        kind = (
+            types.MessageType.Error
+            if record.levelno >= logging.ERROR
+            else types.MessageType.Warning
+        )
+        params = types.LogMessageParams(type=kind, message=self.format(record))
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            self.server.loop.call_soon_threadsafe(self.server.window_log_message, params)
+
+
+class _AnsweredErrors(logging.Filter):
+    """pygls logs a traceback for every error response; ours are deliberate answers (bad
+    params, a superseded search), so only unexpected exceptions keep theirs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, JsonRpcException)
+
+
+def serve(db: str | None = None, log_file: str | None = None, level: str = "INFO") -> int:
+    """Run until the client says exit. Nothing but LSP messages ever goes to stdout."""
+    handler: logging.Handler = (
+        logging.FileHandler(log_file) if log_file else logging.StreamHandler()  # stderr
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    logging.getLogger("autodoc").setLevel(level.upper())
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_AnsweredErrors())
+    engine = Engine(db)
+    server = build_server(engine)
+    logging.getLogger("autodoc").addHandler(_LogToClient(server))
+    try:
+        server.start_io()
+    finally:
+        server.shutdown_all()
+    return 0

@@ -1,0 +1,347 @@
+"""`autodoc serve` end to end over stdio, as Neovim and VS Code drive it (pytest-lsp)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from .conftest import EXAMPLE_VAULT, write
+
+CLIENTS = ["neovim", "visual_studio_code"]
+WAIT_S = 20.0
+
+
+def _server_env(tmp: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["AUTODOC_DB"] = str(tmp / "store" / "autodoc.db")
+    return env
+
+
+async def until(predicate, timeout: float = WAIT_S, every: float = 0.05):
+    """Poll an async predicate until it returns something truthy."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(every)
+
+
+def plain(value):
+    """pygls hands a client JSON objects as namedtuples; compare them as the JSON they were."""
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+async def call(client: LanguageClient, method: str, *params):
+    return plain(await client.protocol.send_request_async(f"autodoc/{method}", list(params)))
+
+
+async def execute(client: LanguageClient, command: str, *arguments):
+    params = types.ExecuteCommandParams(command=command, arguments=list(arguments))
+    return plain(await client.workspace_execute_command_async(params))
+
+
+async def paths_for(client: LanguageClient, query: str, workspace: str = "vault") -> list[str]:
+    answer = await call(client, "search.query", workspace, query, {"stages": ["lexical"]})
+    return [h["path"] for h in answer["hits"]]
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    shutil.copytree(EXAMPLE_VAULT, root)
+    return root
+
+
+@pytest_lsp.fixture(
+    params=CLIENTS,
+    config=ClientServerConfig(
+        server_command=[sys.executable, "-m", "autodoc", "serve", "--log-level", "DEBUG"]
+    ),
+)
+async def client(request, lsp_client: LanguageClient, vault: Path):
+    ready = asyncio.ensure_future(lsp_client.wait_for_notification("autodoc/indexReady"))
+    lsp_client.init_result = await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities(request.param),
+            workspace_folders=[types.WorkspaceFolder(uri=vault.as_uri(), name="vault")],
+            initialization_options={"embedding": {"provider": "none"}},
+        )
+    )
+    lsp_client.ready = plain(await asyncio.wait_for(ready, WAIT_S))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_store(tmp_path: Path, monkeypatch):
+    """The server inherits this environment: its store lives in the test's tmp folder."""
+    monkeypatch.setenv("AUTODOC_DB", str(tmp_path / "store" / "autodoc.db"))
+
+
+async def test_initialize_indexes_the_folder_with_progress(client: LanguageClient, vault: Path):
+    ready = client.ready
+    assert ready["writer"] is True
+    [ws] = ready["workspaces"]
+    assert ws["name"] == "vault" and ws["documents"] == 8 and ws["semantic"] == "off"
+    reports = [r for rs in client.progress_reports.values() for r in rs]
+    if client.capabilities.window and client.capabilities.window.work_done_progress:
+        kinds = [r.kind for r in reports]
+        assert kinds[0] == "begin" and kinds[-1] == "end"
+        assert any(isinstance(r, types.WorkDoneProgressReport) for r in reports)
+        assert "8 documents" in reports[-1].message
+
+
+async def test_custom_requests_match_the_cli(client: LanguageClient):
+    answer = await call(client, "search.query", "vault", "reclaimBatch")
+    assert answer["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
+    assert answer["root"].endswith("vault")
+    status = await call(client, "index.status", "vault")
+    assert status["documents"] == 8 and status["writer"] is True
+    with pytest.raises(JsonRpcException) as err:
+        await call(client, "search.query", "vault", "x", {"limit": 0})
+    assert err.value.code == -32602
+    with pytest.raises(JsonRpcException) as err:
+        await call(client, "search.query", "nope", "x")
+    assert err.value.code == -32602
+    with pytest.raises(JsonRpcException) as err:
+        await client.protocol.send_request_async("autodoc/search.query", {"query": "x"})
+    assert err.value.code == -32602  # params are a JSON array, as for --call
+    with pytest.raises(JsonRpcException) as err:
+        await client.protocol.send_request_async("autodoc/no.such", [])
+    assert err.value.code == -32601
+    with pytest.raises(JsonRpcException) as err:
+        await call(client, "search.query", "vault", "x", {"stages": ["semantic"]})
+    assert err.value.code == -32065  # no embedding model: never silently lexical
+
+
+async def test_workspace_symbol_is_autodoc_search(client: LanguageClient, vault: Path):
+    symbols = await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="reclaimBatch"))
+    assert symbols
+    top = symbols[0]
+    assert top.location.uri == (vault / "adr/0003-embedded-sqlite-store.md").resolve().as_uri()
+    answer = await call(client, "search.query", "vault", "reclaimBatch")
+    hit = answer["hits"][0]
+    assert top.location.range.start.line == hit["line_start"] - 1
+    assert top.location.range.end.line == hit["line_end"]
+    assert top.container_name == hit["breadcrumb"]
+    assert await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="  ")) == []
+
+
+async def test_execute_commands(client: LanguageClient):
+    caps = client.init_result.capabilities  # what the server listed
+    assert set(caps.execute_command_provider.commands) >= {
+        "autodoc.search",
+        "autodoc.reindex",
+        "autodoc.status",
+    }
+    answer = await execute(client, "autodoc.search", "reclaimBatch")
+    assert answer["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
+    status = await execute(client, "autodoc.status")
+    assert status["server"]["writer"] is True
+    assert status["workspaces"][0]["name"] == "vault"
+    again = asyncio.ensure_future(client.wait_for_notification("autodoc/indexReady"))
+    summaries = await execute(client, "autodoc.reindex")
+    assert summaries[0]["unchanged"] == 8
+    await asyncio.wait_for(again, WAIT_S)
+    with pytest.raises(JsonRpcException) as err:
+        await execute(client, "autodoc.search", 42)
+    assert err.value.code == -32602
+
+
+async def test_save_makes_the_new_text_searchable(client: LanguageClient, vault: Path):
+    note = vault / "notes" / "fresh.md"
+    write(vault, "notes/fresh.md", "# Fresh\n\nquuxplonk appears here.\n")
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(note.as_uri()))
+    )
+
+    async def found():
+        return "notes/fresh.md" in await paths_for(client, "quuxplonk")
+
+    await until(found)
+    write(vault, "notes/fresh.md", "# Fresh\n\nnow it says zorblax instead.\n")
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(note.as_uri()))
+    )
+
+    async def replaced():
+        return "notes/fresh.md" in await paths_for(client, "zorblax")
+
+    await until(replaced)
+    assert await paths_for(client, "quuxplonk") == []
+
+
+async def test_deleted_file_leaves_the_results_at_once(client: LanguageClient, vault: Path):
+    assert "adr/0003-embedded-sqlite-store.md" in await paths_for(client, "reclaimBatch")
+    (vault / "adr" / "0003-embedded-sqlite-store.md").unlink()
+    # The very next answer drops it (checked at answer time), before any re-index.
+    assert await paths_for(client, "reclaimBatch") == []
+
+    async def retired():
+        status = await call(client, "index.status", "vault")
+        return status["documents"] == 7
+
+    await until(retired)
+
+
+async def test_edit_outside_the_editor_is_found_after_the_watcher_fires(
+    client: LanguageClient, vault: Path
+):
+    write(vault, "elsewhere/outside.md", "# Outside\n\nfrobnicator written by another tool.\n")
+
+    async def found():
+        status = await call(client, "index.status", "vault")
+        return status["documents"] == 9 and "elsewhere/outside.md" in await paths_for(
+            client, "frobnicator"
+        )
+
+    await until(found)
+    # A folder moved away (a checkout): its files leave the index.
+    shutil.move(vault / "elsewhere", vault.parent / "moved-away")
+
+    async def gone():
+        status = await call(client, "index.status", "vault")
+        return status["documents"] == 8
+
+    await until(gone)
+
+
+async def test_a_stale_span_is_never_served(client: LanguageClient, vault: Path):
+    """A file rewritten on disk: its old hit is dropped, then re-indexed and found anew."""
+    path = vault / "adr" / "0003-embedded-sqlite-store.md"
+    text = path.read_text()
+    path.write_text("# Moved\n\n" + "padding line\n" * 30 + text)
+    answer = await call(client, "search.query", "vault", "reclaimBatch", {"stages": ["lexical"]})
+    for hit in answer["hits"]:
+        if hit["path"] == "adr/0003-embedded-sqlite-store.md":
+            lines = path.read_text().split("\n")[hit["line_start"] - 1 : hit["line_end"]]
+            assert "reclaimBatch" in "\n".join(lines)  # the span matches the file
+
+    async def found_again():
+        answer = await call(client, "search.query", "vault", "reclaimBatch")
+        return [h for h in answer["hits"] if h["path"] == "adr/0003-embedded-sqlite-store.md"]
+
+    [hit, *_] = await until(found_again)
+    lines = path.read_text().split("\n")[hit["line_start"] - 1 : hit["line_end"]]
+    assert "reclaimBatch" in "\n".join(lines)
+
+
+async def test_a_newer_search_supersedes_the_older(client: LanguageClient):
+    """A burst as a picker sends it: the older searches still queued behind the two read
+    workers answer -32800 and the newest answers. Which ones were still queued depends on
+    timing, so the burst is repeated (at most five times) until one was superseded."""
+    superseded = []
+    for _ in range(5):
+        older = [
+            asyncio.ensure_future(call(client, "search.query", "vault", f"sqlite {i}"))
+            for i in range(12)
+        ]
+        await asyncio.sleep(0)  # the twelve go out first
+        newest = await call(client, "search.query", "vault", "reclaimBatch")
+        assert newest["hits"]
+        outcomes = await asyncio.gather(*older, return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, JsonRpcException):
+                assert outcome.code == -32800 and "superseded" in str(outcome)
+                superseded.append(outcome)
+            else:
+                assert isinstance(outcome, dict) and "hits" in outcome
+        if superseded:
+            break
+    assert superseded
+
+
+def test_superseding_is_per_client_and_stops_at_the_next_stage(engine, tmp_path):
+    from autodoc.errors import Cancelled
+    from autodoc.server import AutodocServer
+
+    vault = tmp_path / "v"
+    shutil.copytree(EXAMPLE_VAULT, vault)
+    engine.workspace_add("v", str(vault))
+    engine.index_run("v")
+    server = AutodocServer(engine)
+    try:
+        first = server.new_search()
+        second = server.new_search()
+        assert first.cancelled and not second.cancelled
+        with pytest.raises(Cancelled) as err:
+            engine.search("v", "reclaimBatch", None, cancel=first)
+        assert err.value.code == -32800
+        assert engine.search("v", "reclaimBatch", None, cancel=second)["hits"]
+    finally:
+        server.refresher.close()
+        server.readers.shutdown()
+
+
+async def test_cancel_request_answers_request_cancelled(client: LanguageClient):
+    future = client.protocol.send_request("autodoc/search.query", ["vault", "sqlite"])
+    msg_id = next(reversed(client.protocol._request_futures))
+    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+    try:
+        await asyncio.wrap_future(future)
+    except JsonRpcException as exc:
+        assert exc.code == -32800
+    # Either way the server goes on answering.
+    assert (await call(client, "search.query", "vault", "reclaimBatch"))["hits"]
+
+
+class RawWire:
+    """Bytes straight onto the server's stdin, and the replies that no request awaited."""
+
+    def __init__(self, client: LanguageClient) -> None:
+        self.client = client
+        self.replies: list = []
+        protocol = client.protocol
+        original = protocol.handle_message
+
+        def spy(message):
+            if getattr(message, "error", None) is not None and str(
+                getattr(message, "id", None)
+            ).startswith(("raw-", "None")):
+                self.replies.append(message)
+            return original(message)
+
+        protocol.handle_message = spy
+
+    def send(self, body: bytes) -> None:
+        self.client.protocol.writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    async def reply(self):
+        async def got():
+            return self.replies
+
+        [reply] = await until(got)
+        self.replies.clear()
+        return reply
+
+
+async def test_garbage_on_the_wire_gets_an_error_and_the_server_stays_up(client: LanguageClient):
+    wire = RawWire(client)
+    wire.send(b"{this is not json")
+    reply = await wire.reply()
+    assert reply.id is None and reply.error.code == -32700
+    wire.send(b'{"hello": "world", "id": "raw-1"}')  # JSON, but not JSON-RPC
+    reply = await wire.reply()
+    assert reply.id == "raw-1" and reply.error.code == -32600
+    # A standard request whose params do not fit the LSP type.
+    wire.send(b'{"jsonrpc": "2.0", "id": "raw-2", "method": "workspace/symbol", "params": 7}')
+    reply = await wire.reply()
+    assert reply.id == "raw-2" and reply.error.code == -32602
+    assert (await call(client, "search.query", "vault", "reclaimBatch"))["hits"]
