@@ -65,3 +65,61 @@ def test_resolution_and_inbound_counts(engine, vault):
     assert all(s != "notes/a.md" for s, _, _ in got)
     assert inbound["adr/0003-store.md"] == 0 and inbound["later note.md"] == 0
     assert {(s, t): r for s, t, r in got}[("notes/b.md", "a")] is None
+
+
+def _link_state(engine):
+    got, inbound = links(engine)
+    with engine.store.snapshot() as conn:
+        pairs = sorted(
+            conn.execute(
+                "SELECT o.path, n.path FROM supersessions s JOIN documents o ON o.id = s.old_id"
+                " JOIN documents n ON n.id = s.new_id"
+            ).fetchall()
+        )
+    return got, inbound, [tuple(p) for p in pairs]
+
+
+def test_a_targeted_run_resolves_links_as_a_full_run_would(engine, vault):
+    """Saves re-index single files and re-resolve only the links those files can affect;
+    after each step the links, inbound counts and supersessions equal a full resolution."""
+    write(vault, "adr/0001.md", "---\ntitle: First\naliases: [the first]\n---\n# First\n")
+    write(vault, "adr/0002.md", "# Second\n\nSuperseded by [[0003]].\n")
+    write(vault, "notes/n.md", "# N\n\n[[the first]], [[First]], [[Third]], [[0002]].\n")
+    engine.workspace_add("v", str(vault))
+    engine.workspace_configure("v", {"embedding": "none"})
+    engine.index_run("v")
+
+    def check():
+        targeted = _link_state(engine)
+        ws = engine.workspace("v")
+        from autodoc.indexer import Indexer
+
+        with engine.store.transaction() as conn:
+            Indexer(engine.store, engine.lexical(ws), ws)._resolve_links(conn)
+        assert targeted == _link_state(engine)
+        return targeted
+
+    steps = [
+        ("adr/0003.md", "---\ntitle: Third\n---\n# Third\n"),  # a new target: 2 links resolve
+        ("adr/0001.md", "---\ntitle: Renamed\n---\n# Renamed\n"),  # names go: links unresolve
+        ("notes/m.md", "# M\n\n[[Renamed]] and [[0003]].\n"),  # new source
+        ("adr/0002.md", "# Second\n\nNo longer superseded.\n"),  # the relation goes
+        ("adr/0004.md", "---\naliases: [the first]\n---\n# Fourth\n"),  # takes over an alias
+    ]
+    for rel, text in steps:
+        write(vault, rel, text)
+        engine.index_paths("v", [rel])
+        check()
+    got, inbound, pairs = check()
+    resolved = {(s, t): r for s, t, r in got}
+    assert resolved[("notes/n.md", "the first")] == "adr/0004.md"
+    assert resolved[("notes/n.md", "First")] is None
+    assert resolved[("notes/n.md", "Third")] == "adr/0003.md"
+    assert inbound["adr/0003.md"] == 2 and pairs == []
+    write(vault, "adr/0002.md", "# Second\n\nSuperseded by [[0003]].\n")
+    engine.index_paths("v", ["adr/0002.md"])
+    assert check()[2] == [("adr/0002.md", "adr/0003.md")]
+    (vault / "adr" / "0003.md").unlink()  # the target goes
+    engine.index_paths("v", ["adr/0003.md"])
+    got, inbound, pairs = check()
+    assert {(s, t): r for s, t, r in got}[("notes/n.md", "Third")] is None and pairs == []

@@ -13,7 +13,12 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import (
+    ClientServerConfig,
+    LanguageClient,
+    client_capabilities,
+    make_test_lsp_client,
+)
 
 from .conftest import EXAMPLE_VAULT, write
 
@@ -345,3 +350,70 @@ async def test_garbage_on_the_wire_gets_an_error_and_the_server_stays_up(client:
     reply = await wire.reply()
     assert reply.id == "raw-2" and reply.error.code == -32602
     assert (await call(client, "search.query", "vault", "reclaimBatch"))["hits"]
+
+
+async def test_a_second_sidecar_on_the_same_store_reads_and_defers_writes(
+    client: LanguageClient, vault: Path
+):
+    """Two editors, one store: the second serves reads, refuses explicit writes with -32070,
+    keeps its saves pending, and takes the lease over when the first one exits."""
+    second = make_test_lsp_client()
+    await second.start_io(sys.executable, "-m", "autodoc", "serve")
+    try:
+        ready = asyncio.ensure_future(second.wait_for_notification("autodoc/indexReady"))
+        await second.initialize_session(
+            types.InitializeParams(
+                capabilities=client_capabilities("neovim"),
+                workspace_folders=[types.WorkspaceFolder(uri=vault.as_uri(), name="vault")],
+                initialization_options={"embedding": {"provider": "none"}},
+            )
+        )
+        info = plain(await asyncio.wait_for(ready, WAIT_S))
+        assert info["writer"] is False and info["holder"].startswith("pid ")
+        assert info["workspaces"][0]["documents"] == 8  # what the first one indexed
+        assert "adr/0003-embedded-sqlite-store.md" in await paths_for(second, "reclaimBatch")
+        with pytest.raises(JsonRpcException) as err:
+            await call(second, "index.run", "vault")
+        assert err.value.code == -32070
+        # A save in the second editor waits; the first one's watcher indexes the file meanwhile,
+        # and the second one reads it from the shared store.
+        note = write(vault, "notes/both.md", "# Both\n\nglimmerwick shared by two editors.\n")
+        second.text_document_did_save(
+            types.DidSaveTextDocumentParams(
+                text_document=types.TextDocumentIdentifier(note.as_uri())
+            )
+        )
+
+        async def seen_by_second():
+            return "notes/both.md" in await paths_for(second, "glimmerwick")
+
+        await until(seen_by_second)
+        status = plain(
+            await second.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="autodoc.status", arguments=[])
+            )
+        )
+        assert status["server"]["writer"] is False
+        # The first editor exits: the second takes the lease over and writes again.
+        taken = asyncio.ensure_future(second.wait_for_notification("autodoc/stateChanged"))
+        await client.shutdown_session()
+        client.capabilities = None  # the fixture's teardown has nothing left to shut down
+
+        async def writer_now():
+            try:
+                await call(second, "index.run", "vault")
+            except JsonRpcException:
+                return False
+            return True
+
+        await until(writer_now)
+        await asyncio.wait_for(taken, WAIT_S)
+        write(vault, "notes/later.md", "# Later\n\nvelvetrope after the handover.\n")
+
+        async def watched_by_second():
+            return "notes/later.md" in await paths_for(second, "velvetrope")
+
+        await until(watched_by_second)
+    finally:
+        await second.shutdown_session()
+        await second.stop()

@@ -77,8 +77,8 @@ class RunSummary:
     unchanged: int = 0
     chunks_written: int = 0
     chunks_kept: int = 0
-    chunks: int = 0
-    documents: int = 0
+    chunks: int | None = 0  # None after a run over a few paths (not counted)
+    documents: int | None = 0
     skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
     seconds: float = 0.0
@@ -191,8 +191,10 @@ class Indexer:
             dead = [
                 r[0]
                 for r in conn.execute(
-                    "SELECT id FROM chunks WHERE workspace_id = ? AND state = ? AND retired_at < ?",
-                    (self.ws.id, DEAD, cutoff),
+                    # `state = 2` literally, so the partial index chunks_retired answers
+                    f"SELECT id FROM chunks WHERE workspace_id = ? AND state = {DEAD}"
+                    " AND retired_at < ?",
+                    (self.ws.id, cutoff),
                 )
             ]
         if not dead:
@@ -221,6 +223,8 @@ class Indexer:
         one that is gone, or is no longer indexable, is retired)."""
         started = time.perf_counter()
         summary = RunSummary(self.ws.name)
+        self._changed: set[int] = set()  # documents published or retired in this run
+        self._old_targets: set[int] = set()  # what their replaced links pointed at
         if paths is None:
             self.reconcile()
             files, skipped = scan(self.ws.root, self.max_bytes)
@@ -301,18 +305,25 @@ class Indexer:
                 [(self.ws.id, *p) for p in problems],
             )
             if summary.added or summary.modified or summary.deleted:
-                self._resolve_links(conn)
+                if paths is None:
+                    self._resolve_links(conn)
+                else:  # a few documents changed: re-resolve only what they can affect
+                    self._resolve_links_around(conn)
             now = time.time()
             conn.execute("UPDATE workspaces SET indexed_at = ? WHERE id = ?", (now, self.ws.id))
             self.store.prune_changes(conn, now)
         if summary.added or summary.modified or summary.deleted:
             self.store.writer().execute("PRAGMA optimize")  # statistics for the query planner
         with self.store.snapshot() as conn:
-            summary.documents, summary.chunks = conn.execute(
-                "SELECT (SELECT count(*) FROM documents WHERE workspace_id = ?1 AND deleted = 0),"
-                " (SELECT count(*) FROM chunks WHERE workspace_id = ?1 AND state = 1)",
-                (self.ws.id,),
-            ).fetchone()
+            if paths is not None:  # a save: don't count the whole workspace every time
+                summary.documents = summary.chunks = None
+            else:
+                summary.documents, summary.chunks = conn.execute(
+                    "SELECT (SELECT count(*) FROM documents WHERE workspace_id = ?1"
+                    " AND deleted = 0),"
+                    " (SELECT count(*) FROM chunks WHERE workspace_id = ?1 AND state = 1)",
+                    (self.ws.id,),
+                ).fetchone()
         summary.seconds = round(time.perf_counter() - started, 3)
         return summary
 
@@ -472,7 +483,7 @@ class Indexer:
                 f" WHERE document_id = ? AND state != {DEAD}",
                 (now, row["id"]),
             )
-            conn.execute("DELETE FROM links WHERE source_id = ?", (row["id"],))
+            self._forget_links(conn, [row["id"]])
             conn.execute("DELETE FROM names WHERE document_id = ?", (row["id"],))
             conn.execute(
                 "INSERT INTO changes(time, workspace_id, path, op, generation)"
@@ -484,7 +495,8 @@ class Indexer:
     def _replace_links_and_names(self, conn, plans: list[_Plan]) -> None:
         ws_id = self.ws.id
         ids = [(p.doc_id,) for p in plans if not p.created]  # the others have none
-        conn.executemany("DELETE FROM links WHERE source_id = ?", ids)
+        self._changed.update(p.doc_id for p in plans)
+        self._forget_links(conn, [i for (i,) in ids])
         conn.executemany("DELETE FROM names WHERE document_id = ?", ids)
         conn.executemany(
             "INSERT INTO links(source_id, workspace_id, kind, target, key, heading, line,"
@@ -506,6 +518,90 @@ class Indexer:
                 )
             ],
         )
+
+    def _forget_links(self, conn, doc_ids: list[int]) -> None:
+        """Drop these documents' outgoing links, remembering where they pointed (inbound)."""
+        self._changed.update(doc_ids)
+        self._old_targets.update(
+            r[0]
+            for r in self.store.in_batches(
+                conn,
+                "SELECT DISTINCT target_id FROM links WHERE source_id IN ({marks})"
+                " AND target_id IS NOT NULL",
+                doc_ids,
+            )
+        )
+        conn.executemany("DELETE FROM links WHERE source_id = ?", [(i,) for i in doc_ids])
+
+    def _resolve_links_around(self, conn) -> None:
+        """`_resolve_links` for the links a few changed documents can affect: their own, those
+        that pointed at them, and those whose key is one of their (new) names; then inbound
+        counts and supersessions for every document whose inbound links moved."""
+        ws_id, changed = self.ws.id, sorted(self._changed)
+        keys = sorted(
+            {
+                r[0]
+                for r in self.store.in_batches(
+                    conn, "SELECT key FROM names WHERE document_id IN ({marks})", changed
+                )
+            }
+        )
+        affected: dict[int, int | None] = {}  # link id -> its target before
+        for sql, ids in (
+            ("SELECT rowid, target_id FROM links WHERE source_id IN ({marks})", changed),
+            ("SELECT rowid, target_id FROM links WHERE target_id IN ({marks})", changed),
+            (
+                "SELECT rowid, target_id FROM links WHERE key IN ({marks}) AND workspace_id = ?",
+                keys,
+            ),
+        ):
+            tail = (ws_id,) if "workspace_id" in sql else ()
+            affected.update((r[0], r[1]) for r in self.store.in_batches(conn, sql, ids, *tail))
+        link_ids = sorted(affected)
+        for start in range(0, len(link_ids), 900):
+            part = link_ids[start : start + 900]
+            conn.execute(
+                "UPDATE links SET target_id = ("
+                " SELECT n.document_id FROM names n WHERE n.workspace_id = links.workspace_id"
+                " AND n.key = links.key AND (links.kind != 'md' OR n.rank = 0)"
+                " ORDER BY n.rank, n.document_id LIMIT 1)"
+                f" WHERE rowid IN ({','.join('?' * len(part))})",
+                part,
+            )
+        moved = {t for t in affected.values() if t is not None} | self._old_targets
+        moved.update(
+            r[0]
+            for r in self.store.in_batches(
+                conn,
+                "SELECT DISTINCT target_id FROM links WHERE rowid IN ({marks})"
+                " AND target_id IS NOT NULL",
+                link_ids,
+            )
+        )
+        moved.update(changed)
+        touched = sorted(moved)
+        for start in range(0, len(touched), 900):
+            part = touched[start : start + 900]
+            marks = ",".join("?" * len(part))
+            conn.execute(
+                "UPDATE documents SET inbound = (SELECT count(DISTINCT l.source_id) FROM links l"
+                " WHERE l.target_id = documents.id AND l.source_id != documents.id)"
+                f" WHERE id IN ({marks})",
+                part,
+            )
+            conn.execute(
+                f"DELETE FROM supersessions WHERE old_id IN ({marks}) OR new_id IN ({marks})",
+                part + part,
+            )
+            conn.execute(
+                "INSERT OR IGNORE INTO supersessions(workspace_id, old_id, new_id)"
+                " SELECT workspace_id, CASE relation WHEN 'superseded_by' THEN source_id"
+                " ELSE target_id END, CASE relation WHEN 'superseded_by' THEN target_id"
+                " ELSE source_id END FROM links WHERE workspace_id = ? AND relation != ''"
+                " AND target_id IS NOT NULL AND target_id != source_id"
+                f" AND (source_id IN ({marks}) OR target_id IN ({marks}))",
+                [ws_id, *part, *part],
+            )
 
     def _resolve_links(self, conn) -> None:
         """Point every link at its document (path, stem, title, alias) and recount inbound."""

@@ -25,8 +25,8 @@ from .errors import StoreBusyError
 
 log = logging.getLogger(__name__)
 
-SAVE_DELAY_S = 0.05  # an editor's save: re-index at once, but coalesce a burst of saves
-WATCH_DELAY_S = 0.2  # a watcher sees several events per write; wait for them to settle
+SAVE_DELAY_S = 0.02  # an editor's save: re-index at once, but coalesce a burst (`:wall`)
+WATCH_DELAY_S = 0.2  # a watcher sees several events per write: gather them into one run
 RETRY_S = 2.0  # how often to try for the writer lease while another process holds it
 
 
@@ -60,17 +60,21 @@ class Refresher:
     # -- what callers use --------------------------------------------------------------------
 
     def touch(self, workspace: str, path: str, delay: float = WATCH_DELAY_S) -> None:
-        """This root-relative path may have changed (or gone): re-index it after `delay`."""
+        """This root-relative path may have changed (or gone): re-index it within `delay`.
+        A path already waiting keeps the earlier time: the watcher's echo of a save must not
+        postpone it, and a file written continuously is still picked up every `delay`."""
         with self._cond:
             pending = self._pending.setdefault(workspace, _Pending())
-            pending.paths[path] = time.monotonic() + delay
+            due = time.monotonic() + delay
+            pending.paths[path] = min(due, pending.paths.get(path, due))
             self._cond.notify()
 
     def rescan(self, workspace: str, delay: float = WATCH_DELAY_S) -> None:
         """Something changed that only a walk of the whole root can tell (a folder moved)."""
         with self._cond:
             pending = self._pending.setdefault(workspace, _Pending())
-            pending.rescan_at = time.monotonic() + delay
+            due = time.monotonic() + delay
+            pending.rescan_at = due if pending.rescan_at is None else min(due, pending.rescan_at)
             self._cond.notify()
 
     def submit(self, fn: Callable[[], Any]) -> Future:

@@ -219,10 +219,10 @@ class AutodocServer(LanguageServer):
         if changes:
             self.engine.workspace_configure(name, changes, wait=False)
 
-    async def open_folder(self, root: Path) -> None:
+    async def open_folder(self, root: Path, *, retry: bool = False) -> None:
         """Add (or reuse) the folder's workspace and index it with `$/progress`; a store
-        whose lease another process holds is served read-only and retried."""
-        token = await self.progress_begin(f"Indexing {root.name}")
+        whose lease another process holds is served read-only and retried quietly."""
+        token = None if retry else await self.progress_begin(f"Indexing {root.name}")
         last = [0.0]
 
         def progress(n: int, total: int, rel: str) -> None:
@@ -257,8 +257,11 @@ class AutodocServer(LanguageServer):
                 self.folders[name] = root.resolve()
             message = "read-only: another autodoc process is writing this store"
             asyncio.get_running_loop().call_later(
-                RETRY_FOLDER_S, lambda: asyncio.ensure_future(self.open_folder(root))
+                RETRY_FOLDER_S,
+                lambda: asyncio.ensure_future(self.open_folder(root, retry=True)),
             )
+            if retry:
+                return
         except RpcError as err:
             summary = None
             message = f"cannot index {root}: {err.message}"

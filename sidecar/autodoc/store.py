@@ -75,6 +75,8 @@ CREATE TABLE IF NOT EXISTS chunks(
 CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks(document_id, state);
 CREATE INDEX IF NOT EXISTS chunks_by_state ON chunks(workspace_id, state);
 CREATE INDEX IF NOT EXISTS chunks_by_hash ON chunks(workspace_id, text_hash);
+-- retired chunks waiting to be purged: few, looked up after every write
+CREATE INDEX IF NOT EXISTS chunks_retired ON chunks(workspace_id, retired_at) WHERE state = 2;
 CREATE TABLE IF NOT EXISTS embeddings(
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   workspace_id INTEGER NOT NULL,
@@ -100,6 +102,7 @@ CREATE TABLE IF NOT EXISTS links(
 );
 CREATE INDEX IF NOT EXISTS links_by_source ON links(source_id);
 CREATE INDEX IF NOT EXISTS links_by_target ON links(target_id);
+CREATE INDEX IF NOT EXISTS links_by_key ON links(workspace_id, key);
 CREATE TABLE IF NOT EXISTS names(
   workspace_id INTEGER NOT NULL,
   key TEXT NOT NULL,
