@@ -74,7 +74,8 @@ class Session:
         return self.client._server.pid
 
     async def call(self, method: str, *params):
-        return plain(await self.client.protocol.send_request_async(f"autodoc/{method}", list(params)))
+        request = self.client.protocol.send_request_async(f"autodoc/{method}", list(params))
+        return plain(await request)
 
     async def hit_paths(self, word: str) -> list[str]:
         answer = await self.call(
@@ -117,6 +118,13 @@ async def measure(args) -> dict:
     info = await session.start()
     out: dict = {"vault": str(args.vault), "documents": info["workspaces"][0]["documents"]}
     out["initial_index_s"] = round(info["seconds"], 2)
+    if args.embedding != "none":  # measure a quiet server: wait for the vectors first
+        t0 = time.perf_counter()
+        while (await session.call("index.status", session.workspace))["semantic"] != "ready":
+            await asyncio.sleep(1.0)
+        out["embedding_fill_s"] = round(time.perf_counter() - t0, 1)
+        status = await session.call("index.status", session.workspace)
+        out["chunks"] = status["chunks"]
     files = pick_files(vault, args.edits)
     tag = f"{int(time.time()) % 100000}"
 

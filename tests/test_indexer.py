@@ -319,3 +319,34 @@ def test_an_index_with_another_schema_is_replaced(indexed, engine, db_path):
         assert [h["path"] for h in hits] == ["design.md"]
     finally:
         again.close()
+
+
+def test_hits_from_files_changed_since_indexing_are_dropped_at_answer_time(engine, vault):
+    write(vault, "a.md", "# A\n\nmarmoset facts, first version.\n")
+    write(vault, "b.md", "# B\n\nmarmoset facts elsewhere.\n")
+    engine.workspace_add("v", str(vault))
+    engine.workspace_configure("v", {"embedding": "none"})
+    engine.index_run("v")
+    seen: list[tuple[str, list[str]]] = []
+    engine.on_stale = lambda ws, paths: seen.append((ws, paths))
+
+    def answer():
+        return engine.search("v", "marmoset", {"stages": ["lexical"]})
+
+    assert {h["path"] for h in answer()["hits"]} == {"a.md", "b.md"}
+    os.utime(vault / "a.md", ns=(1, 1))  # the stat differs, the bytes do not: still fresh
+    got = answer()
+    assert {h["path"] for h in got["hits"]} == {"a.md", "b.md"} and got["stale"] == []
+    (vault / "a.md").write_text("# A\n\nrewritten: the span moved.\n\nmarmoset facts.\n")
+    got = answer()
+    assert [h["path"] for h in got["hits"]] == ["b.md"] and got["stale"] == ["a.md"]
+    (vault / "b.md").unlink()
+    got = answer()
+    assert got["hits"] == [] and got["stale"] == ["a.md", "b.md"]
+    assert seen[-1] == ("v", ["a.md", "b.md"])
+    engine.index_paths("v", ["a.md", "b.md"])  # what a server does with the stale paths
+    got = answer()
+    assert [h["path"] for h in got["hits"]] == ["a.md"] and got["stale"] == []
+    hit = got["hits"][0]
+    span = (vault / "a.md").read_text().split("\n")[hit["line_start"] - 1 : hit["line_end"]]
+    assert "marmoset facts." in span

@@ -417,3 +417,143 @@ async def test_a_second_sidecar_on_the_same_store_reads_and_defers_writes(
     finally:
         await second.shutdown_session()
         await second.stop()
+
+
+async def _start(client: LanguageClient, folders: list[Path], options: dict, caps="neovim"):
+    ready = asyncio.ensure_future(client.wait_for_notification("autodoc/indexReady"))
+    await client.start_io(sys.executable, "-m", "autodoc", "serve")
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities(caps),
+            workspace_folders=[types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in folders],
+            initialization_options=options,
+        )
+    )
+    return ready
+
+
+async def _stop(client: LanguageClient) -> None:
+    await client.shutdown_session()
+    await client.stop()
+
+
+@pytest.mark.parametrize("caps", CLIENTS)
+async def test_options_from_configuration_and_a_bad_one_falls_back(vault: Path, caps: str):
+    client = make_test_lsp_client()
+    # workspace/configuration (section "autodoc") wins over initializationOptions.
+    client.set_configuration({"section_tokens": 120, "embedding": "none"}, section="autodoc")
+    ready = await _start(client, [vault], {"section_tokens": 5, "max_file_mb": 2, "bogus": 1}, caps)
+    try:
+        await asyncio.wait_for(ready, WAIT_S)
+        options = (await call(client, "index.status", "vault"))["options"]
+        assert options["section_tokens"] == 120 and options["max_file_mb"] == 2
+        assert options["embedding"] == {"provider": "none"}
+        shown = " | ".join(m.message for m in client.messages)
+        assert "'bogus'" in shown and "using the default" in shown
+        # didChangeConfiguration re-reads them; the re-chunk runs on the writer thread.
+        client.set_configuration({"section_tokens": 300, "embedding": "none"}, section="autodoc")
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+
+        async def applied():
+            status = await call(client, "index.status", "vault")
+            return status["options"]["section_tokens"] == 300
+
+        await until(applied)
+    finally:
+        await _stop(client)
+
+
+async def test_requests_are_served_while_the_first_index_runs(tmp_path: Path):
+    big = tmp_path / "big"
+    for i in range(1500):
+        write(big, f"d{i // 100}/note{i}.md", f"# Note {i}\n\nfiller text number {i}.\n")
+    write(big, "target.md", "# Target\n\nsnorkelwhistle lives here.\n")
+    client = make_test_lsp_client()
+    ready = await _start(client, [big], {"embedding": "none"})
+    try:
+
+        async def answered():
+            try:
+                return await call(client, "search.query", "big", "snorkelwhistle")
+            except JsonRpcException:  # the workspace is being created
+                return None
+
+        first = await until(answered, every=0.01)
+        assert not ready.done(), "a search was answered while the first index still ran"
+        assert first["hits"] == [] or first["hits"][0]["path"] == "target.md"
+        await asyncio.wait_for(ready, 120)
+        assert (await call(client, "search.query", "big", "snorkelwhistle"))["hits"]
+    finally:
+        await _stop(client)
+
+
+async def test_semantic_becomes_ready_in_the_background_and_clients_are_told(vault: Path):
+    """The bundled model: indexReady comes with the lexical index; the vectors fill in the
+    background and `autodoc/stateChanged` says when semantic answers are complete."""
+    client = make_test_lsp_client()
+    states: list[dict] = []
+
+    @client.feature("autodoc/stateChanged")
+    def on_state(params):
+        states.append(plain(params))
+
+    ready = await _start(client, [vault], {"embedding": "bundled"})
+    try:
+        info = plain(await asyncio.wait_for(ready, 60))
+        assert info["workspaces"][0]["model"]
+
+        async def complete():
+            return [s for s in states if s.get("semantic") == "ready"]
+
+        await until(complete, timeout=120)
+        answer = await call(client, "search.query", "vault", "why did we pick an embedded store")
+        assert answer["semantic"] == "ready" and answer["mode_used"] == "hybrid"
+        assert "semantic" in answer["hits"][0]["via"] or "semantic" in answer["hits"][1]["via"]
+    finally:
+        await _stop(client)
+
+
+async def test_workspace_folders_added_and_removed(client: LanguageClient, tmp_path: Path):
+    other = tmp_path / "other"
+    write(other, "o.md", "# O\n\nkazoo-only words.\n")
+    events: list[dict] = []
+    client.feature("autodoc/stateChanged")(lambda params: events.append(plain(params)))
+    ready = asyncio.ensure_future(client.wait_for_notification("autodoc/indexReady"))
+    client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(
+                added=[types.WorkspaceFolder(uri=other.as_uri(), name="other")], removed=[]
+            )
+        )
+    )
+    info = plain(await asyncio.wait_for(ready, WAIT_S))
+    assert {w["name"] for w in info["workspaces"]} == {"vault", "other"}
+    symbols = await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="kazoo"))
+    assert [s.location.uri for s in symbols] == [(other / "o.md").resolve().as_uri()]
+    client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(
+                added=[], removed=[types.WorkspaceFolder(uri=other.as_uri(), name="other")]
+            )
+        )
+    )
+
+    async def removed():
+        return [e for e in events if e.get("event") == "workspace.removed"]
+
+    await until(removed)
+    assert any(e.get("event") == "workspace.added" for e in events)
+    assert await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="kazoo")) == []
+
+
+async def test_a_renamed_file_answers_under_its_new_name(client: LanguageClient, vault: Path):
+    old = vault / "adr" / "0003-embedded-sqlite-store.md"
+    new = vault / "adr" / "0003-renamed.md"
+    old.rename(new)
+    # The old path leaves the answers at once (it is gone); the new one follows the watcher.
+    assert "adr/0003-embedded-sqlite-store.md" not in await paths_for(client, "reclaimBatch")
+
+    async def renamed():
+        return await paths_for(client, "reclaimBatch") == ["adr/0003-renamed.md"]
+
+    await until(renamed)

@@ -128,7 +128,10 @@ class AutodocServer(LanguageServer):
         self.refresher = Refresher(engine, on_indexed=self._indexed, on_lease=self._lease)
         self.watcher: Watcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.folders: dict[str, Path] = {}  # workspace name -> root, for this client
+        # Workspace name -> root, for this client. Replaced, never mutated: reader threads
+        # iterate it while the loop and the writer thread open and close folders.
+        self.folders: dict[str, Path] = {}
+        self._initial_folders: list[Path] = []
         self.init_options: dict[str, Any] = {}
         self.options: dict[str, Any] = {}
         self._search: CancelToken | None = None
@@ -190,7 +193,14 @@ class AutodocServer(LanguageServer):
 
     async def call(self, method: str, params: Any) -> Any:
         if method in WRITES:
-            return await self.in_writer(lambda: self.dispatcher.call(method, params))
+            result = await self.in_writer(lambda: self.dispatcher.call(method, params))
+            if method == "workspace.remove":
+                self.close_folder(result["name"])
+            elif method == "workspace.add" and result.get("created"):
+                self.notify(
+                    STATE_CHANGED, {"event": "workspace.added", "workspace": result["name"]}
+                )
+            return result
         token = self.new_search() if method == "search.query" else None
         return await self.in_reader(
             lambda: self.dispatcher.call(method, params, cancel=token), token
@@ -234,11 +244,11 @@ class AutodocServer(LanguageServer):
 
         def job() -> dict[str, Any]:
             name = self.ensure_workspace(root)
-            self.folders[name] = root.resolve()
+            self.folders = {**self.folders, name: root.resolve()}
             self.apply_options(name)
-            summary = self.engine.index_run(name, progress=progress, wait=False)
-            if self.watcher is not None:
+            if self.watcher is not None:  # first, so edits made while indexing are caught
                 self.watcher.watch(name, root)
+            summary = self.engine.index_run(name, progress=progress, wait=False)
             return {"name": name, **summary}
 
         try:
@@ -254,7 +264,7 @@ class AutodocServer(LanguageServer):
             self.refresher._lease(False, (err.data or {}).get("holder", ""))
             name = self._existing(root)
             if name is not None:
-                self.folders[name] = root.resolve()
+                self.folders = {**self.folders, name: root.resolve()}
             message = "read-only: another autodoc process is writing this store"
             asyncio.get_running_loop().call_later(
                 RETRY_FOLDER_S,
@@ -271,6 +281,13 @@ class AutodocServer(LanguageServer):
         if summary is not None:
             self._check_state(summary["name"], "semantic")
 
+    def close_folder(self, name: str) -> None:
+        """Stop serving and watching a workspace (its index stays in the store)."""
+        self.folders = {k: v for k, v in self.folders.items() if k != name}
+        if self.watcher is not None:
+            self.watcher.unwatch(name)
+        self.notify(STATE_CHANGED, {"event": "workspace.removed", "workspace": name})
+
     def _existing(self, root: Path) -> str | None:
         real = root.resolve()
         for ws in self.engine.store.workspaces():
@@ -280,24 +297,20 @@ class AutodocServer(LanguageServer):
 
     def ready_params(self) -> dict[str, Any]:
         workspaces = []
-        for name in sorted(self.folders):
-            try:
-                info = self.engine.workspace_list()
-            except RpcError:
-                continue
-            for ws in info:
-                if ws["name"] == name:
-                    state = self.engine.semantic_state(name)
-                    workspaces.append(
-                        {
-                            "name": name,
-                            "root": ws["root"],
-                            "documents": ws["documents"],
-                            "chunks": ws["chunks"],
-                            "semantic": state["semantic"],
-                            "model": state["model"],
-                        }
-                    )
+        folders = self.folders
+        for ws in self.engine.workspace_list():
+            if ws["name"] in folders:
+                state = self.engine.semantic_state(ws["name"])
+                workspaces.append(
+                    {
+                        "name": ws["name"],
+                        "root": ws["root"],
+                        "documents": ws["documents"],
+                        "chunks": ws["chunks"],
+                        "semantic": state["semantic"],
+                        "model": state["model"],
+                    }
+                )
         return {
             "workspaces": workspaces,
             "writer": self.refresher.writer,
@@ -475,7 +488,7 @@ def build_server(engine: Engine) -> AutodocServer:
         ls.loop = asyncio.get_running_loop()
         await load_options(ls)
         ls.watcher = Watcher(ls.refresher)
-        for root in getattr(ls, "_initial_folders", []):
+        for root in ls._initial_folders:
             if root.is_dir():
                 await ls.open_folder(root)
             else:
@@ -519,10 +532,7 @@ def build_server(engine: Engine) -> AutodocServer:
             root = uri_to_path(folder.uri)
             for name, r in list(ls.folders.items()):
                 if root is not None and r == root.resolve():
-                    del ls.folders[name]
-                    if ls.watcher is not None:
-                        ls.watcher.unwatch(name)
-                    ls.notify(STATE_CHANGED, {"event": "workspace.removed", "workspace": name})
+                    ls.close_folder(name)
         for folder in params.event.added:
             root = uri_to_path(folder.uri)
             if root is not None and root.is_dir():
