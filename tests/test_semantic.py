@@ -441,3 +441,12 @@ def test_background_embedding_serves_lexical_answers_meanwhile(rpc, vault):
     done = search(rpc, "kb", "notes part")
     assert done["semantic"] == "ready"
     assert done["semantic_coverage"]["embedded"] == done["semantic_coverage"]["total"] == 320
+
+
+def test_the_semantic_state_is_reported_when_the_stage_is_left_out(sample):
+    rpc, _ = sample
+    full = rpc.call("search.query", ["kb", "embedded store"])
+    lexical = rpc.call("search.query", ["kb", "embedded store", {"stages": ["lexical"]}])
+    assert full["semantic"] == lexical["semantic"] == "ready"
+    assert lexical["semantic_coverage"] == full["semantic_coverage"]
+    assert lexical["stages"]["performed"] == ["lexical"]

@@ -327,6 +327,9 @@ def run_search(
             ranked.append(("semantic", found))
             performed.append("semantic")
             timings["semantic_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+        elif semantic.embedder is not None and semantic.model_fp is not None:
+            # Not asked for (a picker's box unchecked): still say how complete the vectors are.
+            semantic.coverage = semantic_coverage(conn, store, ws, semantic.model_fp, epochs)
         check()
         fused, moved = _fuse(conn, ws, query, options, ranked)
         # A few spare hits stand in for those whose file changed since it was indexed.
@@ -392,7 +395,8 @@ def run_search(
             else None
         ),
         "model": semantic.embedder.name if semantic.embedder is not None else "",
-        "rank": {"state": "off", "model": "", "error": NO_RANKER if "rerank" in requested else ""},
+        # Why nothing was re-ranked, whether or not rerank was asked for: pickers show it.
+        "rank": {"state": "off", "model": "", "error": NO_RANKER},
         "stages": {"requested": requested, "performed": performed, "skipped": skipped},
         "truncated": truncated,
         "stale": sorted(stale),

@@ -640,7 +640,11 @@ def serve(db: str | None = None, log_file: str | None = None, level: str = "INFO
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
     logging.getLogger("autodoc").setLevel(level.upper())
-    logging.getLogger("pygls.protocol.json_rpc").addFilter(_AnsweredErrors())
+    rpc_log = logging.getLogger("pygls.protocol.json_rpc")
+    rpc_log.addFilter(_AnsweredErrors())
+    # A picker cancels on every keystroke, often after the answer went out: pygls warns about
+    # each such "unknown message id"; only its errors are worth the editor's log.
+    rpc_log.setLevel(logging.ERROR)
     engine = Engine(db)
     server = build_server(engine)
     logging.getLogger("autodoc").addHandler(_LogToClient(server))

@@ -1,0 +1,111 @@
+---@mod autodoc.health `:checkhealth autodoc`
+
+local M = {}
+
+local function age(seconds)
+  if not seconds or seconds == vim.NIL then
+    return "never"
+  end
+  local d = math.floor(os.time() - seconds)
+  if d < 120 then
+    return d .. " s ago"
+  elseif d < 7200 then
+    return math.floor(d / 60) .. " min ago"
+  end
+  return math.floor(d / 3600) .. " h ago"
+end
+
+function M.check()
+  local health = vim.health
+  local config = require("autodoc.config")
+  local client_mod = require("autodoc.client")
+
+  health.start("Neovim")
+  if vim.fn.has("nvim-0.10") == 1 then
+    health.ok("Neovim " .. tostring(vim.version()))
+  else
+    health.error("Neovim 0.10 or newer is required")
+  end
+
+  health.start("Configuration")
+  if #config.unknown == 0 then
+    health.ok("setup() options are valid")
+  else
+    health.warn("unknown setup() keys: " .. table.concat(config.unknown, ", "))
+  end
+
+  health.start("Sidecar")
+  local cmd = config.options.cmd
+  if vim.fn.executable(cmd[1]) == 1 then
+    local version_cmd = vim.deepcopy(cmd)
+    if version_cmd[#version_cmd] == "serve" then
+      version_cmd[#version_cmd] = "--version"
+    else
+      table.insert(version_cmd, "--version")
+    end
+    local ok, out = pcall(function()
+      return vim.system(version_cmd, { text = true }):wait(10000)
+    end)
+    if ok and out.code == 0 then
+      health.ok(vim.trim(out.stdout) .. " (" .. table.concat(cmd, " ") .. ")")
+    else
+      health.error("`" .. table.concat(version_cmd, " ") .. "` failed", { "pip install autodoc" })
+    end
+  else
+    health.error(cmd[1] .. " not found on PATH", { "pip install autodoc, or set cmd in setup()" })
+  end
+
+  health.start("Client")
+  local clients = vim.lsp.get_clients({ name = "autodoc" })
+  if #clients == 0 then
+    health.info("no sidecar running; :AutodocSearch starts one for " .. client_mod.root())
+    return
+  end
+  for _, client in ipairs(clients) do
+    health.ok("running for " .. client.root_dir .. " (client " .. client.id .. ")")
+    local status, err = client_mod.request_sync(client, "workspace/executeCommand", {
+      command = "autodoc.status",
+      arguments = {},
+    })
+    if err then
+      health.error("status failed: " .. (err.message or "?"))
+    else
+      if status.server.writer then
+        health.ok("writer lease held; store " .. status.server.db)
+      else
+        health.warn("read-only: the writer lease is held by " .. status.server.holder)
+      end
+      health.start("Workspaces")
+      for _, ws in ipairs(status.workspaces) do
+        health.ok(
+          string.format(
+            "%s: %d documents, %d chunks, indexed %s",
+            ws.name,
+            ws.documents,
+            ws.chunks,
+            age(ws.indexed_at)
+          )
+        )
+        local semantic = "embedding: " .. (ws.semantic or "off")
+        if ws.embedding then
+          semantic = semantic .. " (" .. ws.embedding.model .. ")"
+        elseif ws.semantic_reason and ws.semantic_reason ~= "" then
+          semantic = semantic .. " (" .. ws.semantic_reason .. ")"
+        end
+        if ws.semantic == "ready" or ws.semantic == "partial" then
+          health.ok(semantic)
+        else
+          health.warn(semantic)
+        end
+        local rank = ws.rank or {}
+        if rank.state and rank.state ~= "off" then
+          health.ok("ranker: " .. rank.state .. " (" .. (rank.model or "") .. ")")
+        else
+          health.info("ranker: off (" .. (rank.error or "") .. ")")
+        end
+      end
+    end
+  end
+end
+
+return M

@@ -1,0 +1,150 @@
+---@mod autodoc AutoDoc: hybrid search over a Markdown knowledge base.
+---
+--- `require("autodoc").setup(opts)` is optional: every command works with the defaults.
+
+local config = require("autodoc.config")
+
+local M = {}
+
+local HIGHLIGHTS = {
+  AutodocMatch = "Search", -- the query's words in the preview
+  AutodocSpan = "Visual", -- the hit's line span (preview, and after a jump)
+  AutodocPath = "Directory",
+  AutodocBreadcrumb = "Comment",
+  AutodocRelevance = "Number",
+  AutodocCheckOn = "DiagnosticOk",
+  AutodocCheckOff = "NonText",
+}
+
+--- Link AutoDoc's highlight groups, leaving any the user or colorscheme defined.
+function M.highlights()
+  for group, link in pairs(HIGHLIGHTS) do
+    vim.api.nvim_set_hl(0, group, { link = link, default = true })
+  end
+end
+
+local initialized = false
+
+local function init()
+  if initialized then
+    return
+  end
+  initialized = true
+  M.highlights()
+  local group = vim.api.nvim_create_augroup("autodoc", { clear = true })
+  vim.api.nvim_create_autocmd("ColorScheme", { group = group, callback = M.highlights })
+  vim.api.nvim_create_autocmd("LspProgress", {
+    group = group,
+    callback = function(ev)
+      local client = vim.lsp.get_client_by_id(ev.data.client_id)
+      local value = ev.data.params and ev.data.params.value or {}
+      if not config.options.progress or not client or client.name ~= "autodoc" then
+        return
+      end
+      if value.kind == "begin" or value.kind == "end" then
+        local text = value.kind == "begin" and value.title or ("indexed: " .. (value.message or ""))
+        vim.notify("autodoc: " .. text, vim.log.levels.INFO)
+      end
+    end,
+  })
+  -- Markdown buffers inside a running sidecar's root attach to it, so a save re-indexes at once.
+  vim.api.nvim_create_autocmd("FileType", {
+    group = group,
+    pattern = "markdown",
+    callback = function(ev)
+      local client_mod = require("autodoc.client")
+      local client = client_mod.get(client_mod.root(ev.buf))
+      if client and not vim.lsp.buf_is_attached(ev.buf, client.id) then
+        vim.lsp.buf_attach_client(ev.buf, client.id)
+      end
+    end,
+  })
+end
+
+---@param opts? autodoc.Options|table
+function M.setup(opts)
+  config.setup(opts)
+  init()
+end
+
+--- Open the search picker.
+---@param opts? autodoc.SearchOpts
+function M.search(opts)
+  init()
+  require("autodoc.picker").open(opts)
+end
+
+---@return vim.lsp.Client?
+local function running()
+  init()
+  local client_mod = require("autodoc.client")
+  return client_mod.start(client_mod.root())
+end
+
+--- `:Autodoc status`: the sidecar's view of this knowledge base.
+function M.status()
+  local client = running()
+  if not client then
+    return
+  end
+  local result, err = require("autodoc.client").request_sync(client, "workspace/executeCommand", {
+    command = "autodoc.status",
+    arguments = {},
+  })
+  if err then
+    vim.notify("autodoc: " .. (err.message or "status failed"), vim.log.levels.ERROR)
+    return
+  end
+  local lines = { "AutoDoc sidecar pid " .. result.server.pid .. ", store " .. result.server.db }
+  table.insert(
+    lines,
+    result.server.writer and "writer" or ("read-only, lease held by " .. result.server.holder)
+  )
+  for _, ws in ipairs(result.workspaces) do
+    table.insert(
+      lines,
+      string.format(
+        "%s: %d documents, %d chunks, semantic %s, rank %s (%s)",
+        ws.name,
+        ws.documents,
+        ws.chunks,
+        ws.semantic,
+        ws.rank.state,
+        ws.root
+      )
+    )
+  end
+  vim.notify(table.concat(lines, "\n"), vim.log.levels.INFO)
+end
+
+--- `:Autodoc reindex`: walk the root again.
+function M.reindex()
+  local client = running()
+  if client then
+    require("autodoc.client").request(client, "workspace/executeCommand", {
+      command = "autodoc.reindex",
+      arguments = {},
+    }, function(err)
+      if err then
+        vim.notify("autodoc: " .. err.message, vim.log.levels.ERROR)
+      end
+    end)
+  end
+end
+
+--- `:Autodoc open`: the picker with the query under the cursor or the visual selection.
+function M.open()
+  M.search({ query = vim.fn.expand("<cword>") })
+end
+
+--- `:Autodoc workspace`: start (or show) the sidecar for the current root.
+function M.workspace()
+  local client = running()
+  if client then
+    vim.notify("autodoc: serving " .. client.root_dir, vim.log.levels.INFO)
+  end
+end
+
+M.subcommands = { "status", "reindex", "open", "workspace" }
+
+return M

@@ -1,0 +1,634 @@
+---@mod autodoc.picker `:AutodocSearch`: search as you type, with live stage toggles.
+---
+--- Layout (spec §7): the query field over the hit list on the left, the file under the cursor
+--- on the right, scrolled to the hit with its span marked and the words highlighted; a
+--- checkbox per stage beneath. Every toggle searches again at once; one of Lexical and Semantic
+--- always stays checked; the choice is kept under stdpath("data").
+
+local client_mod = require("autodoc.client")
+local config = require("autodoc.config")
+
+local M = {}
+
+local ns = vim.api.nvim_create_namespace("autodoc_picker")
+local jump_ns = vim.api.nvim_create_namespace("autodoc_jump")
+local STAGES = { "lexical", "semantic", "rerank" }
+
+---@class autodoc.PickerState
+---@field client vim.lsp.Client
+---@field root string
+---@field workspace string?
+---@field query string
+---@field hits table[]
+---@field selected integer
+---@field answer table?
+---@field error string?
+---@field seq integer the latest search sent
+---@field cancel fun()?
+---@field timer uv.uv_timer_t?
+---@field bufs table<string, integer>
+---@field wins table<string, integer>
+---@field typed integer? hrtime of the latest keystroke not yet searched for
+---@field typed_at table<integer, integer> hrtime of the keystroke that led to search seq
+---@field augroup integer
+
+---@type autodoc.PickerState?
+local S = nil
+
+--- Keystroke-to-results latencies (ms), newest last; read by the benchmark and tests.
+M.latencies = {}
+
+-- -- the stage choice, kept across pickers and sessions ---------------------------------------
+
+local function stages_file()
+  return vim.fs.joinpath(vim.fn.stdpath("data"), "autodoc", "stages.json")
+end
+
+---@return table<string, boolean>
+function M.load_stages()
+  local stages = vim.deepcopy(config.options.stages)
+  local fd = io.open(stages_file(), "r")
+  if fd then
+    local ok, saved = pcall(vim.json.decode, fd:read("*a"))
+    fd:close()
+    if ok and type(saved) == "table" then
+      for _, s in ipairs(STAGES) do
+        if type(saved[s]) == "boolean" then
+          stages[s] = saved[s]
+        end
+      end
+    end
+  end
+  return stages
+end
+
+---@param stages table<string, boolean>
+local function save_stages(stages)
+  local path = stages_file()
+  vim.fn.mkdir(vim.fs.dirname(path), "p")
+  local fd = io.open(path, "w")
+  if fd then
+    fd:write(vim.json.encode(stages))
+    fd:close()
+  end
+end
+
+local stages = nil ---@type table<string, boolean>?
+
+--- Whether a stage can run now (from the latest answer; before one, assume it can).
+---@param stage string
+---@return boolean
+local function available(stage)
+  local a = S and S.answer
+  if stage == "lexical" then
+    return true
+  elseif stage == "semantic" then
+    return not a or (a.model ~= "" and a.semantic ~= "off")
+  end
+  return a ~= nil and a.rank ~= nil and a.rank.state ~= "off"
+end
+
+--- The stages to request: the checked boxes among those shown, never neither retriever.
+---@return string[]
+local function requested()
+  local out = {}
+  for _, s in ipairs(STAGES) do
+    if stages[s] and available(s) then
+      table.insert(out, s)
+    end
+  end
+  if not vim.tbl_contains(out, "lexical") and not vim.tbl_contains(out, "semantic") then
+    table.insert(out, 1, "lexical") -- the semantic box is hidden: lexical answers
+  end
+  return out
+end
+
+-- -- rendering --------------------------------------------------------------------------------
+
+---@param answer table?
+---@return string
+local function title(answer)
+  local parts = { " AutoDoc" }
+  if S and S.workspace then
+    table.insert(parts, ": " .. S.workspace)
+  end
+  if answer and answer.rank then
+    if answer.rank.state ~= "off" and answer.rank.model ~= "" then
+      table.insert(parts, " · re-ranked by " .. answer.rank.model)
+    else
+      table.insert(
+        parts,
+        " · not re-ranked: " .. (answer.rank.error ~= "" and answer.rank.error or "off")
+      )
+    end
+  end
+  return table.concat(parts) .. " "
+end
+
+local function render_stages()
+  if not S then
+    return
+  end
+  local a = S.answer
+  local req = requested()
+  local line, marks = "", {}
+  local function box(label, on, hl_on)
+    local start = #line
+    line = line .. string.format("[%s] %s", on and "x" or " ", label) .. "   "
+    table.insert(marks, { start, start + 3, on and hl_on or "AutodocCheckOff" })
+  end
+  box("Lexical " .. config.options.keys.lexical, vim.tbl_contains(req, "lexical"), "AutodocCheckOn")
+  if available("semantic") then
+    local label = "Semantic " .. config.options.keys.semantic
+    if a and a.semantic and a.semantic ~= "ready" then
+      local cov = a.semantic_coverage
+      local pct = cov and cov.total > 0 and math.floor(100 * cov.embedded / cov.total) or nil
+      label = label .. " (" .. a.semantic .. (pct and (" " .. pct .. "%") or "") .. ")"
+    end
+    box(label, stages.semantic, "AutodocCheckOn")
+  end
+  if available("rerank") then
+    box(
+      "Rerank (" .. a.rank.model .. ") " .. config.options.keys.rerank,
+      stages.rerank,
+      "AutodocCheckOn"
+    )
+  end
+  if a then
+    line = line .. string.format("%d hits · %s · %.0f ms", #S.hits, a.mode_used, a.took_ms or 0)
+  end
+  local buf = S.bufs.stages
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { line })
+  vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+  for _, m in ipairs(marks) do
+    vim.api.nvim_buf_set_extmark(buf, ns, 0, m[1], { end_col = m[2], hl_group = m[3] })
+  end
+end
+
+---@param hit table
+---@return string
+local function hit_line(hit)
+  return string.format("%s:%d  %s  %.2f", hit.path, hit.line_start, hit.breadcrumb, hit.relevance)
+end
+
+local function render_preview()
+  if not S or not S.wins.preview or not vim.api.nvim_win_is_valid(S.wins.preview) then
+    return
+  end
+  local buf = S.bufs.preview
+  local hit = S.hits[S.selected]
+  vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+  if not hit then
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
+    return
+  end
+  local fname = vim.fs.joinpath(S.answer.root or S.root, hit.path)
+  local ok, lines = pcall(vim.fn.readfile, fname)
+  if not ok then
+    lines = { "(cannot read " .. fname .. ")" }
+  end
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  local last = math.min(hit.line_end, #lines)
+  for lnum = hit.line_start, last do
+    vim.api.nvim_buf_set_extmark(buf, ns, lnum - 1, 0, { line_hl_group = "AutodocSpan" })
+  end
+  -- The query words, inside the span (case-insensitive, plain text).
+  local words = {}
+  for word in S.query:gmatch("[%w_%-%.:]+") do
+    if #word > 1 then
+      table.insert(words, (word:lower():gsub("%*$", "")))
+    end
+  end
+  for lnum = hit.line_start, last do
+    local lower = lines[lnum]:lower()
+    for _, w in ipairs(words) do
+      local from = 1
+      while true do
+        local s, e = lower:find(w, from, true)
+        if not s then
+          break
+        end
+        vim.api.nvim_buf_set_extmark(
+          buf,
+          ns,
+          lnum - 1,
+          s - 1,
+          { end_col = e, hl_group = "AutodocMatch" }
+        )
+        from = e + 1
+      end
+    end
+  end
+  local win = S.wins.preview
+  vim.api.nvim_win_set_cursor(win, { math.max(1, math.min(hit.line_start, #lines)), 0 })
+  vim.api.nvim_win_call(win, function()
+    vim.fn.winrestview({ topline = math.max(1, hit.line_start - 2) })
+  end)
+end
+
+local function render_list()
+  if not S then
+    return
+  end
+  local buf = S.bufs.list
+  local lines = {}
+  if S.error then
+    lines = { "error: " .. S.error }
+  elseif #S.hits == 0 then
+    lines = { S.query == "" and "type to search" or "no hits" }
+  else
+    for _, hit in ipairs(S.hits) do
+      table.insert(lines, hit_line(hit))
+    end
+  end
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+  for i, hit in ipairs(S.hits) do
+    local path_end = #hit.path + 1 + #tostring(hit.line_start)
+    local crumb_start = path_end + 2
+    local crumb_end = crumb_start + #hit.breadcrumb
+    vim.api.nvim_buf_set_extmark(
+      buf,
+      ns,
+      i - 1,
+      0,
+      { end_col = path_end, hl_group = "AutodocPath" }
+    )
+    vim.api.nvim_buf_set_extmark(buf, ns, i - 1, crumb_start, {
+      end_col = crumb_end,
+      hl_group = "AutodocBreadcrumb",
+    })
+    vim.api.nvim_buf_set_extmark(buf, ns, i - 1, crumb_end + 2, {
+      end_col = #lines[i],
+      hl_group = "AutodocRelevance",
+    })
+  end
+  S.selected = math.max(1, math.min(S.selected, #S.hits))
+  if #S.hits > 0 and vim.api.nvim_win_is_valid(S.wins.list) then
+    vim.api.nvim_win_set_cursor(S.wins.list, { S.selected, 0 })
+  end
+  if vim.api.nvim_win_is_valid(S.wins.prompt) then
+    vim.api.nvim_win_set_config(S.wins.prompt, { title = title(S.answer), title_pos = "left" })
+  end
+  render_stages()
+  render_preview()
+end
+
+-- -- searching --------------------------------------------------------------------------------
+
+local function search_now()
+  if not S then
+    return
+  end
+  if S.timer then
+    S.timer:stop()
+  end
+  if S.cancel then
+    S.cancel() -- the latest query wins: drop the one in flight
+    S.cancel = nil
+  end
+  S.seq = S.seq + 1
+  local seq = S.seq
+  if S.query:match("^%s*$") then
+    S.hits, S.error = {}, nil
+    render_list()
+    return
+  end
+  if not S.workspace then
+    return -- searched once the workspace is known
+  end
+  S.typed_at[seq], S.typed = S.typed, nil
+  local opts = { limit = config.options.limit, stages = requested() }
+  S.cancel = client_mod.request(
+    S.client,
+    "autodoc/search.query",
+    { S.workspace, S.query, opts },
+    function(err, result)
+      if not S or seq ~= S.seq then
+        return -- a newer query was sent meanwhile
+      end
+      S.cancel = nil
+      if err then
+        if err.code == -32800 then
+          return -- superseded
+        end
+        S.error = err.message
+        S.hits = {}
+      else
+        S.error, S.answer, S.hits = nil, result, result.hits
+      end
+      render_list()
+      local typed = S.typed_at[seq]
+      if typed then
+        table.insert(M.latencies, (vim.uv.hrtime() - typed) / 1e6)
+        S.typed_at[seq] = nil
+      end
+      vim.api.nvim_exec_autocmds("User", { pattern = "AutodocResults", modeline = false })
+    end
+  )
+end
+
+local function search_soon()
+  if not S then
+    return
+  end
+  S.typed = vim.uv.hrtime()
+  S.query = vim.api.nvim_buf_get_lines(S.bufs.prompt, 0, 1, false)[1] or ""
+  S.timer = S.timer or vim.uv.new_timer()
+  S.timer:stop()
+  S.timer:start(
+    config.options.debounce_ms,
+    0,
+    vim.schedule_wrap(function()
+      if S then
+        search_now()
+      end
+    end)
+  )
+end
+
+--- Flip a stage and search again at once.
+---@param stage string
+function M.toggle(stage)
+  if not S then
+    return
+  end
+  if not available(stage) then
+    return -- a hidden box keeps its state
+  end
+  if stage ~= "rerank" and stages[stage] then
+    local other = stage == "lexical" and "semantic" or "lexical"
+    if not (stages[other] and available(other)) then
+      vim.notify("autodoc: one of Lexical and Semantic stays checked", vim.log.levels.INFO)
+      return
+    end
+  end
+  stages[stage] = not stages[stage]
+  save_stages(stages)
+  render_stages()
+  search_now()
+end
+
+-- -- actions ----------------------------------------------------------------------------------
+
+---@param delta integer
+local function move(delta)
+  if not S or #S.hits == 0 then
+    return
+  end
+  S.selected = (S.selected - 1 + delta) % #S.hits + 1
+  vim.api.nvim_win_set_cursor(S.wins.list, { S.selected, 0 })
+  render_preview()
+end
+
+function M.close()
+  if not S then
+    return
+  end
+  local state = S
+  S = nil
+  if state.cancel then
+    state.cancel()
+  end
+  if state.timer then
+    state.timer:stop()
+    state.timer:close()
+  end
+  pcall(vim.api.nvim_del_augroup_by_id, state.augroup)
+  for _, win in pairs(state.wins) do
+    if vim.api.nvim_win_is_valid(win) then
+      vim.api.nvim_win_close(win, true)
+    end
+  end
+  vim.cmd.stopinsert()
+end
+
+--- Open a hit at its line span, the span highlighted for a moment.
+---@param root string
+---@param hit table
+function M.jump(root, hit)
+  vim.cmd.edit(vim.fn.fnameescape(vim.fs.joinpath(root, hit.path)))
+  local buf = vim.api.nvim_get_current_buf()
+  local count = vim.api.nvim_buf_line_count(buf)
+  vim.api.nvim_win_set_cursor(0, { math.min(hit.line_start, count), 0 })
+  vim.cmd("normal! zv")
+  vim.api.nvim_buf_clear_namespace(buf, jump_ns, 0, -1)
+  for lnum = hit.line_start, math.min(hit.line_end, count) do
+    vim.api.nvim_buf_set_extmark(buf, jump_ns, lnum - 1, 0, { line_hl_group = "AutodocSpan" })
+  end
+  local ms = config.options.span_highlight_ms
+  if ms > 0 then
+    vim.defer_fn(function()
+      if vim.api.nvim_buf_is_valid(buf) then
+        vim.api.nvim_buf_clear_namespace(buf, jump_ns, 0, -1)
+      end
+    end, ms)
+  end
+end
+
+local function open_selected()
+  if not S then
+    return
+  end
+  local hit = S.hits[S.selected]
+  local root = S.answer and S.answer.root or S.root
+  M.close()
+  if hit then
+    M.jump(root, hit)
+  end
+end
+
+local function to_quickfix()
+  if not S then
+    return
+  end
+  local root = S.answer and S.answer.root or S.root
+  local items = {}
+  for _, hit in ipairs(S.hits) do
+    table.insert(items, {
+      filename = vim.fs.joinpath(root, hit.path),
+      lnum = hit.line_start,
+      end_lnum = hit.line_end,
+      col = 1,
+      text = hit.breadcrumb .. " — " .. (hit.snippet or ""):gsub("\n", " "),
+    })
+  end
+  local query = S.query
+  M.close()
+  vim.fn.setqflist({}, " ", { title = "AutoDoc: " .. query, items = items })
+  vim.cmd.copen()
+end
+
+-- -- windows ----------------------------------------------------------------------------------
+
+local function scratch()
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.bo[buf].bufhidden = "wipe"
+  return buf
+end
+
+local function layout()
+  local cols, lines = vim.o.columns, vim.o.lines
+  local width = math.max(40, math.floor(cols * config.options.picker.width))
+  local height = math.max(10, math.floor(lines * config.options.picker.height))
+  local row = math.floor((lines - height) / 2)
+  local col = math.floor((cols - width) / 2)
+  local left = math.floor(width * 0.45)
+  return {
+    prompt = { row = row, col = col, width = left, height = 1 },
+    list = { row = row + 3, col = col, width = left, height = height - 7 },
+    preview = { row = row, col = col + left + 2, width = width - left - 2, height = height - 4 },
+    stages = { row = row + height - 2, col = col, width = width, height = 1 },
+  }
+end
+
+---@class autodoc.SearchOpts
+---@field query? string start with this query
+---@field root? string the knowledge base (default: around the current buffer)
+
+--- Open the picker.
+---@param opts? autodoc.SearchOpts
+function M.open(opts)
+  opts = opts or {}
+  if S then
+    M.close()
+  end
+  local root = opts.root or client_mod.root()
+  local client = client_mod.start(root)
+  if not client then
+    vim.notify(
+      "autodoc: cannot start the sidecar (" .. table.concat(config.options.cmd, " ") .. ")",
+      vim.log.levels.ERROR
+    )
+    return
+  end
+  stages = stages or M.load_stages()
+  S = {
+    client = client,
+    root = root,
+    query = opts.query or "",
+    hits = {},
+    selected = 1,
+    seq = 0,
+    bufs = { prompt = scratch(), list = scratch(), preview = scratch(), stages = scratch() },
+    wins = {},
+    typed_at = {},
+    augroup = vim.api.nvim_create_augroup("autodoc_picker", { clear = true }),
+  }
+  local geo = layout()
+  local function float(name, enter, extra)
+    local g = geo[name]
+    local cfg = vim.tbl_extend("force", {
+      relative = "editor",
+      row = g.row,
+      col = g.col,
+      width = g.width,
+      height = g.height,
+      style = "minimal",
+      border = "rounded",
+      zindex = 60,
+    }, extra or {})
+    S.wins[name] = vim.api.nvim_open_win(S.bufs[name], enter, cfg)
+  end
+  float("list", false)
+  float("preview", false, { title = " Preview ", title_pos = "center" })
+  float("stages", false)
+  float("prompt", true, { title = title(nil), title_pos = "left" })
+  vim.wo[S.wins.list].cursorline = true
+  vim.wo[S.wins.preview].number = true
+  vim.bo[S.bufs.preview].filetype = "markdown"
+  vim.api.nvim_buf_set_lines(S.bufs.prompt, 0, -1, false, { S.query })
+  vim.cmd.startinsert({ bang = true })
+
+  local buf, keys = S.bufs.prompt, config.options.keys
+  local function map(lhs, fn)
+    vim.keymap.set({ "i", "n" }, lhs, fn, { buffer = buf, nowait = true })
+  end
+  map(keys.lexical, function()
+    M.toggle("lexical")
+  end)
+  map(keys.semantic, function()
+    M.toggle("semantic")
+  end)
+  map(keys.rerank, function()
+    M.toggle("rerank")
+  end)
+  map(keys.open, open_selected)
+  map(keys.quickfix, to_quickfix)
+  map(keys.close, M.close)
+  map(keys.next, function()
+    move(1)
+  end)
+  map(keys.prev, function()
+    move(-1)
+  end)
+  map("<Down>", function()
+    move(1)
+  end)
+  map("<Up>", function()
+    move(-1)
+  end)
+
+  vim.api.nvim_create_autocmd({ "TextChangedI", "TextChanged" }, {
+    group = S.augroup,
+    buffer = buf,
+    callback = search_soon,
+  })
+  vim.api.nvim_create_autocmd("WinLeave", {
+    group = S.augroup,
+    buffer = buf,
+    callback = function()
+      vim.schedule(function()
+        if S and vim.api.nvim_get_current_win() ~= S.wins.prompt then
+          M.close()
+        end
+      end)
+    end,
+  })
+  -- The sidecar says a model, ranker or workspace changed: refresh the open query.
+  vim.api.nvim_create_autocmd("User", {
+    group = S.augroup,
+    pattern = { "AutodocStateChanged", "AutodocIndexReady" },
+    callback = function()
+      if S and not S.workspace then
+        client_mod.workspace(S.client, S.root, function(name)
+          if S and name then
+            S.workspace = name
+            search_now()
+          end
+        end)
+      else
+        search_now()
+      end
+    end,
+  })
+  render_list()
+  client_mod.workspace(client, root, function(name)
+    if S and name then
+      S.workspace = name
+      search_now()
+    end
+  end)
+end
+
+--- For tests and the benchmark: the picker's state (nil when closed).
+---@return table?
+function M.state()
+  if not S then
+    return nil
+  end
+  return {
+    query = S.query,
+    workspace = S.workspace,
+    hits = S.hits,
+    selected = S.selected,
+    answer = S.answer,
+    error = S.error,
+    stages = vim.deepcopy(stages),
+    requested = requested(),
+    bufs = S.bufs,
+    wins = S.wins,
+  }
+end
+
+return M

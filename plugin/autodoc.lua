@@ -1,0 +1,34 @@
+-- AutoDoc: commands and <Plug> mappings only; everything else loads on first use.
+if vim.g.loaded_autodoc then
+  return
+end
+vim.g.loaded_autodoc = true
+
+vim.api.nvim_create_user_command("AutodocSearch", function(cmd)
+  require("autodoc").search({ query = cmd.args ~= "" and cmd.args or nil })
+end, { nargs = "?", desc = "AutoDoc: search the knowledge base" })
+
+vim.api.nvim_create_user_command("Autodoc", function(cmd)
+  local autodoc = require("autodoc")
+  local sub = cmd.fargs[1]
+  if not vim.tbl_contains(autodoc.subcommands, sub) then
+    vim.notify("autodoc: :Autodoc " .. table.concat(autodoc.subcommands, "|"), vim.log.levels.ERROR)
+    return
+  end
+  autodoc[sub]()
+end, {
+  nargs = 1,
+  desc = "AutoDoc: status, reindex, open, workspace",
+  complete = function(lead)
+    return vim.tbl_filter(function(s)
+      return s:find(lead, 1, true) == 1
+    end, { "status", "reindex", "open", "workspace" })
+  end,
+})
+
+vim.keymap.set("n", "<Plug>(autodoc-search)", function()
+  require("autodoc").search()
+end, { desc = "AutoDoc: search" })
+vim.keymap.set("n", "<Plug>(autodoc-open)", function()
+  require("autodoc").open()
+end, { desc = "AutoDoc: search the word under the cursor" })

