@@ -128,7 +128,10 @@ def test_picker_searches_as_you_type_and_toggles_stages(start):
     assert answer["stages"]["performed"] == ["lexical", "semantic"]
     assert answer["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
     assert "[x] Semantic" in n.lines("stages")[0]
-    assert n.lines("list")[0].startswith("adr/0003-embedded-sqlite-store.md:")
+    first = answer["hits"][0]
+    assert n.lines("list")[0] == (
+        f"{first['relevance']:.2f}  {first['path']}:{first['line_start']}  {first['breadcrumb']}"
+    )
 
     answer = n.answer_after(lambda: n.nvim.input("<M-s>"))
     assert answer["stages"]["performed"] == ["lexical"]
@@ -222,3 +225,23 @@ def test_checkhealth_reports_each_section(start):
     assert "unknown setup() keys: colour" in text
     assert "vault: 8 documents" in text
     assert "embedding: off" in text and "ranker: off" in text
+
+
+def test_the_help_file_has_valid_tags(tmp_path: Path):
+    if NVIM is None:
+        pytest.skip("nvim is not installed")
+    docs = tmp_path / "doc"
+    docs.mkdir()
+    shutil.copy(REPO / "doc" / "autodoc.txt", docs / "autodoc.txt")
+    import subprocess
+
+    out = subprocess.run(
+        [NVIM, "--headless", "--clean", "-c", f"helptags {docs}", "-c", "qall!"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0 and "E154" not in out.stderr, out.stderr  # duplicate tag
+    tags = (docs / "tags").read_text()
+    for tag in ("autodoc-picker", ":AutodocSearch", "autodoc.setup()", "hl-AutodocSpan"):
+        assert f"{tag}\t" in tags

@@ -168,7 +168,7 @@ end
 ---@param hit table
 ---@return string
 local function hit_line(hit)
-  return string.format("%s:%d  %s  %.2f", hit.path, hit.line_start, hit.breadcrumb, hit.relevance)
+  return string.format("%.2f  %s:%d  %s", hit.relevance, hit.path, hit.line_start, hit.breadcrumb)
 end
 
 local function render_preview()
@@ -244,23 +244,17 @@ local function render_list()
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
   for i, hit in ipairs(S.hits) do
-    local path_end = #hit.path + 1 + #tostring(hit.line_start)
-    local crumb_start = path_end + 2
-    local crumb_end = crumb_start + #hit.breadcrumb
-    vim.api.nvim_buf_set_extmark(
-      buf,
-      ns,
-      i - 1,
-      0,
-      { end_col = path_end, hl_group = "AutodocPath" }
-    )
-    vim.api.nvim_buf_set_extmark(buf, ns, i - 1, crumb_start, {
-      end_col = crumb_end,
-      hl_group = "AutodocBreadcrumb",
+    -- "0.93  path:line  breadcrumb": relevance first, so a narrow list still shows it.
+    local path_start = 6
+    local path_end = path_start + #hit.path + 1 + #tostring(hit.line_start)
+    vim.api.nvim_buf_set_extmark(buf, ns, i - 1, 0, { end_col = 4, hl_group = "AutodocRelevance" })
+    vim.api.nvim_buf_set_extmark(buf, ns, i - 1, path_start, {
+      end_col = path_end,
+      hl_group = "AutodocPath",
     })
-    vim.api.nvim_buf_set_extmark(buf, ns, i - 1, crumb_end + 2, {
+    vim.api.nvim_buf_set_extmark(buf, ns, i - 1, path_end + 2, {
       end_col = #lines[i],
-      hl_group = "AutodocRelevance",
+      hl_group = "AutodocBreadcrumb",
     })
   end
   S.selected = math.max(1, math.min(S.selected, #S.hits))
@@ -535,6 +529,8 @@ function M.open(opts)
   float("stages", false)
   float("prompt", true, { title = title(nil), title_pos = "left" })
   vim.wo[S.wins.list].cursorline = true
+  vim.wo[S.wins.list].wrap = false
+  vim.wo[S.wins.preview].wrap = false
   vim.wo[S.wins.preview].number = true
   vim.bo[S.bufs.preview].filetype = "markdown"
   vim.api.nvim_buf_set_lines(S.bufs.prompt, 0, -1, false, { S.query })

@@ -1,0 +1,181 @@
+"""Keystroke-to-results latency of the Neovim picker, measured inside Neovim (vim.uv.hrtime).
+
+A headless Neovim (the plugin on its runtimepath) runs `:AutodocSearch` against the real
+sidecar; each query is typed one character at a time (`--gap-ms` apart, so the debounce and the
+cancel-on-keystroke path run as they do for a person) and the picker records, per answer, the
+time from the keystroke that led to it to the list being rendered. Reported: p50/p95 over the
+queries of the final keystroke's latency, beside the sidecar's own `took_ms` for the same
+answers (the baseline in the same run: what is left is debounce, RPC and rendering).
+
+    python bench/picker_latency.py --vault ../shared/corpora/cpp-docs --queries 50
+
+`--screenshot FILE` instead types one query and writes the composed screen as text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pynvim
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def screen_text(nvim, width: int, height: int) -> str:
+    """The composed screen (floating windows included), read back with screenstring()."""
+    return nvim.exec_lua(
+        """
+        local w, h = ...
+        vim.cmd("redraw!")
+        local rows = {}
+        for r = 1, h do
+          local cells = {}
+          for c = 1, w do
+            cells[#cells + 1] = vim.fn.screenstring(r, c)
+          end
+          rows[#rows + 1] = (table.concat(cells):gsub("%s+$", ""))
+        end
+        return table.concat(rows, "\\n")
+        """,
+        width,
+        height,
+    )
+
+
+def start_nvim(vault: Path, db: Path, server: dict):
+    os.environ["AUTODOC_DB"] = str(db)
+    cwd = os.getcwd()
+    os.chdir(vault)
+    try:
+        nvim = pynvim.attach(
+            "child",
+            argv=[shutil.which("nvim") or "nvim", "--embed", "--headless", "--clean",
+                  "--cmd", f"set rtp^={REPO}", "--cmd", "runtime plugin/autodoc.lua"],
+        )  # fmt: skip
+    finally:
+        os.chdir(cwd)
+    nvim.exec_lua(
+        "local cmd, server = ...; require('autodoc').setup({cmd = cmd, server = server,"
+        " progress = false})",
+        [sys.executable, "-m", "autodoc", "serve"],
+        server,
+    )
+    return nvim
+
+
+def state(nvim):
+    return nvim.exec_lua("return require('autodoc.picker').state()")
+
+
+def wait(predicate, timeout: float = 120.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise TimeoutError("picker did not answer")
+
+
+def queries_from(vault: Path, n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    files = sorted(vault.rglob("*.md"))
+    out: list[str] = []
+    while len(out) < n:
+        text = rng.choice(files).read_text(encoding="utf-8", errors="replace")
+        heads = [h for h in re.findall(r"^#{1,4} (.+)$", text, re.M) if len(h.split()) >= 2]
+        if not heads:
+            continue
+        words = [w for w in re.findall(r"[A-Za-z_][\w:]+", rng.choice(heads)) if len(w) > 2]
+        if len(words) >= 2:
+            out.append(" ".join(words[: rng.choice((2, 3))]).lower())
+    return out
+
+
+def measure(args) -> dict:
+    nvim = start_nvim(Path(args.vault), Path(args.db), {"embedding": args.embedding})
+    nvim.command("AutodocSearch")
+    wait(lambda: (s := state(nvim)) and s.get("workspace"))
+    finals, took = [], []
+    for query in queries_from(Path(args.vault), args.queries, args.seed):
+        nvim.input("<C-u>")
+        for ch in query:
+            nvim.input(ch)
+            time.sleep(args.gap_ms / 1000)
+        answer = wait(
+            lambda q=query: (
+                (s := state(nvim)) and s.get("answer") and s["answer"]["query"] == q and s["answer"]
+            )
+        )
+        finals.append(nvim.exec_lua("local l = require('autodoc.picker').latencies; return l[#l]"))
+        took.append(answer["took_ms"])
+    debounce = nvim.exec_lua("return require('autodoc.config').options.debounce_ms")
+    nvim.close()
+
+    def pct(xs, p):
+        xs = sorted(xs)
+        return round(xs[min(len(xs) - 1, int(p * len(xs)))], 1)
+
+    return {
+        "vault": args.vault,
+        "queries": len(finals),
+        "gap_ms": args.gap_ms,
+        "keystroke_to_results_ms": {"p50": round(statistics.median(finals), 1),
+                                    "p95": pct(finals, 0.95)},
+        "sidecar_took_ms": {"p50": round(statistics.median(took), 1), "p95": pct(took, 0.95)},
+        "debounce_ms": debounce,
+    }  # fmt: skip
+
+
+def screenshot(args) -> None:
+    nvim = start_nvim(Path(args.vault), Path(args.db), {"embedding": args.embedding})
+    nvim.command(f"set columns={args.width} lines={args.height}")
+    nvim.command("AutodocSearch")
+    wait(lambda: (s := state(nvim)) and s.get("workspace"))
+    nvim.input(args.query)
+    wait(
+        lambda: (
+            (s := state(nvim))
+            and s.get("answer")
+            and s["answer"]["query"] == args.query
+            and (args.embedding == "none" or s["answer"]["semantic"] == "ready")
+        )
+    )
+    nvim.input("<C-n>")
+    time.sleep(0.5)
+    text = screen_text(nvim, args.width, args.height)
+    Path(args.screenshot).write_text(text + "\n", encoding="utf-8")
+    nvim.close()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--vault", default=str(REPO.parent / "shared" / "corpora" / "cpp-docs"))
+    p.add_argument("--db", default=os.path.join(tempfile.gettempdir(), "autodoc-picker", "a.db"))
+    p.add_argument("--embedding", default="none")
+    p.add_argument("--queries", type=int, default=50)
+    p.add_argument("--gap-ms", type=int, default=100, help="between typed characters")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--screenshot", help="write the picker's screen as text here instead")
+    p.add_argument("--query", default="why did we pick sqlite")
+    p.add_argument("--width", type=int, default=120)
+    p.add_argument("--height", type=int, default=32)
+    args = p.parse_args()
+    if args.screenshot:
+        screenshot(args)
+        return
+    print(json.dumps(measure(args), indent=2))
+
+
+if __name__ == "__main__":
+    main()
