@@ -309,21 +309,13 @@ class Engine:
                 "problems": problems,
                 "problem_count": n_problems,
                 "lexical": {"engine": "tantivy", "entries": self.lexical(ws).num_docs()},
-                "rank": {"state": "off", "model": "", "error": "no ranker configured"},
             }
         )
         plan = self.semantic_plan(ws)
-        info["semantic"] = plan.state or "off"
-        info["semantic_reason"] = plan.reason
+        state = self._semantic_state(ws, plan)
+        info.update({k: state[k] for k in ("semantic", "semantic_reason", "rank")})
         if plan.embedder is not None:
-            with self.store.snapshot() as conn:
-                epochs = conn.execute(
-                    "SELECT lexical_epoch, vector_epoch FROM workspaces WHERE id = ?", (ws.id,)
-                ).fetchone()
-                embedded, total = semantic_coverage(conn, self.store, ws, plan.model_fp, epochs)
-            if not plan.state:
-                info["semantic"] = "ready" if embedded >= total else "partial"
-            info["semantic_coverage"] = {"embedded": embedded, "total": total}
+            info["semantic_coverage"] = state["semantic_coverage"]
             info["embedding"] = {
                 "model": plan.embedder.name,
                 "model_fp": plan.model_fp,
@@ -348,7 +340,9 @@ class Engine:
     def semantic_state(self, name: Any) -> dict[str, Any]:
         """What a picker shows beside its stage toggles; cheap (coverage is cached per epoch)."""
         ws = self.workspace(name)
-        plan = self.semantic_plan(ws)
+        return self._semantic_state(ws, self.semantic_plan(ws))
+
+    def _semantic_state(self, ws: Workspace, plan: SemanticPlan) -> dict[str, Any]:
         state, coverage = plan.state or "off", None
         if plan.embedder is not None:
             with self.store.snapshot() as conn:

@@ -78,19 +78,23 @@ def scan(root: Path, max_bytes: int) -> tuple[list[FoundFile], list[Skipped]]:
                 visited.add(key)
                 stack.append((target, rel))
                 continue
-            if not is_md:
-                continue
-            if not stat.S_ISREG(info.st_mode):
-                skipped.append(Skipped(rel, "not a regular file"))
-            elif info.st_size > max_bytes:
-                mb = info.st_size / 1e6
-                skipped.append(
-                    Skipped(rel, f"file too large ({mb:.1f} MB > {max_bytes / 1e6:.0f} MB limit)")
-                )
-            else:
-                found.append(FoundFile(rel, target, info.st_size, info.st_mtime_ns))
+            if is_md:
+                _take(rel, target, info, max_bytes, found, skipped)
     found.sort(key=lambda f: f.rel)
     return found, skipped
+
+
+def _take(rel, path, info, max_bytes, found: list[FoundFile], skipped: list[Skipped]) -> None:
+    """A Markdown file is indexed if it is a regular file within the size limit."""
+    if not stat.S_ISREG(info.st_mode):
+        skipped.append(Skipped(rel, "not a regular file"))
+    elif info.st_size > max_bytes:
+        mb = info.st_size / 1e6
+        skipped.append(
+            Skipped(rel, f"file too large ({mb:.1f} MB > {max_bytes / 1e6:.0f} MB limit)")
+        )
+    else:
+        found.append(FoundFile(rel, path, info.st_size, info.st_mtime_ns))
 
 
 def find(root: Path, rels: list[str], max_bytes: int) -> tuple[list[FoundFile], list[Skipped]]:
@@ -117,17 +121,8 @@ def find(root: Path, rels: list[str], max_bytes: int) -> tuple[list[FoundFile], 
             if os.path.islink(path):
                 skipped.append(Skipped(rel, "broken symlink"))
             continue
-        if stat.S_ISDIR(info.st_mode):
-            continue
-        if not stat.S_ISREG(info.st_mode):
-            skipped.append(Skipped(rel, "not a regular file"))
-        elif info.st_size > max_bytes:
-            mb = info.st_size / 1e6
-            skipped.append(
-                Skipped(rel, f"file too large ({mb:.1f} MB > {max_bytes / 1e6:.0f} MB limit)")
-            )
-        else:
-            found.append(FoundFile(rel, real, info.st_size, info.st_mtime_ns))
+        if not stat.S_ISDIR(info.st_mode):
+            _take(rel, real, info, max_bytes, found, skipped)
     return found, skipped
 
 
