@@ -172,7 +172,7 @@ def test_the_stage_choice_survives_a_restart(start):
     third.nvim.command("AutodocSearch embedded store")
     third.until(lambda: (s := third.state()) and s.get("answer"))
     assert third.state()["stages"]["semantic"] is False  # read back from stdpath("data")
-    assert third.state()["answer"]["stages"]["requested"] == ["lexical"]
+    assert "semantic" not in third.state()["answer"]["stages"]["requested"]
 
 
 def test_enter_jumps_to_the_span_and_ctrl_q_fills_quickfix(start, vault: Path):
@@ -245,3 +245,26 @@ def test_the_help_file_has_valid_tags(tmp_path: Path):
     tags = (docs / "tags").read_text()
     for tag in ("autodoc-picker", ":AutodocSearch", "autodoc.setup()", "hl-AutodocSpan"):
         assert f"{tag}\t" in tags
+
+
+def test_the_rerank_box_appears_with_a_ranker_and_toggles(start, tmp_path: Path):
+    from .fake_rankers import tiny_cross_encoder
+
+    folder = tiny_cross_encoder(tmp_path / "tiny-ce", {"sqlite": 3.0})
+    n = start({"embedding": "none", "ranker": {"provider": "onnx", "path": str(folder)}})
+    n.nvim.command("AutodocSearch sqlite store")
+    n.until(lambda: (s := n.state()) and s.get("answer"))
+
+    def title() -> str:
+        cfg = n.lua(
+            "return vim.api.nvim_win_get_config(require('autodoc.picker').state().wins.prompt)"
+        )
+        return "".join(t[0] for t in cfg["title"])
+
+    assert n.state()["answer"]["rank"]["state"] == "ready"
+    assert "[x] Rerank (tiny-ce) <M-r>" in n.lines("stages")[0]
+    assert "re-ranked by tiny-ce" in title()
+    answer = n.answer_after(lambda: n.nvim.input("<M-r>"))
+    assert answer["rank"] == {"state": "skipped", "model": "tiny-ce", "error": "not requested"}
+    assert "[ ] Rerank (tiny-ce)" in n.lines("stages")[0]
+    assert "not re-ranked: not requested" in title()

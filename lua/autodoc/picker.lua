@@ -85,7 +85,7 @@ local function available(stage)
   elseif stage == "semantic" then
     return not a or (a.model ~= "" and a.semantic ~= "off")
   end
-  return a ~= nil and a.rank ~= nil and a.rank.state ~= "off"
+  return not a or (a.rank ~= nil and a.rank.state ~= "off")
 end
 
 --- The stages to request: the checked boxes among those shown, never neither retriever.
@@ -113,13 +113,11 @@ local function title(answer)
     table.insert(parts, ": " .. S.workspace)
   end
   if answer and answer.rank then
-    if answer.rank.state ~= "off" and answer.rank.model ~= "" then
+    if answer.rank.state == "ready" then
       table.insert(parts, " · re-ranked by " .. answer.rank.model)
     else
-      table.insert(
-        parts,
-        " · not re-ranked: " .. (answer.rank.error ~= "" and answer.rank.error or "off")
-      )
+      local why = answer.rank.error ~= "" and answer.rank.error or answer.rank.state
+      table.insert(parts, " · not re-ranked: " .. why)
     end
   end
   return table.concat(parts) .. " "
@@ -147,7 +145,7 @@ local function render_stages()
     end
     box(label, stages.semantic, "AutodocCheckOn")
   end
-  if available("rerank") then
+  if a and available("rerank") then -- its label needs the model's name
     box(
       "Rerank (" .. a.rank.model .. ") " .. config.options.keys.rerank,
       stages.rerank,

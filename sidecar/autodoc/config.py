@@ -33,6 +33,12 @@ def _embedding(value: Any) -> Any:
     return validate_spec(value)
 
 
+def _ranker(value: Any) -> Any:
+    from .rerank import validate_spec
+
+    return validate_spec(value)
+
+
 OPTIONS: dict[str, Option] = {
     "section_tokens": Option(
         350, int, 50, 4000, rechunk=True, doc="target chunk size in estimated tokens"
@@ -49,6 +55,12 @@ OPTIONS: dict[str, Option] = {
         dict,
         doc="embedding provider: bundled (default), onnx, openai or none",
         check=_embedding,
+    ),
+    "ranker": Option(
+        {"provider": "none", "window": 40, "timeout": 5.0},
+        dict,
+        doc="cross-encoder ranker: none (default), onnx, tei or cohere; window 10..100",
+        check=_ranker,
     ),
 }
 

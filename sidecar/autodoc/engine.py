@@ -20,6 +20,7 @@ from .embed import Embedder, load_embedder
 from .errors import SWITCHING, UNSUPPORTED, CancelToken, invalid_params
 from .indexer import Indexer, Progress
 from .lexical import LexicalIndex
+from .rerank import NO_RANKER, RankPlan, load_ranker
 from .search import run_search, semantic_coverage
 from .semantic import SemanticPlan, SignIndex, collect_unused, fill
 from .store import Store, Workspace
@@ -79,6 +80,16 @@ class Engine:
             return load_embedder(spec), ""
         except Exception as exc:  # a missing file or an unreachable server: lexical goes on
             return None, f"embedding model unavailable: {getattr(exc, 'message', exc)}"
+
+    def rank_plan(self, ws: Workspace) -> RankPlan:
+        """The configured ranker, or why there is none (a missing model folder, say)."""
+        spec = ws.options["ranker"]
+        if spec.get("provider", "none") == "none":
+            return RankPlan(None, spec, NO_RANKER)
+        try:
+            return RankPlan(load_ranker(spec), spec)
+        except Exception as exc:  # rerank is optional: the search goes on without it
+            return RankPlan(None, spec, f"ranker unavailable: {getattr(exc, 'message', exc)}")
 
     def signs(self, ws: Workspace, embedder: Embedder) -> SignIndex:
         with self._lock:
@@ -283,6 +294,18 @@ class Engine:
                     return
                 self._again.discard(name)
 
+    def _rank_state(self, ws: Workspace) -> dict[str, Any]:
+        plan = self.rank_plan(ws)
+        if plan.ranker is None:
+            return {"state": "off", "model": "", "error": plan.reason}
+        return {
+            "state": "ready",
+            "model": plan.ranker.name,
+            "error": "",
+            "window": plan.window,
+            "meter": plan.ranker.meter.to_dict(),
+        }
+
     def index_status(self, name: Any) -> dict[str, Any]:
         ws = self.workspace(name)
         info = self._describe(ws)
@@ -331,7 +354,14 @@ class Engine:
     ) -> dict[str, Any]:
         ws = self.workspace(name)
         answer = run_search(
-            self.store, self.lexical(ws), ws, query, opts, self.semantic_plan(ws), cancel
+            self.store,
+            self.lexical(ws),
+            ws,
+            query,
+            opts,
+            self.semantic_plan(ws),
+            cancel,
+            self.rank_plan(ws),
         )
         if answer["stale"] and self.on_stale is not None:
             self.on_stale(ws.name, answer["stale"])
@@ -359,7 +389,7 @@ class Engine:
             "semantic_reason": plan.reason,
             "semantic_coverage": coverage,
             "model": plan.embedder.name if plan.embedder is not None else "",
-            "rank": {"state": "off", "model": "", "error": "no ranker configured"},
+            "rank": self._rank_state(ws),
         }
 
     def changes_since(self, name: Any, cursor: Any = 0) -> dict[str, Any]:

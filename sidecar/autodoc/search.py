@@ -16,6 +16,7 @@ from .errors import EMBED_FAILED, UNSUPPORTED, CancelToken, RpcError, invalid_pa
 from .fuse import MAX_READ, RETRIEVER_TOP
 from .lexical import STEMMED, UNSTEMMED, LexicalIndex, analyze
 from .query import ParsedQuery, parse_query
+from .rerank import NOT_REQUESTED, RankPlan, rerank, validate_window
 from .semantic import SemanticPlan, coverage, semantic_candidates
 from .store import Store, Workspace
 
@@ -27,7 +28,7 @@ SNIPPET_CHARS = 220
 NO_RANKER = "no ranker configured"
 STALE_SPARE = 10
 
-_OPTS = {"limit", "stages", "paths", "mode", "retrieval"}
+_OPTS = {"limit", "stages", "paths", "mode", "retrieval", "window"}
 
 
 @dataclass
@@ -36,6 +37,7 @@ class SearchOptions:
     stages: list[str]
     paths: list[str]
     demote_superseded: bool | None = None
+    window: int | None = None  # how many fused hits the ranker reads (default: the workspace's)
 
 
 def parse_options(opts: Any) -> SearchOptions:
@@ -73,7 +75,10 @@ def parse_options(opts: Any) -> SearchOptions:
     demote = retrieval.get("demote_superseded")
     if demote is not None and not isinstance(demote, bool):
         raise invalid_params("retrieval.demote_superseded must be true or false", field="retrieval")
-    return SearchOptions(limit, stages, paths, demote)
+    window = opts.get("window")
+    if window is not None:
+        window = validate_window(window, "window")
+    return SearchOptions(limit, stages, paths, demote, window)
 
 
 # -- lexical stage -----------------------------------------------------------------------------
@@ -250,6 +255,7 @@ def run_search(
     opts: Any,
     semantic: SemanticPlan,
     cancel: CancelToken | None = None,
+    rank: RankPlan | None = None,
 ) -> dict[str, Any]:
     """Run the stages; `cancel` is checked between them, so superseded work stops early."""
     check = cancel.check if cancel is not None else (lambda: None)
@@ -270,8 +276,11 @@ def run_search(
             )
         skipped["semantic"] = semantic.reason
         use_semantic = False
-    if "rerank" in requested:
-        skipped["rerank"] = NO_RANKER
+    rank = rank or RankPlan(None, {}, NO_RANKER)
+    use_rank = "rerank" in requested and rank.ranker is not None
+    if "rerank" in requested and rank.ranker is None:
+        skipped["rerank"] = rank.reason or NO_RANKER
+    window = options.window or rank.window
     timings: dict[str, float] = {}
     qvec = None
     check()
@@ -332,8 +341,10 @@ def run_search(
             semantic.coverage = semantic_coverage(conn, store, ws, semantic.model_fp, epochs)
         check()
         fused, moved = _fuse(conn, ws, query, options, ranked)
-        # A few spare hits stand in for those whose file changed since it was indexed.
-        fused = fused[: options.limit + min(options.limit, STALE_SPARE)]
+        # A few spare hits stand in for those whose file changed since it was indexed; the
+        # ranker reads its whole window.
+        depth = options.limit + min(options.limit, STALE_SPARE)
+        fused = fused[: max(depth, window) if use_rank else depth]
         rows = store.chunk_rows(conn, [f.chunk_id for f in fused])  # same snapshot
         successor_paths = dict(
             Store.in_batches(
@@ -344,7 +355,28 @@ def run_search(
         )
     check()
     stale = stale_documents(ws, rows.values())
-    fused = [f for f in fused if rows[f.chunk_id]["path"] not in stale][: options.limit]
+    fused = [f for f in fused if rows[f.chunk_id]["path"] not in stale]
+    rank_scores: dict[int, float] = {}
+    if use_rank:
+        t0 = time.perf_counter()
+        texts = [f"{rows[f.chunk_id]['breadcrumb']}\n{rows[f.chunk_id]['text']}" for f in fused]
+        scores, rank_record = rerank(rank, query.text, texts, window)
+        if scores is not None:
+            top = fused[: len(scores)]
+            order = sorted(range(len(top)), key=lambda i: (-float(scores[i]), top[i].chunk_id))
+            for i in order:
+                top[i].via = [*top[i].via, "rank"]
+                rank_scores[top[i].chunk_id] = float(scores[i])
+            fused = [top[i] for i in order] + fused[len(top) :]
+            performed.append("rerank")
+        else:
+            skipped["rerank"] = rank_record["error"]
+        timings["rank_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+    elif rank.ranker is not None:  # a ranker is there, but this search left it out
+        rank_record = {"state": "skipped", "model": rank.ranker.name, "error": NOT_REQUESTED}
+    else:  # why nothing was re-ranked, whether or not rerank was asked for: pickers show it
+        rank_record = {"state": "off", "model": "", "error": rank.reason or NO_RANKER}
+    fused = fused[: options.limit]
     active = len([s for s in performed if s in ("lexical", "semantic")])
     terms = TermMatcher(query)
     hits = []
@@ -370,11 +402,14 @@ def run_search(
         }
         if f.chunk_id in moved:
             hit["superseded_by"] = successor_paths.get(moved[f.chunk_id], "")
+        if f.chunk_id in rank_scores:
+            hit["rank_score"] = round(rank_scores[f.chunk_id], 6)
         hits.append(hit)
-    if performed == ["lexical", "semantic"]:
+    retrievers = [s for s in performed if s != "rerank"]
+    if retrievers == ["lexical", "semantic"]:
         mode_used = "hybrid"
     else:
-        mode_used = performed[0] if performed else "none"
+        mode_used = retrievers[0] if retrievers else "none"
     if semantic.state:
         state = semantic.state
     elif semantic.coverage is None:
@@ -395,8 +430,7 @@ def run_search(
             else None
         ),
         "model": semantic.embedder.name if semantic.embedder is not None else "",
-        # Why nothing was re-ranked, whether or not rerank was asked for: pickers show it.
-        "rank": {"state": "off", "model": "", "error": NO_RANKER},
+        "rank": rank_record,
         "stages": {"requested": requested, "performed": performed, "skipped": skipped},
         "truncated": truncated,
         "stale": sorted(stale),
