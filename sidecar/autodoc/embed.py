@@ -330,6 +330,34 @@ def api_key(env: str | None, service: str = "autodoc") -> str | None:
         return None
 
 
+class ProviderError(Exception):
+    """A model server could not answer; `str()` is the user-facing reason."""
+
+    def __init__(self, reason: str, status: int | None = None) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+def post_json(url: str, body: dict[str, Any], key_env: str | None, timeout: float) -> Any:
+    """POST a JSON body with a Bearer key (environment or keyring); the parsed JSON answer.
+    Shared by the embedding and rerank providers; the key is never logged."""
+    headers = {"Content-Type": "application/json"}
+    key = api_key(key_env)
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    req = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        detail = exc.read(500).decode("utf-8", "replace")
+        raise ProviderError(f"answered {exc.code}: {detail}", exc.code) from None
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        raise ProviderError(f"unreachable: {getattr(exc, 'reason', exc)}") from None
+    except ValueError:
+        raise ProviderError("sent invalid JSON") from None
+
+
 class HttpEmbedder:
     """`POST {base_url}/v1/embeddings` with {model, input, dimensions?}."""
 
@@ -359,34 +387,13 @@ class HttpEmbedder:
         body: dict[str, Any] = {"model": self.name, "input": texts, "encoding_format": "float"}
         if self.requested_dim:
             body["dimensions"] = self.requested_dim
-        headers = {"Content-Type": "application/json"}
-        key = api_key(self.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        req = urllib.request.Request(self.url, json.dumps(body).encode(), headers, method="POST")
         t0 = time.perf_counter()
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                payload = json.loads(resp.read())
-        except urllib.error.HTTPError as exc:
+            payload = post_json(self.url, body, self.api_key_env, self.timeout)
+        except ProviderError as exc:
             self.meter.errors += 1
-            detail = exc.read(500).decode("utf-8", "replace")
-            raise RpcError(
-                EMBED_FAILED,
-                f"embedding server answered {exc.code}: {detail}",
-                {"url": self.url, "status": exc.code},
-            ) from None
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            self.meter.errors += 1
-            reason = getattr(exc, "reason", exc)
-            raise RpcError(
-                EMBED_FAILED, f"embedding server unreachable: {reason}", {"url": self.url}
-            ) from None
-        except ValueError:
-            self.meter.errors += 1
-            raise RpcError(
-                EMBED_FAILED, "embedding server sent invalid JSON", {"url": self.url}
-            ) from None
+            data = {"url": self.url} | ({"status": exc.status} if exc.status else {})
+            raise RpcError(EMBED_FAILED, f"embedding server {exc}", data) from None
         try:
             rows = sorted(payload["data"], key=lambda d: d["index"])
             vectors = np.array([r["embedding"] for r in rows], dtype=np.float32)

@@ -170,14 +170,14 @@ class Refresher:
                 summary = self.engine.index_paths(workspace, paths)
         except StoreBusyError as err:
             self._requeue(workspace, paths, rescan)
-            self._lease(False, (err.data or {}).get("holder", ""))
+            self.note_lease(False, (err.data or {}).get("holder", ""))
             return
         except Exception:
             if not self._workspace_exists(workspace):
                 return  # removed meanwhile: nothing left to refresh
             log.exception("re-indexing %s failed", workspace)
             return
-        self._lease(True, "")
+        self.note_lease(True, "")
         if self.on_indexed is not None:
             self.on_indexed(workspace, summary)
 
@@ -190,7 +190,8 @@ class Refresher:
             if rescan and pending.rescan_at is None:
                 pending.rescan_at = 0.0
 
-    def _lease(self, writer: bool, holder: str) -> None:
+    def note_lease(self, writer: bool, holder: str) -> None:
+        """Record whether this process holds the writer lease; tell `on_lease` on a change."""
         if writer == self.writer and holder == self.holder:
             return
         self.writer, self.holder = writer, holder

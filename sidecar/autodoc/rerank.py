@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
@@ -21,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .embed import Meter, _session, api_key
+from .embed import Meter, ProviderError, _session, post_json
 from .errors import invalid_params
 
 PROVIDERS = ("none", "onnx", "tei", "cohere")
@@ -157,25 +155,12 @@ class HttpRanker:
                 "top_n": len(passages),
                 "return_documents": False,
             }
-        headers = {"Content-Type": "application/json"}
-        key = api_key(self.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        req = urllib.request.Request(self.url, json.dumps(body).encode(), headers, method="POST")
         t0 = time.perf_counter()
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                payload = json.loads(resp.read())
-        except urllib.error.HTTPError as exc:
+            payload = post_json(self.url, body, self.api_key_env, self.timeout)
+        except ProviderError as exc:
             self.meter.errors += 1
-            detail = exc.read(300).decode("utf-8", "replace")
-            raise RankFailed(f"ranker answered {exc.code}: {detail}") from None
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            self.meter.errors += 1
-            raise RankFailed(f"ranker unreachable: {getattr(exc, 'reason', exc)}") from None
-        except ValueError:
-            self.meter.errors += 1
-            raise RankFailed("ranker sent invalid JSON") from None
+            raise RankFailed(f"ranker {exc}") from None
         try:
             rows = payload if self.kind == "tei" else payload["results"]
             field = "score" if self.kind == "tei" else "relevance_score"

@@ -253,7 +253,7 @@ class AutodocServer(LanguageServer):
 
         try:
             summary = await asyncio.wrap_future(self.refresher.submit(job))
-            self.refresher._lease(True, "")
+            self.refresher.note_lease(True, "")
             message = (
                 f"{summary['documents']} documents, {summary['chunks']} chunks"
                 f" ({summary['added']} added, {summary['modified']} changed,"
@@ -261,7 +261,7 @@ class AutodocServer(LanguageServer):
             )
         except StoreBusyError as err:
             summary = None
-            self.refresher._lease(False, (err.data or {}).get("holder", ""))
+            self.refresher.note_lease(False, (err.data or {}).get("holder", ""))
             name = self._existing(root)
             if name is not None:
                 self.folders = {**self.folders, name: root.resolve()}
