@@ -450,3 +450,39 @@ def test_the_semantic_state_is_reported_when_the_stage_is_left_out(sample):
     assert full["semantic"] == lexical["semantic"] == "ready"
     assert lexical["semantic_coverage"] == full["semantic_coverage"]
     assert lexical["stages"]["performed"] == ["lexical"]
+
+
+def test_coverage_is_kept_incrementally_and_matches_a_full_count(sample):
+    """After edits only new and still-missing chunks are looked at; the counts must equal a
+    full count at every step (before and after the background fill)."""
+    from autodoc.semantic import coverage
+
+    rpc, root = sample
+    engine = rpc.engine
+    ws = engine.workspace("kb")
+    fp = embedder_of(rpc).model_fp
+
+    def reported():
+        return rpc.call("search.query", ["kb", "store", {"stages": ["lexical"]}])[
+            "semantic_coverage"
+        ]
+
+    def truth():
+        with engine.store.snapshot() as conn:
+            embedded, total = coverage(conn, ws.id, fp)
+        return {"embedded": embedded, "total": total}
+
+    assert reported() == truth()
+    for i in range(3):
+        (root / f"new-{i}.md").write_text(f"# New {i}\n\nfresh text number {i} about stores.\n")
+        with engine._write:  # index without the background fill, so vectors are missing
+            from autodoc.indexer import Indexer
+
+            Indexer(engine.store, engine.lexical(ws), ws).run(paths=[f"new-{i}.md"])
+        got = reported()
+        assert got == truth() and got["embedded"] < got["total"]
+    (root / "new-0.md").unlink()
+    engine.index_paths("kb", ["new-0.md"])
+    engine.embed_run("kb")
+    got = reported()
+    assert got == truth() and got["embedded"] == got["total"]

@@ -15,13 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import config, semantic
+from . import config
 from .embed import Embedder, load_embedder
 from .errors import SWITCHING, UNSUPPORTED, CancelToken, invalid_params
 from .indexer import Indexer, Progress
 from .lexical import LexicalIndex
 from .rerank import NO_RANKER, RankPlan, load_ranker
-from .search import run_search, semantic_coverage
+from .search import coverage_missing, run_search, semantic_coverage
 from .semantic import SemanticPlan, SignIndex, collect_unused, fill
 from .store import Store, Workspace
 from .walker import read_markdown
@@ -29,6 +29,7 @@ from .walker import read_markdown
 log = logging.getLogger(__name__)
 
 NO_EMBEDDER = "no embedding model configured"
+COLLECT_EVERY_S = 600.0  # a long-lived process drops unused vectors at most this often
 FILLING = "a new embedding model is filling"
 
 
@@ -42,6 +43,7 @@ class Engine:
         self._again: set[str] = set()
         self._stop = threading.Event()
         self._write = threading.RLock()  # one writer at a time among this process's threads
+        self._collected: dict[int, float] = {}  # workspace id -> when unused vectors went
         # Hooks for long-lived front ends (the LSP server): files that changed since they were
         # indexed were dropped from an answer; a background embedding round finished.
         self.on_stale: Callable[[str, list[str]], None] | None = None
@@ -112,8 +114,12 @@ class Engine:
             return SemanticPlan(None, None, state="switching", reason=FILLING, code=SWITCHING)
         return SemanticPlan(old, old.model_fp, state="switching", signs=self.signs(ws, old))
 
-    def embed_run(self, name: Any, *, progress=None) -> dict[str, Any]:
-        """Fill the configured model's vectors; switch to them once complete."""
+    def embed_run(self, name: Any, *, progress=None, incremental: bool = False) -> dict[str, Any]:
+        """Fill the configured model's vectors; switch to them once complete.
+
+        `incremental` (the background worker after a save): only the chunks the cached
+        coverage knows to be missing are embedded, and unused vectors are collected at most
+        every COLLECT_EVERY_S, so a save costs milliseconds, not whole-workspace scans."""
         ws = self.workspace(name)
         target, why = self.embedder(ws)
         if target is None:
@@ -124,18 +130,31 @@ class Engine:
             self._activate(ws, target, spec)
         started = time.perf_counter()
         error = ""
+        among = None
+        if incremental:
+            with self.store.snapshot() as conn:
+                among = sorted(self._missing(conn, ws, target.model_fp))
         try:
-            done = fill(self.store, ws, target, progress, self._stop)
+            done = fill(self.store, ws, target, progress, self._stop, among)
         except Exception as exc:  # the provider failed: the lexical index stands, say why
             error = str(getattr(exc, "message", exc))
             done = -1  # unknown: the batches stored before the error are counted in coverage
         with self.store.snapshot() as conn:
-            embedded, total = semantic.coverage(conn, ws.id, target.model_fp)
+            epochs = conn.execute(
+                "SELECT lexical_epoch, vector_epoch FROM workspaces WHERE id = ?", (ws.id,)
+            ).fetchone()
+            embedded, total = semantic_coverage(conn, self.store, ws, target.model_fp, epochs)
         switched = embedded >= total and ws.active_model_fp not in (None, target.model_fp)
         if switched:
             self._activate(ws, target, spec)  # the new set is complete: it answers from now on
-        if not error and (switched or ws.active_model_fp in (None, target.model_fp)):
+        due = time.monotonic() - self._collected.get(ws.id, -COLLECT_EVERY_S) >= COLLECT_EVERY_S
+        if (
+            not error
+            and (switched or ws.active_model_fp in (None, target.model_fp))
+            and (switched or not incremental or due)
+        ):
             collect_unused(self.store, ws, {target.model_fp})  # mid-switch, the old set stays
+            self._collected[ws.id] = time.monotonic()
         with self.store.snapshot() as conn:  # bring the saved sign index up to date
             epoch = conn.execute(
                 "SELECT vector_epoch FROM workspaces WHERE id = ?", (ws.id,)
@@ -153,6 +172,13 @@ class Engine:
             "seconds": round(seconds, 3),
             "per_second": round(done / seconds, 1) if done > 0 and seconds else None,
         }
+
+    def _missing(self, conn, ws: Workspace, model_fp: str) -> set[int]:
+        epochs = conn.execute(
+            "SELECT lexical_epoch, vector_epoch FROM workspaces WHERE id = ?", (ws.id,)
+        ).fetchone()
+        semantic_coverage(conn, self.store, ws, model_fp, epochs)
+        return set(coverage_missing(self.store, ws, model_fp))
 
     def _activate(self, ws: Workspace, embedder: Embedder, spec: dict[str, Any]) -> None:
         with self.store.transaction() as conn:
@@ -283,7 +309,7 @@ class Engine:
     def _embed_worker(self, name: str) -> None:
         while not self._stop.is_set():
             try:
-                self.embed_run(name)
+                self.embed_run(name, incremental=True)
             except Exception:  # logged; the next request starts a new worker
                 log.exception("background embedding of %s failed", name)
                 return

@@ -17,7 +17,7 @@ from .fuse import MAX_READ, RETRIEVER_TOP
 from .lexical import STEMMED, UNSTEMMED, LexicalIndex, analyze
 from .query import ParsedQuery, parse_query
 from .rerank import NOT_REQUESTED, RankPlan, rerank, validate_window
-from .semantic import SemanticPlan, coverage, semantic_candidates
+from .semantic import SemanticPlan, semantic_candidates
 from .store import Store, Workspace
 
 STAGES = ("lexical", "semantic", "rerank")
@@ -471,15 +471,66 @@ def stale_documents(ws: Workspace, rows) -> set[str]:
     return stale
 
 
-_COVERAGE: dict[tuple[str, int, str], tuple[tuple[int, int], tuple[int, int]]] = {}
+@dataclass
+class _Coverage:
+    epochs: tuple[int, int]
+    max_id: int  # the highest visible chunk id checked
+    missing: set[int]  # visible chunks without a vector
+    total: int
+    vectors: int  # this model's vectors in the workspace: fewer means some were deleted
+
+
+_COVERAGE: dict[tuple[str, int, str], _Coverage] = {}
+
+_MISSING = (
+    "SELECT c.id FROM chunks c LEFT JOIN embeddings e ON e.workspace_id = c.workspace_id"
+    " AND e.model_fp = ? AND e.text_hash = c.text_hash"
+    " WHERE c.workspace_id = ? AND c.state = 1 AND e.id IS NULL"
+)
 
 
 def semantic_coverage(conn, store: Store, ws: Workspace, model_fp: str, epochs) -> tuple[int, int]:
-    """(embedded, total) visible chunks; recomputed only when either index changed."""
+    """(embedded, total) visible chunks, kept incrementally: after a change only the chunks
+    published since (their ids are higher) and those still missing a vector are looked at,
+    not the whole workspace (cpp-docs: ~350 ms for a full count on 2 cores)."""
     key = (str(store.path), ws.id, model_fp)
-    cached = _COVERAGE.get(key)
     epochs = (epochs[0], epochs[1])
-    if cached is None or cached[0] != epochs:
-        cached = (epochs, coverage(conn, ws.id, model_fp))
-        _COVERAGE[key] = cached
-    return cached[1]
+    c = _COVERAGE.get(key)
+    if c is not None and c.epochs == epochs:
+        return c.total - len(c.missing), c.total
+    max_id = conn.execute(
+        "SELECT coalesce(max(id), 0) FROM chunks WHERE workspace_id = ? AND state = 1", (ws.id,)
+    ).fetchone()[0]
+    vectors = conn.execute(
+        "SELECT count(*) FROM embeddings WHERE workspace_id = ? AND model_fp = ?",
+        (ws.id, model_fp),
+    ).fetchone()[0]
+    # Vectors normally only arrive (collection removes texts no chunk uses): a first look,
+    # ids that went back (a rebuilt store) or vectors that went away mean a full count.
+    if c is None or max_id < c.max_id or vectors < c.vectors:
+        missing = {r[0] for r in conn.execute(_MISSING, (model_fp, ws.id))}
+    else:
+        missing = {
+            r[0] for r in conn.execute(_MISSING + " AND c.id > ?", (model_fp, ws.id, c.max_id))
+        }
+        still = sorted(c.missing)
+        for start in range(0, len(still), 900):
+            part = still[start : start + 900]
+            marks = ",".join("?" * len(part))
+            missing.update(
+                r[0]
+                for r in conn.execute(
+                    _MISSING + f" AND c.id IN ({marks})", (model_fp, ws.id, *part)
+                )
+            )
+    total = conn.execute(
+        "SELECT count(*) FROM chunks WHERE workspace_id = ? AND state = 1", (ws.id,)
+    ).fetchone()[0]
+    _COVERAGE[key] = _Coverage(epochs, max_id, missing, total, vectors)
+    return total - len(missing), total
+
+
+def coverage_missing(store: Store, ws: Workspace, model_fp: str) -> set[int]:
+    """The visible chunk ids without a vector, as of the last `semantic_coverage` call."""
+    c = _COVERAGE.get((str(store.path), ws.id, model_fp))
+    return set(c.missing) if c is not None else set()

@@ -145,16 +145,24 @@ def fill(
     embedder: Embedder,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
+    among: list[int] | None = None,
 ) -> int:
-    """Embed every visible chunk text that has no vector for this model; resumable."""
+    """Embed every visible chunk text that has no vector for this model; resumable.
+    `among`: only these chunk ids can be missing (a long-lived process knows them from its
+    incremental coverage), so a save does not scan the whole workspace."""
+    if among is not None and not among:
+        return 0
+    scope = ""
+    if among is not None:
+        scope = f" AND c.id IN ({','.join(str(int(i)) for i in among)})"
     with store.snapshot() as conn:
-        total = missing_count(conn, ws.id, embedder.model_fp)
+        total = missing_count(conn, ws.id, embedder.model_fp) if among is None else len(among)
     done = 0
     while total and (stop is None or not stop.is_set()):
         with store.snapshot() as conn:
             rows = conn.execute(
                 "SELECT c.text_hash, min(c.breadcrumb), min(c.text) FROM chunks c"
-                f" WHERE c.workspace_id = ? AND c.state = {LIVE} AND NOT EXISTS ("
+                f" WHERE c.workspace_id = ? AND c.state = {LIVE}{scope} AND NOT EXISTS ("
                 " SELECT 1 FROM embeddings e WHERE e.workspace_id = c.workspace_id"
                 " AND e.model_fp = ? AND e.text_hash = c.text_hash)"
                 " GROUP BY c.text_hash ORDER BY min(c.document_id), min(c.ordinal) LIMIT ?",
