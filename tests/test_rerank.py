@@ -158,3 +158,14 @@ def test_http_ranker_errors_are_rank_failed():
     with pytest.raises(RankFailed):
         ranker.score("q", ["a"])
     assert ranker.meter.errors == 1
+
+
+def test_the_default_window_depends_on_where_the_ranker_runs(kb, tmp_path):
+    folder = tiny_cross_encoder(tmp_path / "tiny-ce", {"zebra": 5.0})
+    kb.call("workspace.configure", ["kb", {"ranker": {"provider": "onnx", "path": str(folder)}}])
+    assert kb.call("index.status", ["kb"])["rank"]["window"] == 10  # a local CPU model
+    with FakeRanker("tei") as server:
+        kb.call(
+            "workspace.configure", ["kb", {"ranker": {"provider": "tei", "base_url": server.url}}]
+        )
+        assert kb.call("index.status", ["kb"])["rank"]["window"] == 40

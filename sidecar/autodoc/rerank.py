@@ -23,7 +23,11 @@ from .embed import Meter, ProviderError, _session, post_json
 from .errors import invalid_params
 
 PROVIDERS = ("none", "onnx", "tei", "cohere")
-WINDOW_DEFAULT = 40  # see doc/benchmarks/rerank.md for the CPU timing behind it
+# Fused hits a ranker reads by default. A local cross-encoder of MiniLM-L6 size costs ~27 ms
+# per pair on 2 cores (doc/benchmarks/rerank.md): 10 keeps a search near a quarter second;
+# a server ranker (TEI, Cohere; usually on a GPU) reads the spec's 40.
+WINDOW_DEFAULT = 40
+WINDOW_DEFAULT_CPU = 10
 WINDOW_MIN, WINDOW_MAX = 10, 100
 TIMEOUT_DEFAULT = 5.0
 NO_RANKER = "no ranker configured"
@@ -57,7 +61,7 @@ class OnnxRanker:
         max_length: int = 512,
         sigmoid: bool = False,
         threads: int = 0,
-        batch_tokens: int = 2048,
+        batch_tokens: int = 512,  # measured: one long pair per call beats batches on a CPU
     ) -> None:
         from tokenizers import Tokenizer
 
@@ -222,7 +226,8 @@ def validate_spec(spec: Any) -> dict[str, Any]:
     extra = sorted(set(spec) - known)
     if extra:
         raise invalid_params(f"unknown ranker option {extra[0]!r}", field=f"ranker.{extra[0]}")
-    spec["window"] = validate_window(spec.get("window", WINDOW_DEFAULT), "ranker.window")
+    default = WINDOW_DEFAULT_CPU if spec["provider"] == "onnx" else WINDOW_DEFAULT
+    spec["window"] = validate_window(spec.get("window", default), "ranker.window")
     timeout = spec.get("timeout", TIMEOUT_DEFAULT)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise invalid_params(
