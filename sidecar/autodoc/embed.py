@@ -103,6 +103,51 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def token_batches(lengths: list[int], batch_tokens: int, max_batch: int) -> list[list[int]]:
+    """Indices grouped by similar length, each group at most `batch_tokens` padded tokens and
+    `max_batch` items: short texts share a call, a long one runs alone (on a CPU that is
+    faster, and onnxruntime's arena stays small: bench/embed_memory.py)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches: list[list[int]] = []
+    start = 0
+    while start < len(order):
+        end = start + 1  # sorted by length: the last one in a batch is its longest
+        while (
+            end < len(order)
+            and end - start < max_batch
+            and (end - start + 1) * lengths[order[end]] <= batch_tokens
+        ):
+            end += 1
+        batches.append(order[start:end])
+        start = end
+    return batches
+
+
+def pad_batch(enc: list, pad_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(input_ids, attention_mask, token_type_ids) padded to the batch's longest encoding."""
+    width = max(len(e.ids) for e in enc)
+    ids = np.full((len(enc), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(enc), width), dtype=np.int64)
+    types = np.zeros((len(enc), width), dtype=np.int64)
+    for row, e in enumerate(enc):
+        ids[row, : len(e.ids)] = e.ids
+        mask[row, : len(e.ids)] = 1
+        types[row, : len(e.ids)] = e.type_ids
+    return ids, mask, types
+
+
+def check_spec_fields(spec: dict[str, Any], known: set[str], option: str) -> None:
+    """-32602 for an API key in a config file or an unknown field of a provider spec."""
+    if "api_key" in spec:
+        raise invalid_params(
+            "API keys come from the environment or the OS keyring, never from a config file",
+            field=f"{option}.api_key",
+        )
+    extra = sorted(set(spec) - known)
+    if extra:
+        raise invalid_params(f"unknown {option} option {extra[0]!r}", field=f"{option}.{extra[0]}")
+
+
 def fingerprint(provider: str, model: str, dim: int, weights: str) -> str:
     """`model_fp`: provider + model + dimensions + weights hash; vectors are keyed by it."""
     return hashlib.sha256(f"{provider}|{model}|{dim}|{weights}".encode()).hexdigest()[:24]
@@ -148,12 +193,7 @@ class OnnxEmbedder:
         return self._forward(self.tokenizer.encode_batch(texts))
 
     def _forward(self, enc: list) -> tuple[np.ndarray, int]:
-        width = max(len(e.ids) for e in enc)
-        ids = np.full((len(enc), width), self.pad_id, dtype=np.int64)
-        mask = np.zeros((len(enc), width), dtype=np.int64)
-        for row, e in enumerate(enc):
-            ids[row, : len(e.ids)] = e.ids
-            mask[row, : len(e.ids)] = 1
+        ids, mask, _ = pad_batch(enc, self.pad_id)
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self.inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
@@ -167,25 +207,12 @@ class OnnxEmbedder:
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32), int(mask.sum())
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Texts of similar length batched up to `batch_tokens` padded tokens: short texts
-        share a call, a long one runs alone (on CPU that is faster, and the arena stays small:
-        bench/embed_memory.py)."""
         out = np.zeros((len(texts), getattr(self, "dim", 0) or 1), np.float32)
         if not texts:
             return out
         enc = self.tokenizer.encode_batch(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(enc[i].ids))
-        start = 0
-        while start < len(order):
-            end = start + 1  # sorted by length: the last one in a batch is its longest
-            while (
-                end < len(order)
-                and end - start < self.max_batch
-                and (end - start + 1) * len(enc[order[end]].ids) <= self.batch_tokens
-            ):
-                end += 1
-            idx = order[start:end]
-            start = end
+        lengths = [len(e.ids) for e in enc]
+        for idx in token_batches(lengths, self.batch_tokens, self.max_batch):
             t0 = time.perf_counter()
             vectors, tokens = self._forward([enc[i] for i in idx])
             self.meter.add(len(idx), tokens, (time.perf_counter() - t0) * 1000)
@@ -448,16 +475,7 @@ def validate_spec(spec: Any) -> dict[str, Any]:
         "onnx": {"provider", "model", "tokenizer", "name", "pooling", "max_length", "threads"},
         "openai": {"provider", "base_url", "model", "dimensions", "api_key_env", "timeout"},
     }[spec["provider"]]
-    if "api_key" in spec:
-        raise invalid_params(
-            "API keys come from the environment or the OS keyring, never from a config file",
-            field="embedding.api_key",
-        )
-    extra = sorted(set(spec) - known)
-    if extra:
-        raise invalid_params(
-            f"unknown embedding option {extra[0]!r}", field=f"embedding.{extra[0]}"
-        )
+    check_spec_fields(spec, known, "embedding")
     need = {"onnx": ("model", "tokenizer"), "openai": ("base_url", "model")}.get(
         spec["provider"], ()
     )

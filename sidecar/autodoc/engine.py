@@ -21,7 +21,7 @@ from .errors import SWITCHING, UNSUPPORTED, CancelToken, invalid_params
 from .indexer import Indexer, Progress
 from .lexical import LexicalIndex
 from .rerank import NO_RANKER, RankPlan, load_ranker
-from .search import coverage_missing, run_search, semantic_coverage
+from .search import read_epochs, run_search, semantic_coverage, semantic_missing
 from .semantic import SemanticPlan, SignIndex, collect_unused, fill
 from .store import Store, Workspace
 from .walker import read_markdown
@@ -133,34 +133,25 @@ class Engine:
         among = None
         if incremental:
             with self.store.snapshot() as conn:
-                among = sorted(self._missing(conn, ws, target.model_fp))
+                among = sorted(semantic_missing(conn, self.store, ws, target.model_fp))
         try:
             done = fill(self.store, ws, target, progress, self._stop, among)
         except Exception as exc:  # the provider failed: the lexical index stands, say why
             error = str(getattr(exc, "message", exc))
             done = -1  # unknown: the batches stored before the error are counted in coverage
         with self.store.snapshot() as conn:
-            epochs = conn.execute(
-                "SELECT lexical_epoch, vector_epoch FROM workspaces WHERE id = ?", (ws.id,)
-            ).fetchone()
-            embedded, total = semantic_coverage(conn, self.store, ws, target.model_fp, epochs)
+            embedded, total = semantic_coverage(conn, self.store, ws, target.model_fp)
         switched = embedded >= total and ws.active_model_fp not in (None, target.model_fp)
         if switched:
             self._activate(ws, target, spec)  # the new set is complete: it answers from now on
         due = time.monotonic() - self._collected.get(ws.id, -COLLECT_EVERY_S) >= COLLECT_EVERY_S
-        if (
-            not error
-            and (switched or ws.active_model_fp in (None, target.model_fp))
-            and (switched or not incremental or due)
-        ):
-            collect_unused(self.store, ws, {target.model_fp})  # mid-switch, the old set stays
+        current = ws.active_model_fp in (None, target.model_fp)  # mid-switch, the old set stays
+        if not error and (switched or (current and (not incremental or due))):
+            collect_unused(self.store, ws, {target.model_fp})
             self._collected[ws.id] = time.monotonic()
         with self.store.snapshot() as conn:  # bring the saved sign index up to date
-            epoch = conn.execute(
-                "SELECT vector_epoch FROM workspaces WHERE id = ?", (ws.id,)
-            ).fetchone()[0]
             signs = self.signs(ws, target)
-            signs.refresh(conn, ws.id, target.model_fp, epoch)
+            signs.refresh(conn, ws.id, target.model_fp, read_epochs(conn, ws.id)[1])
         signs.save()
         seconds = time.perf_counter() - started
         return {
@@ -172,13 +163,6 @@ class Engine:
             "seconds": round(seconds, 3),
             "per_second": round(done / seconds, 1) if done > 0 and seconds else None,
         }
-
-    def _missing(self, conn, ws: Workspace, model_fp: str) -> set[int]:
-        epochs = conn.execute(
-            "SELECT lexical_epoch, vector_epoch FROM workspaces WHERE id = ?", (ws.id,)
-        ).fetchone()
-        semantic_coverage(conn, self.store, ws, model_fp, epochs)
-        return set(coverage_missing(self.store, ws, model_fp))
 
     def _activate(self, ws: Workspace, embedder: Embedder, spec: dict[str, Any]) -> None:
         with self.store.transaction() as conn:
@@ -402,10 +386,7 @@ class Engine:
         state, coverage = plan.state or "off", None
         if plan.embedder is not None:
             with self.store.snapshot() as conn:
-                epochs = conn.execute(
-                    "SELECT lexical_epoch, vector_epoch FROM workspaces WHERE id = ?", (ws.id,)
-                ).fetchone()
-                embedded, total = semantic_coverage(conn, self.store, ws, plan.model_fp, epochs)
+                embedded, total = semantic_coverage(conn, self.store, ws, plan.model_fp)
             coverage = {"embedded": embedded, "total": total}
             if not plan.state:
                 state = "ready" if embedded >= total else "partial"

@@ -19,7 +19,16 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .embed import Meter, ProviderError, _session, post_json
+from .embed import (
+    MAX_BATCH,
+    Meter,
+    ProviderError,
+    _session,
+    check_spec_fields,
+    pad_batch,
+    post_json,
+    token_batches,
+)
 from .errors import invalid_params
 
 PROVIDERS = ("none", "onnx", "tei", "cohere")
@@ -79,14 +88,7 @@ class OnnxRanker:
         self.meter = Meter()
 
     def _forward(self, enc: list) -> np.ndarray:
-        width = max(len(e.ids) for e in enc)
-        ids = np.full((len(enc), width), self.pad_id, dtype=np.int64)
-        types = np.zeros((len(enc), width), dtype=np.int64)
-        mask = np.zeros((len(enc), width), dtype=np.int64)
-        for row, e in enumerate(enc):
-            ids[row, : len(e.ids)] = e.ids
-            types[row, : len(e.ids)] = e.type_ids
-            mask[row, : len(e.ids)] = 1
+        ids, mask, types = pad_batch(enc, self.pad_id)
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self.inputs:
             feed["token_type_ids"] = types
@@ -100,19 +102,11 @@ class OnnxRanker:
         if not passages:
             return out
         enc = self.tokenizer.encode_batch([(query, p) for p in passages])
-        order = sorted(range(len(enc)), key=lambda i: len(enc[i].ids))
-        start = 0
-        while start < len(order):  # similar lengths together, as in embed.OnnxEmbedder
-            end = start + 1
-            while end < len(order) and (end - start + 1) * len(enc[order[end]].ids) <= (
-                self.batch_tokens
-            ):
-                end += 1
-            idx = order[start:end]
-            start = end
+        lengths = [len(e.ids) for e in enc]
+        for idx in token_batches(lengths, self.batch_tokens, MAX_BATCH):
             t0 = time.perf_counter()
             out[idx] = self._forward([enc[i] for i in idx])
-            tokens = sum(len(enc[i].ids) for i in idx)
+            tokens = sum(lengths[i] for i in idx)
             self.meter.add(len(idx), tokens, (time.perf_counter() - t0) * 1000)
         return out
 
@@ -218,14 +212,7 @@ def validate_spec(spec: Any) -> dict[str, Any]:
             "cohere": {"base_url", "model", "api_key_env"},
         }[spec["provider"]]
     )
-    if "api_key" in spec:
-        raise invalid_params(
-            "API keys come from the environment or the OS keyring, never from a config file",
-            field="ranker.api_key",
-        )
-    extra = sorted(set(spec) - known)
-    if extra:
-        raise invalid_params(f"unknown ranker option {extra[0]!r}", field=f"ranker.{extra[0]}")
+    check_spec_fields(spec, known, "ranker")
     default = WINDOW_DEFAULT_CPU if spec["provider"] == "onnx" else WINDOW_DEFAULT
     spec["window"] = validate_window(spec.get("window", default), "ranker.window")
     timeout = spec.get("timeout", TIMEOUT_DEFAULT)

@@ -300,9 +300,7 @@ def run_search(
     ranked: list[tuple[str, list[tuple[int, int]]]] = []
     truncated = False
     with store.snapshot() as conn:
-        epochs = conn.execute(
-            "SELECT lexical_epoch, vector_epoch FROM workspaces WHERE id = ?", (ws.id,)
-        ).fetchone()
+        epochs = read_epochs(conn, ws.id)
         if epochs is None:
             raise invalid_params(f"unknown workspace {ws.name!r}", workspace=ws.name)
         check()
@@ -489,12 +487,22 @@ _MISSING = (
 )
 
 
-def semantic_coverage(conn, store: Store, ws: Workspace, model_fp: str, epochs) -> tuple[int, int]:
+def read_epochs(conn, ws_id: int) -> tuple[int, int] | None:
+    """(lexical_epoch, vector_epoch): what cached views of a workspace are keyed by."""
+    row = conn.execute(
+        "SELECT lexical_epoch, vector_epoch FROM workspaces WHERE id = ?", (ws_id,)
+    ).fetchone()
+    return (row[0], row[1]) if row is not None else None
+
+
+def semantic_coverage(
+    conn, store: Store, ws: Workspace, model_fp: str, epochs=None
+) -> tuple[int, int]:
     """(embedded, total) visible chunks, kept incrementally: after a change only the chunks
     published since (their ids are higher) and those still missing a vector are looked at,
     not the whole workspace (cpp-docs: ~350 ms for a full count on 2 cores)."""
     key = (str(store.path), ws.id, model_fp)
-    epochs = (epochs[0], epochs[1])
+    epochs = read_epochs(conn, ws.id) if epochs is None else (epochs[0], epochs[1])
     c = _COVERAGE.get(key)
     if c is not None and c.epochs == epochs:
         return c.total - len(c.missing), c.total
@@ -530,7 +538,7 @@ def semantic_coverage(conn, store: Store, ws: Workspace, model_fp: str, epochs) 
     return total - len(missing), total
 
 
-def coverage_missing(store: Store, ws: Workspace, model_fp: str) -> set[int]:
-    """The visible chunk ids without a vector, as of the last `semantic_coverage` call."""
-    c = _COVERAGE.get((str(store.path), ws.id, model_fp))
-    return set(c.missing) if c is not None else set()
+def semantic_missing(conn, store: Store, ws: Workspace, model_fp: str) -> set[int]:
+    """The visible chunk ids without a vector in this snapshot (from the kept coverage)."""
+    semantic_coverage(conn, store, ws, model_fp)
+    return set(_COVERAGE[(str(store.path), ws.id, model_fp)].missing)

@@ -210,10 +210,10 @@ class AutodocServer(LanguageServer):
 
     def ensure_workspace(self, root: Path) -> str:
         """The workspace for this folder: the one already on that root, or a new one."""
+        existing = self._existing(root)
+        if existing is not None:
+            return existing
         real = root.resolve()
-        for ws in self.engine.store.workspaces():
-            if Path(ws.root) == real:
-                return ws.name
         base = re.sub(r"[^A-Za-z0-9._-]+", "-", real.name).strip("-.")[:56] or "workspace"
         taken = {ws.name for ws in self.engine.store.workspaces()}
         name, n = base, 2
