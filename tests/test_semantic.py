@@ -198,26 +198,49 @@ def test_binary_prefilter_then_float_rescore_matches_exact_search(rpc, vault):
     assert ws.active_model_fp is not None
 
 
-def test_filters_read_deeper_instead_of_starving(rpc, vault, monkeypatch):
+def _bulk_and_rare(rpc, vault) -> None:
     for i in range(150):
         write(vault, f"bulk/n{i:03}.md", f"# Deploy {i}\n\nDeployment pipeline step {i}.\n")
     for i in range(3):
         write(vault, f"rare/r{i}.md", f"# Cake {i}\n\nA recipe for lemon cake {i}.\n")
     rpc.call("workspace.add", ["kb", str(vault)])
     rpc.call("index.run", ["kb"])
-    reads = []
-    original = semantic.SignIndex.shortlist
 
-    def spy(self, qbits, k):
-        reads.append(k)
-        return original(self, qbits, k)
 
-    monkeypatch.setattr(semantic.SignIndex, "shortlist", spy)
-    monkeypatch.setattr(semantic, "SHORTLIST", 20)
+def _spy(monkeypatch, owner, name: str) -> list:
+    calls = []
+    original = getattr(owner, name)
+
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, spy)
+    return calls
+
+
+def test_a_narrow_filter_scans_only_its_documents(rpc, vault, monkeypatch):
+    _bulk_and_rare(rpc, vault)
+    shortlists = _spy(monkeypatch, semantic.SignIndex, "shortlist")
+    subsets = _spy(monkeypatch, semantic, "_subset")
     answer = search(rpc, "kb", "deployment pipeline", stages=["semantic"], paths=["rare/"])
     assert sorted(h["path"] for h in answer["hits"]) == ["rare/r0.md", "rare/r1.md", "rare/r2.md"]
-    assert reads == [100, semantic.MAX_READ]  # the first read starved, the second went deep
-    assert answer["truncated"] is False  # the deep read covered every vector
+    assert not shortlists and len(subsets) == 1  # 3 of 153 documents: their vectors only
+    assert answer["truncated"] is False
+
+
+def test_a_wide_filter_that_starves_the_shortlist_scans_its_documents(rpc, vault, monkeypatch):
+    _bulk_and_rare(rpc, vault)
+    monkeypatch.setattr(semantic, "SUBSET_SHARE", 0.0)  # as if the filter kept many documents
+    monkeypatch.setattr(semantic, "SHORTLIST", 20)
+    monkeypatch.setattr(semantic, "MAX_READ", 120)
+    shortlists = _spy(monkeypatch, semantic.SignIndex, "shortlist")
+    subsets = _spy(monkeypatch, semantic, "_subset")
+    answer = search(rpc, "kb", "deployment pipeline", stages=["semantic"], paths=["rare/"])
+    assert sorted(h["path"] for h in answer["hits"]) == ["rare/r0.md", "rare/r1.md", "rare/r2.md"]
+    assert [c[2] for c in shortlists] == [100, 120]  # read, then deeper: still no cake
+    assert len(subsets) == 1  # then only the kept documents' vectors
+    assert answer["truncated"] is False
 
 
 # -- fusion ------------------------------------------------------------------------------------

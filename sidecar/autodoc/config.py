@@ -39,6 +39,14 @@ def _ranker(value: Any) -> Any:
     return validate_spec(value)
 
 
+def _schema_path(value: Any) -> Any:
+    if not isinstance(value, str) or not value.strip():
+        raise invalid_params("schema must be a file path", field="schema", value=value)
+    return value.strip()
+
+
+DEFAULT_SCHEMA = "_schema/frontmatter.yaml"
+
 OPTIONS: dict[str, Option] = {
     "section_tokens": Option(
         350, int, 50, 4000, rechunk=True, doc="target chunk size in estimated tokens"
@@ -48,6 +56,12 @@ OPTIONS: dict[str, Option] = {
     ),
     "demote_superseded": Option(
         True, bool, doc="move superseded documents' hits below their successor's"
+    ),
+    "schema": Option(
+        DEFAULT_SCHEMA,
+        str,
+        doc="frontmatter schema file, relative to the root or absolute",
+        check=_schema_path,
     ),
     "max_file_mb": Option(20, int, 1, 1024, doc="files larger than this are skipped with a reason"),
     "embedding": Option(

@@ -21,10 +21,10 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from . import config
+from . import config, facets
 from .chunking import Chunk, Chunker
 from .document import ParsedDocument, parse_document
 from .lexical import LexicalDoc, LexicalIndex
@@ -125,6 +125,59 @@ class Indexer:
         self.chunker = Chunker(ws.options["section_tokens"], ws.options["abstract_chunk"])
         self.chunk_fp = config.chunking_fingerprint(ws.options)
         self.max_bytes = ws.options["max_file_mb"] * 1_000_000
+        self.schema = facets.EMPTY
+
+    # -- the frontmatter schema ------------------------------------------------------------
+
+    def schema_file(self) -> tuple[str, Path]:
+        """(as shown in messages, where it is): the `schema` option, root-relative or absolute."""
+        option = self.ws.options.get("schema") or config.DEFAULT_SCHEMA
+        path = Path(option).expanduser()
+        if path.is_absolute():
+            return option, path
+        return PurePosixPath(option).as_posix(), self.ws.root / path
+
+    def sync_schema(self) -> tuple[str, str] | None:
+        """Load the schema when its file changed; a schema that does not parse is reported and
+        the previous one stays in force. Returns (path, message) while the file is bad."""
+        shown, path = self.schema_file()
+        try:
+            data: bytes | None = path.read_bytes()
+        except FileNotFoundError:
+            data = None
+        except OSError as exc:
+            return shown, f"cannot read the schema: {exc.strerror or exc}"
+        digest = facets.schema_hash(data) if data is not None else ""
+        with self.store.snapshot() as conn:
+            row = conn.execute(
+                "SELECT path, content_hash, schema, error FROM schemas WHERE workspace_id = ?",
+                (self.ws.id,),
+            ).fetchone()
+        if row is not None and row["path"] == str(path) and row["content_hash"] == digest:
+            self.schema = facets.Schema.from_json(row["schema"])
+            return (shown, row["error"]) if row["error"] else None
+        error = ""
+        schema = facets.Schema.from_json(row["schema"]) if row is not None else facets.EMPTY
+        if data is None:
+            schema = facets.EMPTY
+        else:
+            try:
+                schema = facets.parse_schema(data.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                error = f"line 1: not UTF-8 (byte {exc.start})"
+            except facets.SchemaError as exc:
+                error = str(exc)
+        changed = row is None or row["schema"] != schema.to_json()
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO schemas(workspace_id, path, content_hash, schema, error,"
+                " loaded_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (self.ws.id, str(path), digest, schema.to_json(), error, time.time()),
+            )
+            if changed:  # filters read the table in their snapshot: nothing else to refresh
+                facets.rebuild_facets(conn, self.ws.id, schema)
+        self.schema = schema
+        return (shown, error) if error else None
 
     # -- crash recovery --------------------------------------------------------------------
 
@@ -231,6 +284,7 @@ class Indexer:
         else:
             self.purge_retired(grace=RETIRE_GRACE_S)
             files, skipped = find(self.ws.root, paths, self.max_bytes)
+        bad_schema = self.sync_schema()
         summary.files = len(files)
         summary.skipped = [{"path": s.path, "reason": s.reason} for s in skipped]
         columns = "SELECT id, path, size, mtime_ns, content_hash, chunk_fp, deleted FROM documents"
@@ -249,6 +303,9 @@ class Indexer:
         touched: list[tuple[int, int, int]] = []  # unchanged content, new stat: (size, mtime, id)
         seen: set[str] = set()
         problems: list[tuple[str, str, str]] = [(s.path, "skipped", s.reason) for s in skipped]
+        if bad_schema is not None:
+            summary.warnings.append({"path": bad_schema[0], "message": bad_schema[1]})
+            problems.append((bad_schema[0], "schema", bad_schema[1]))
         for n, f in enumerate(files, 1):
             if progress:
                 progress(n, len(files), f.rel)
@@ -299,6 +356,9 @@ class Indexer:
                 conn.executemany(
                     "DELETE FROM problems WHERE workspace_id = ? AND path = ?",
                     [(self.ws.id, p) for p in set(paths)],
+                )
+                conn.execute(
+                    "DELETE FROM problems WHERE workspace_id = ? AND kind = 'schema'", (self.ws.id,)
                 )
             conn.executemany(
                 "INSERT INTO problems(workspace_id, path, kind, message) VALUES (?, ?, ?, ?)",
@@ -440,6 +500,13 @@ class Indexer:
                 for p in plans
             ],
         )  # fmt: skip
+        facets.write_facets(
+            conn,
+            self.ws.id,
+            self.schema,
+            [(p.doc_id, p.update.file.rel, p.update.parsed.meta, p.update.parsed.tags)
+             for p in plans],
+        )  # fmt: skip
         replaced = [p.doc_id for p in plans if not p.created]
         conn.executemany(
             f"UPDATE chunks SET state = {DEAD}, retired_at = ? WHERE document_id = ?"
@@ -485,6 +552,7 @@ class Indexer:
             )
             self._forget_links(conn, [row["id"]])
             conn.execute("DELETE FROM names WHERE document_id = ?", (row["id"],))
+            conn.execute("DELETE FROM facets WHERE document_id = ?", (row["id"],))
             conn.execute(
                 "INSERT INTO changes(time, workspace_id, path, op, generation)"
                 " VALUES (?, ?, ?, 'delete', ?)",

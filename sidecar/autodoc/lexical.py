@@ -208,8 +208,11 @@ class LexicalIndex:
     def num_docs(self) -> int:
         return self.index.searcher().num_docs
 
-    def build(self, query: ParsedQuery, all_words: bool, paths: list[str] | None = None):
-        """The Tantivy query for `query`: every word required, or any word (the fallback)."""
+    def build(
+        self, query: ParsedQuery, all_words: bool, restrict: tuple[Occur, Query] | None = None
+    ):
+        """The Tantivy query for `query`: every word required, or any word (the fallback);
+        `restrict` (from `only_documents`) filters before ranking."""
         required: list[Query] = []
         optional: list[Query] = []
         for item in query.items:
@@ -225,13 +228,18 @@ class LexicalIndex:
         words = Query.boolean_query(
             [(Occur.Must, q) for q in required] + [(Occur.Should, q) for q in optional]
         )
-        if not paths:
+        if restrict is None:
             return words
-        under = [
-            (Occur.Should, Query.regex_query(self.schema, "path", re.escape(p) + ".*"))
-            for p in paths
-        ]
-        return Query.boolean_query([(Occur.Must, words), (Occur.Must, Query.boolean_query(under))])
+        return Query.boolean_query([(Occur.Must, words), restrict])
+
+    def only_documents(
+        self, keep: list[int] | None = None, drop: list[int] | None = None
+    ) -> tuple[Occur, Query]:
+        """A clause for `build`: only chunks of the `keep` documents, or none of the `drop` ones
+        (the caller passes the shorter list: a term set's cost grows with its size)."""
+        if keep is not None:
+            return (Occur.Must, Query.term_set_query(self.schema, "document_id", keep))
+        return (Occur.MustNot, Query.term_set_query(self.schema, "document_id", drop or []))
 
     def _item_query(self, item: QueryItem) -> Query | None:
         tokens = analyze(item.text)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import fuse
+from . import facets, fuse
 from .errors import EMBED_FAILED, UNSUPPORTED, CancelToken, RpcError, invalid_params
 from .fuse import MAX_READ, RETRIEVER_TOP
 from .lexical import STEMMED, UNSTEMMED, LexicalIndex, analyze
@@ -28,7 +28,10 @@ SNIPPET_CHARS = 220
 NO_RANKER = "no ranker configured"
 STALE_SPARE = 10
 
-_OPTS = {"limit", "stages", "paths", "mode", "retrieval", "window"}
+_OPTS = {"limit", "stages", "paths", "mode", "retrieval", "window", "facets", "tags"}
+# A filter keeping more documents than this reaches Tantivy as the documents it drops.
+TERM_SET_MAX = 4096
+FACET_ONLY = "the query has only facet filters"
 
 
 @dataclass
@@ -38,6 +41,8 @@ class SearchOptions:
     paths: list[str]
     demote_superseded: bool | None = None
     window: int | None = None  # how many fused hits the ranker reads (default: the workspace's)
+    facets: dict[str, Any] | None = None  # {field: [values]}; a "-field" key excludes
+    tags: list[str] | None = None  # tag names; "-name" excludes
 
 
 def parse_options(opts: Any) -> SearchOptions:
@@ -78,7 +83,8 @@ def parse_options(opts: Any) -> SearchOptions:
     window = opts.get("window")
     if window is not None:
         window = validate_window(window, "window")
-    return SearchOptions(limit, stages, paths, demote, window)
+    facet_opts, tags = facets.validate_options(opts.get("facets"), opts.get("tags"))
+    return SearchOptions(limit, stages, paths, demote, window, facet_opts, tags)
 
 
 # -- lexical stage -----------------------------------------------------------------------------
@@ -90,19 +96,32 @@ def lexical_candidates(
     lexical: LexicalIndex,
     ws: Workspace,
     query: ParsedQuery,
-    paths: list[str],
+    allowed: list[int] | None = None,
     need: int = RETRIEVER_TOP,
 ) -> tuple[list[tuple[int, int]], bool]:
     """Visible (chunk_id, document_id) best first: all-words matches, then any-word ones.
 
+    `allowed`: the documents a filter keeps (None: all), applied inside the Tantivy query.
     Reads twice what it needs, then up to MAX_READ when invisible chunks starve the read.
     Returns (rows, truncated).
     """
     rows: list[tuple[int, int]] = []
     seen: set[int] = set()
     truncated = False
+    restrict = None
+    if allowed is not None:
+        if not allowed:
+            return [], False
+        if len(allowed) <= TERM_SET_MAX:
+            restrict = lexical.only_documents(keep=allowed)
+        else:
+            keep = set(allowed)
+            every = conn.execute(
+                "SELECT id FROM documents WHERE workspace_id = ? AND deleted = 0", (ws.id,)
+            )
+            restrict = lexical.only_documents(drop=[r[0] for r in every if r[0] not in keep])
     for all_words in (True, False):
-        q = lexical.build(query, all_words=all_words, paths=paths)
+        q = lexical.build(query, all_words=all_words, restrict=restrict)
         if q is None:
             break
         read = need * 2
@@ -263,7 +282,19 @@ def run_search(
         raise invalid_params("query must be a string", field="query")
     options = parse_options(opts)
     started = time.perf_counter()
-    query = parse_query(text)
+    with store.snapshot() as conn:
+        schema = facets.stored_schema(conn, ws.id)
+    query = parse_query(text, schema.is_facet)
+    flt = facets.build_filter(
+        schema,
+        [(t.field, t.value, t.negated) for t in query.facets],
+        options.facets,
+        options.tags,
+        options.paths,
+    )
+    wordless = not any(analyze(item.text) for item in query.items)  # "", "*** !!!"
+    if wordless and flt.active:
+        return _browse(store, ws, text, options, flt, semantic, rank, started)
     requested = options.stages
     skipped: dict[str, str] = {}
     use_semantic = "semantic" in requested
@@ -284,7 +315,6 @@ def run_search(
     timings: dict[str, float] = {}
     qvec = None
     check()
-    wordless = not any(analyze(item.text) for item in query.items)  # "", "*** !!!"
     if use_semantic and not wordless:
         t0 = time.perf_counter()
         try:
@@ -304,10 +334,15 @@ def run_search(
         if epochs is None:
             raise invalid_params(f"unknown workspace {ws.name!r}", workspace=ws.name)
         check()
+        allowed = None
+        if flt.active:
+            t0 = time.perf_counter()
+            allowed = flt.documents(conn, ws.id)
+            timings["filter_ms"] = round((time.perf_counter() - t0) * 1000, 2)
         if "lexical" in requested:
             t0 = time.perf_counter()
             lexical.refresh(epochs[0])
-            found, cut = lexical_candidates(conn, store, lexical, ws, query, options.paths)
+            found, cut = lexical_candidates(conn, store, lexical, ws, query, allowed)
             truncated |= cut
             ranked.append(("lexical", found))
             performed.append("lexical")
@@ -327,8 +362,9 @@ def run_search(
                     ws,
                     semantic.model_fp,
                     qvec,
-                    options.paths,
+                    set(allowed) if allowed is not None else None,
                     complete=embedded >= total,
+                    documents=_document_count(conn, ws.id) if allowed is not None else 0,
                 )
                 truncated |= cut
             ranked.append(("semantic", found))
@@ -379,25 +415,8 @@ def run_search(
     terms = TermMatcher(query)
     hits = []
     for f in fused:
-        r = rows[f.chunk_id]
-        snippet, highlights = make_snippet(r["text"], terms)
-        hit = {
-            "path": r["path"],
-            "title": r["title"],
-            "breadcrumb": r["breadcrumb"],
-            "snippet": snippet,
-            "highlights": highlights,
-            "byte_start": r["byte_start"],
-            "byte_end": r["byte_end"],
-            "line_start": r["line_start"],
-            "line_end": r["line_end"],
-            "relevance": round(fuse.relevance(f.score, active), 4),
-            "score": round(f.score, 6),
-            "via": f.via,
-            "generation": r["generation"],
-            "chunk_id": r["id"],
-            "kind": r["kind"],
-        }
+        hit = _hit(rows[f.chunk_id], terms, round(fuse.relevance(f.score, active), 4), f.score)
+        hit["via"] = f.via
         if f.chunk_id in moved:
             hit["superseded_by"] = successor_paths.get(moved[f.chunk_id], "")
         if f.chunk_id in rank_scores:
@@ -408,12 +427,6 @@ def run_search(
         mode_used = "hybrid"
     else:
         mode_used = retrievers[0] if retrievers else "none"
-    if semantic.state:
-        state = semantic.state
-    elif semantic.coverage is None:
-        state = "off" if semantic.embedder is None else "partial"
-    else:
-        state = "ready" if semantic.coverage[0] >= semantic.coverage[1] else "partial"
     timings["total_ms"] = round((time.perf_counter() - started) * 1000, 2)
     return {
         "workspace": ws.name,
@@ -421,6 +434,46 @@ def run_search(
         "query": text,
         "hits": hits,
         "mode_used": mode_used,
+        **_semantic_report(semantic),
+        "rank": rank_record,
+        "stages": {"requested": requested, "performed": performed, "skipped": skipped},
+        "filter": flt.describe(),
+        "truncated": truncated,
+        "stale": sorted(stale),
+        "took_ms": timings["total_ms"],
+        "timings": timings,
+    }
+
+
+def _hit(r, terms: TermMatcher, relevance: float, score: float) -> dict[str, Any]:
+    snippet, highlights = make_snippet(r["text"], terms)
+    return {
+        "path": r["path"],
+        "title": r["title"],
+        "breadcrumb": r["breadcrumb"],
+        "snippet": snippet,
+        "highlights": highlights,
+        "byte_start": r["byte_start"],
+        "byte_end": r["byte_end"],
+        "line_start": r["line_start"],
+        "line_end": r["line_end"],
+        "relevance": relevance,
+        "score": round(score, 6),
+        "via": [],
+        "generation": r["generation"],
+        "chunk_id": r["id"],
+        "kind": r["kind"],
+    }
+
+
+def _semantic_report(semantic: SemanticPlan) -> dict[str, Any]:
+    if semantic.state:
+        state = semantic.state
+    elif semantic.coverage is None:
+        state = "off" if semantic.embedder is None else "partial"
+    else:
+        state = "ready" if semantic.coverage[0] >= semantic.coverage[1] else "partial"
+    return {
         "semantic": state,
         "semantic_coverage": (
             {"embedded": semantic.coverage[0], "total": semantic.coverage[1]}
@@ -428,12 +481,77 @@ def run_search(
             else None
         ),
         "model": semantic.embedder.name if semantic.embedder is not None else "",
+    }
+
+
+def _document_count(conn, ws_id: int) -> int:
+    return conn.execute(
+        "SELECT count(*) FROM documents WHERE workspace_id = ? AND deleted = 0", (ws_id,)
+    ).fetchone()[0]
+
+
+def _browse(
+    store: Store,
+    ws: Workspace,
+    text: str,
+    options: SearchOptions,
+    flt: facets.FacetFilter,
+    semantic: SemanticPlan,
+    rank: RankPlan | None,
+    started: float,
+) -> dict[str, Any]:
+    """A query of filters only (spec §6): the matching files in path order, each shown by its
+    first section; nothing is embedded or ranked."""
+    t0 = time.perf_counter()
+    with store.snapshot() as conn:
+        ids = flt.documents(conn, ws.id)
+        epochs = read_epochs(conn, ws.id)
+        take = ids[: options.limit + min(options.limit, STALE_SPARE)]
+        first = [
+            r[0]
+            for r in Store.in_batches(
+                conn,
+                "SELECT id FROM (SELECT c.id, c.document_id, row_number() OVER"
+                " (PARTITION BY c.document_id ORDER BY c.ordinal) AS n FROM chunks c"
+                " WHERE c.document_id IN ({marks}) AND c.state = 1) WHERE n = 1",
+                take,
+            )
+        ]
+        rows = store.chunk_rows(conn, first)
+        if semantic.embedder is not None and semantic.model_fp is not None and epochs:
+            semantic.coverage = semantic_coverage(conn, store, ws, semantic.model_fp, epochs)
+    stale = stale_documents(ws, rows.values())
+    order = sorted((r for r in rows.values() if r["path"] not in stale), key=lambda r: r["path"])
+    terms = TermMatcher(ParsedQuery(text))
+    hits = []
+    for r in order[: options.limit]:
+        hit = _hit(r, terms, 0.0, 0.0)
+        hit["via"] = ["facet"]
+        hits.append(hit)
+    if rank is not None and rank.ranker is not None:
+        rank_record = {"state": "skipped", "model": rank.ranker.name, "error": FACET_ONLY}
+    else:
+        rank_record = {"state": "off", "model": "", "error": (rank and rank.reason) or NO_RANKER}
+    total_ms = round((time.perf_counter() - started) * 1000, 2)
+    return {
+        "workspace": ws.name,
+        "root": str(ws.root),
+        "query": text,
+        "hits": hits,
+        "mode_used": "facet",
+        **_semantic_report(semantic),
         "rank": rank_record,
-        "stages": {"requested": requested, "performed": performed, "skipped": skipped},
-        "truncated": truncated,
+        "stages": {
+            "requested": options.stages,
+            "performed": [],
+            "skipped": {s: FACET_ONLY for s in options.stages},
+        },
+        "filter": flt.describe(),
+        "matched": len(ids),
+        "truncated": False,
         "stale": sorted(stale),
-        "took_ms": timings["total_ms"],
-        "timings": timings,
+        "took_ms": total_ms,
+        "timings": {"filter_ms": round((time.perf_counter() - t0) * 1000, 2), "total_ms": total_ms},
     }
 
 

@@ -13,7 +13,6 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import onnxruntime  # noqa: F401 - usearch 2.26.2-2.26.6 crash if imported before onnxruntime
@@ -27,6 +26,9 @@ from .store import LIVE, Store, Workspace
 # measured with recall@50 >= 0.97 against exact float32 on SciFact (400: 0.954, 500: 0.968,
 # 600: 0.976, 800: 0.986; bench/vector_recall.py, doc/benchmarks/semantic.md).
 SHORTLIST = 600
+# A filter that keeps at most this share of the documents is served by scanning only their
+# vectors; a wider one by the whole-workspace shortlist, filtered.
+SUBSET_SHARE = 0.2
 FILL_BATCH = 256  # texts per transaction; the embedder batches by length inside
 
 Progress = Callable[[int, int], None]
@@ -218,28 +220,75 @@ def semantic_candidates(
     ws: Workspace,
     model_fp: str,
     qvec: np.ndarray,
-    paths: list[str],
+    allowed: set[int] | None = None,
     need: int = RETRIEVER_TOP,
     complete: bool = False,
+    documents: int = 0,
 ) -> tuple[list[tuple[int, int]], bool]:
     """Visible (chunk_id, document_id) by cosine, best first; (hits, truncated).
 
+    `allowed`: the documents a filter keeps (None: all). When it keeps at most SUBSET_SHARE of
+    the workspace's `documents`, or the whole-workspace shortlist cannot fill `need` from it,
+    only the kept documents' vectors are scanned, so a narrow filter cannot starve the stage.
     A document answers semantically only once every visible chunk of it has a vector; with
     `complete` (every visible chunk has one, per this snapshot's coverage) that check is skipped.
     """
     qbits = sign_bits(qvec)
+    if allowed is not None:
+        if not allowed:
+            return [], False
+        if len(allowed) <= documents * SUBSET_SHARE:
+            return _subset(conn, store, ws.id, model_fp, qvec, qbits, allowed, need, complete)
     read = max(SHORTLIST, need * 2)
-    truncated = False
     while True:
         keys = signs.shortlist(qbits, read)
         ranked = _rescore(conn, keys, qvec)
-        found = _visible(conn, store, ws.id, model_fp, ranked, paths, need, complete)
+        found = _visible(conn, store, ws.id, model_fp, ranked, allowed, need, complete)
         short = len(found) < need
         filled = len(keys) >= read
-        if not short or not filled or read >= MAX_READ:
-            truncated = short and filled
-            return found[:need], truncated
+        if not short or not filled:
+            return found[:need], False
+        if read >= MAX_READ:
+            if allowed is not None:
+                return _subset(conn, store, ws.id, model_fp, qvec, qbits, allowed, need, complete)
+            return found[:need], True
         read = MAX_READ
+
+
+def _subset(
+    conn,
+    store: Store,
+    ws_id: int,
+    model_fp: str,
+    qvec: np.ndarray,
+    qbits: np.ndarray,
+    allowed: set[int],
+    need: int,
+    complete: bool,
+) -> tuple[list[tuple[int, int]], bool]:
+    """The two phases over the kept documents' vectors only: Hamming distance on their sign
+    codes (numpy popcount), then float32 rescoring of the SHORTLIST nearest."""
+    rows = list(
+        store.in_batches(
+            conn,
+            "SELECT DISTINCT e.id, e.bits FROM chunks c JOIN embeddings e"
+            " ON e.workspace_id = c.workspace_id AND e.text_hash = c.text_hash"
+            f" WHERE c.document_id IN ({{marks}}) AND c.state = {LIVE} AND e.model_fp = ?",
+            sorted(allowed),
+            model_fp,
+        )
+    )
+    if not rows:
+        return [], False
+    keys = np.fromiter((r[0] for r in rows), dtype=np.uint64, count=len(rows))
+    keys, first = np.unique(keys, return_index=True)  # one text in documents of two batches
+    bits = np.frombuffer(b"".join(rows[i][1] for i in first), dtype=np.uint8)
+    distance = np.bitwise_count(bits.reshape(len(keys), -1) ^ qbits).sum(axis=1, dtype=np.int64)
+    if len(keys) > SHORTLIST:
+        near = np.argpartition(distance, SHORTLIST - 1)[:SHORTLIST]
+        keys = keys[near]
+    ranked = _rescore(conn, keys, qvec)
+    return _visible(conn, store, ws_id, model_fp, ranked, allowed, need, complete)[:need], False
 
 
 def _rescore(conn, keys: np.ndarray, qvec: np.ndarray) -> list[tuple[str, float]]:
@@ -267,7 +316,7 @@ def _visible(
     ws_id: int,
     model_fp: str,
     ranked: list[tuple[str, float]],
-    paths: list[str],
+    allowed: set[int] | None,
     need: int,
     complete: bool,
 ) -> list[tuple[int, int]]:
@@ -276,7 +325,7 @@ def _visible(
     step = max(2 * need, 64)
     for start in range(0, len(ranked), step):
         part = ranked[start : start + step]
-        found += _visible_slice(conn, store, ws_id, model_fp, part, paths, complete)
+        found += _visible_slice(conn, store, ws_id, model_fp, part, allowed, complete)
         if len(found) >= need:
             break
     return found
@@ -288,31 +337,24 @@ def _visible_slice(
     ws_id: int,
     model_fp: str,
     ranked: list[tuple[str, float]],
-    paths: list[str],
+    allowed: set[int] | None,
     complete: bool,
 ) -> list[tuple[int, int]]:
     if not ranked:
         return []
     position = {h: i for i, (h, _) in enumerate(ranked)}
-    path_sql = ""
-    path_args: list[Any] = []
-    if paths:
-        path_sql = " AND (" + " OR ".join("substr(d.path, 1, ?) = ?" for _ in paths) + ")"
-        for p in paths:
-            path_args += [len(p), p]
     rows = list(
         store.in_batches(
             conn,
             # INDEXED BY: without statistics SQLite would rather scan (workspace, state).
             "SELECT c.id, c.document_id, c.text_hash FROM chunks c INDEXED BY chunks_by_hash"
-            " JOIN documents d ON d.id = c.document_id"
-            f" WHERE c.text_hash IN ({{marks}}) AND c.workspace_id = ? AND c.state = {LIVE}"
-            + path_sql,
+            f" WHERE c.text_hash IN ({{marks}}) AND c.workspace_id = ? AND c.state = {LIVE}",
             list(position),
             ws_id,
-            *path_args,
         )
     )
+    if allowed is not None:
+        rows = [r for r in rows if r[1] in allowed]
     docs = [] if complete else sorted({r[1] for r in rows})
     incomplete = {
         r[0]

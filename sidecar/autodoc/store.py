@@ -120,6 +120,24 @@ CREATE TABLE IF NOT EXISTS changes(
   generation INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS changes_by_workspace ON changes(workspace_id, seq);
+-- the workspace's frontmatter schema: the last good one, and the file as last seen
+CREATE TABLE IF NOT EXISTS schemas(
+  workspace_id INTEGER PRIMARY KEY REFERENCES workspaces(id) ON DELETE CASCADE,
+  path TEXT NOT NULL,
+  content_hash TEXT NOT NULL,
+  schema TEXT NOT NULL,
+  error TEXT NOT NULL DEFAULT '',
+  loaded_at REAL NOT NULL
+);
+-- declared frontmatter fields and tags, normalised: what facet filters select documents by
+CREATE TABLE IF NOT EXISTS facets(
+  workspace_id INTEGER NOT NULL,
+  document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+  field TEXT NOT NULL,
+  value TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS facets_by_value ON facets(workspace_id, field, value);
+CREATE INDEX IF NOT EXISTS facets_by_document ON facets(document_id);
 CREATE TABLE IF NOT EXISTS problems(
   workspace_id INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
   path TEXT NOT NULL,
@@ -351,6 +369,8 @@ class Store:
             conn.execute("DELETE FROM chunks WHERE workspace_id = ?", (ws.id,))
             conn.execute("DELETE FROM embeddings WHERE workspace_id = ?", (ws.id,))
             conn.execute("DELETE FROM supersessions WHERE workspace_id = ?", (ws.id,))
+            conn.execute("DELETE FROM facets WHERE workspace_id = ?", (ws.id,))
+            conn.execute("DELETE FROM schemas WHERE workspace_id = ?", (ws.id,))
             conn.execute("DELETE FROM workspaces WHERE id = ?", (ws.id,))
         return ws
 
