@@ -228,6 +228,26 @@ async def test_edit_outside_the_editor_is_found_after_the_watcher_fires(
     await until(gone)
 
 
+async def test_a_schema_edited_on_disk_reloads_and_filters(client: LanguageClient, vault: Path):
+    """The watcher sees the schema file too: a newly declared field becomes a facet."""
+    write(vault, "notes/owned.md", "---\nowner: ana\n---\n# Owned\n\nquarterly lease review\n")
+    assert "notes/owned.md" in await until(lambda: paths_for(client, "quarterly"))
+    answer = await call(client, "search.query", "vault", "quarterly owner:ana", {})
+    assert answer["filter"] == {}  # not declared yet: words
+    schema = vault / "_schema" / "frontmatter.yaml"
+    schema.write_text(schema.read_text().replace("  abstract: string", "  abstract: string\n"
+                                                 "  owner: string"))  # fmt: skip
+
+    async def declared():
+        a = await call(client, "search.query", "vault", "quarterly owner:ana", {})
+        return a["filter"] == {"include": {"owner": ["ana"]}} and a
+
+    answer = await until(declared)
+    assert [h["path"] for h in answer["hits"]] == ["notes/owned.md"]
+    browse = await call(client, "search.query", "vault", "type:adr -status:superseded", {})
+    assert browse["mode_used"] == "facet" and browse["matched"] == 3
+
+
 async def test_a_stale_span_is_never_served(client: LanguageClient, vault: Path):
     """A file rewritten on disk: its old hit is dropped, then re-indexed and found anew."""
     path = vault / "adr" / "0003-embedded-sqlite-store.md"

@@ -27,7 +27,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="autodoc",
         description="Hybrid search over a Markdown knowledge base.",
         epilog="Methods for --call: workspace.add, workspace.list, workspace.remove, "
-        "workspace.section_size, workspace.configure, index.run, index.status, search.query, "
+        "workspace.section_size, workspace.configure, index.run, index.status, index.check, "
+        "search.query, "
         "doc.read, changes.since. `autodoc serve` offers the same methods over LSP.",
     )
     p.add_argument("--version", action="version", version=f"autodoc {__version__}")
@@ -49,6 +50,14 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--limit", "-n", type=int, default=10)
     se.add_argument("--stages", help="comma-separated: lexical,semantic,rerank")
     se.add_argument("--json", action="store_true", help="print the whole answer as JSON")
+    ck = sub.add_parser(
+        "check",
+        help="check frontmatter against the schema and every link (for CI; exit 1 on errors)",
+    )
+    ck.add_argument("path", nargs="?", help="the folder (default: the workspace around the cwd)")
+    ck.add_argument("--workspace", "-w", help="workspace name")
+    ck.add_argument("--schema", help="schema file (default: <folder>/_schema/frontmatter.yaml)")
+    ck.add_argument("--json", action="store_true", help="print the report as JSON")
     sv = sub.add_parser("serve", help="run the LSP server on stdio (for editors)")
     sv.add_argument("--log-file", help="log here instead of stderr")
     sv.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -80,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
             return _index(dispatcher, args)
         if args.command == "search":
             return _search(dispatcher, args)
+        if args.command == "check":
+            return _check(dispatcher, args)
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except RpcError as err:
@@ -168,6 +179,40 @@ def _index(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
             if len(rows) > 20:
                 print(f"  … and {len(rows) - 20} more (autodoc --call index.status '[\"{name}\"]')")
     return EXIT_OK
+
+
+def _check(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
+    if args.path:
+        root = Path(args.path).expanduser().resolve()
+        name = args.workspace or _workspace_name_for(root)
+        dispatcher.call("workspace.add", [name, str(root)])
+    else:
+        name = args.workspace or _default_workspace(dispatcher)
+    if args.schema:
+        schema = Path(args.schema).expanduser().resolve()
+        dispatcher.call("workspace.configure", [name, {"schema": str(schema)}])
+    report = dispatcher.call("index.check", [name])
+    summary = report["summary"]
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        for f in report["findings"]:
+            level = "" if f["severity"] == "error" else "warning: "
+            print(f"{f['path']}:{f['line']}: {level}{f['message']}")
+        schema = report["schema"]
+        described = (
+            f"schema {schema['path']}: {len(schema['fields'])} fields, {len(schema['types'])} types"
+            if schema["fields"] or schema["types"]
+            else f"no schema at {schema['path']}"
+        )
+        kinds = ", ".join(f"{k} {n}" for k, n in summary["by_kind"].items())
+        print(
+            f"{summary['errors']} errors, {summary['warnings']} warnings in "
+            f"{summary['documents']} documents ({summary['typed']} typed; {described})"
+            + (f": {kinds}" if kinds else ""),
+            file=sys.stderr,
+        )
+    return EXIT_RPC_ERROR if summary["errors"] else EXIT_OK
 
 
 def _default_workspace(dispatcher: Dispatcher) -> str:

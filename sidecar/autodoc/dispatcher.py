@@ -22,6 +22,7 @@ WRITES = frozenset(
         "workspace.section_size",
         "workspace.configure",
         "index.run",
+        "index.check",
     }
 )
 # Methods that take a cancel token and check it between stages.
@@ -47,6 +48,7 @@ class Dispatcher:
             "workspace.configure": configure,
             "index.run": index_run,
             "index.status": e.index_status,
+            "index.check": e.index_check,
             "search.query": e.search,
             "doc.read": e.doc_read,
             "changes.since": e.changes_since,

@@ -15,9 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import config
+from . import config, facets
+from .check import check_workspace
 from .embed import Embedder, load_embedder
-from .errors import SWITCHING, UNSUPPORTED, CancelToken, invalid_params
+from .errors import SWITCHING, UNSUPPORTED, CancelToken, StoreBusyError, invalid_params
 from .indexer import Indexer, Progress
 from .lexical import LexicalIndex
 from .rerank import NO_RANKER, RankPlan, load_ranker
@@ -275,6 +276,23 @@ class Engine:
         if summary["added"] or summary["modified"]:
             self.embed_in_background(ws.name)
         return summary
+
+    def index_check(self, name: Any, *, progress: Progress | None = None) -> dict[str, Any]:
+        """Bring the index up to date (no embedding), then check every document's frontmatter
+        against the schema and every link. When another process writes the store, the index
+        is checked as that process keeps it."""
+        ws = self.workspace(name)
+        indexed = True
+        try:
+            with self._write:
+                self.store.writer()
+                Indexer(self.store, self.lexical(ws), ws).run(progress=progress)
+        except StoreBusyError:
+            indexed = False
+        shown, _ = facets.schema_location(ws.root, ws.options.get("schema"))
+        report = check_workspace(self.store, ws, shown)
+        report["indexed"] = indexed
+        return report
 
     def embed_in_background(self, name: str) -> threading.Thread:
         """One worker per workspace; a request while it runs makes it go round once more."""

@@ -21,6 +21,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
@@ -41,6 +42,7 @@ _TYPE_ALIASES = {
 }
 TAG_FIELD = "tag"  # the shorthand every workspace has: frontmatter tags and inline #tags
 DEFAULT_TYPE_FIELD = "type"
+DEFAULT_SCHEMA_PATH = "_schema/frontmatter.yaml"
 MAX_VALUE_CHARS = 200  # longer values (prose) are not facet values
 _FIELD_NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
 _DATE_QUERY = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?$")
@@ -153,7 +155,9 @@ def parse_schema(text: str) -> Schema:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SchemaError(f"not valid YAML: {reason}", mark.line + 1 if mark else 1) from None
+        last = max(1, len(text.rstrip("\n").split("\n")))  # a mark at the end: the last line
+        line = min(mark.line + 1, last) if mark else 1
+        raise SchemaError(f"not valid YAML: {reason}", line) from None
     if root is None:
         return Schema()
     top = _mapping(root, "the schema")
@@ -177,8 +181,9 @@ def parse_schema(text: str) -> Schema:
     if "match" in top:
         for name, (key, node) in _mapping(top["match"][1], "match").items():
             if normalise(name) not in types:
-                raise SchemaError(f"match names type {name!r}, which types does not declare",
-                                  _line(key))  # fmt: skip
+                raise SchemaError(
+                    f"match names type {name!r}, which types does not declare", _line(key)
+                )
             globs = _value(node)
             globs = [globs] if isinstance(globs, str) else globs
             if not isinstance(globs, list) or not all(isinstance(g, str) and g for g in globs):
@@ -239,8 +244,10 @@ def _field(name: str, node: yaml.Node, where: str) -> Field:
     spec = _mapping(node, where)
     unknown = [k for k in spec if k not in ("type", "values", "required")]
     if unknown:
-        raise SchemaError(f"{where}: unknown key {unknown[0]!r} (type, values, required)",
-                          _line(spec[unknown[0]][0]))  # fmt: skip
+        raise SchemaError(
+            f"{where}: unknown key {unknown[0]!r} (type, values, required)",
+            _line(spec[unknown[0]][0]),
+        )
     if "type" not in spec and "values" not in spec:
         raise SchemaError(f"{where} needs a type", _line(node))
     kind = (
@@ -251,8 +258,9 @@ def _field(name: str, node: yaml.Node, where: str) -> Field:
     values: tuple[str, ...] = ()
     if "values" in spec:
         if kind != "enum":
-            raise SchemaError(f"{where}: values are for an enum, not a {kind}",
-                              _line(spec["values"][0]))  # fmt: skip
+            raise SchemaError(
+                f"{where}: values are for an enum, not a {kind}", _line(spec["values"][0])
+            )
         values = _enum_values(spec["values"][1], where)
     elif kind == "enum":
         raise SchemaError(f"{where}: an enum needs values", _line(node))
@@ -267,8 +275,9 @@ def _field(name: str, node: yaml.Node, where: str) -> Field:
 def _type_name(raw: str, node: yaml.Node, where: str) -> str:
     kind = _TYPE_ALIASES.get(raw.strip().lower(), raw.strip().lower())
     if kind not in FIELD_TYPES:
-        raise SchemaError(f"{where}: unknown type {raw!r} (one of {', '.join(FIELD_TYPES)})",
-                          _line(node))  # fmt: skip
+        raise SchemaError(
+            f"{where}: unknown type {raw!r} (one of {', '.join(FIELD_TYPES)})", _line(node)
+        )
     return kind
 
 
@@ -296,6 +305,15 @@ def _check_consistent(common: dict[str, Field], types: dict[str, dict[str, Field
                     _line(root),
                 )
             seen.setdefault(n, (f.type, f"types.{tname}"))
+
+
+def schema_location(root: Path, option: str | None) -> tuple[str, Path]:
+    """(as messages show it, where it is): the `schema` option, root-relative or absolute."""
+    option = option or DEFAULT_SCHEMA_PATH
+    path = Path(option).expanduser()
+    if path.is_absolute():
+        return option, path
+    return PurePosixPath(option).as_posix(), root / path
 
 
 def schema_hash(data: bytes) -> str:
@@ -529,8 +547,9 @@ def build_filter(
     for tag in tags or []:
         negated = tag.startswith("-")
         value = tag[1:] if negated else tag
-        flt.add(TAG_FIELD, coerce(schema, TAG_FIELD, value.lstrip("#"), source="opts.tags"),
-                negated)  # fmt: skip
+        flt.add(
+            TAG_FIELD, coerce(schema, TAG_FIELD, value.lstrip("#"), source="opts.tags"), negated
+        )
     return flt
 
 

@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
 from . import config, facets
@@ -129,18 +129,10 @@ class Indexer:
 
     # -- the frontmatter schema ------------------------------------------------------------
 
-    def schema_file(self) -> tuple[str, Path]:
-        """(as shown in messages, where it is): the `schema` option, root-relative or absolute."""
-        option = self.ws.options.get("schema") or config.DEFAULT_SCHEMA
-        path = Path(option).expanduser()
-        if path.is_absolute():
-            return option, path
-        return PurePosixPath(option).as_posix(), self.ws.root / path
-
     def sync_schema(self) -> tuple[str, str] | None:
         """Load the schema when its file changed; a schema that does not parse is reported and
         the previous one stays in force. Returns (path, message) while the file is bad."""
-        shown, path = self.schema_file()
+        shown, path = facets.schema_location(self.ws.root, self.ws.options.get("schema"))
         try:
             data: bytes | None = path.read_bytes()
         except FileNotFoundError:

@@ -27,6 +27,9 @@ from .walker import MARKDOWN_SUFFIXES
 
 log = logging.getLogger(__name__)
 
+# Markdown, and YAML for the frontmatter schema: a run over a path that is not a document only
+# reloads the schema when it changed.
+WATCHED_SUFFIXES = (*MARKDOWN_SUFFIXES, ".yaml", ".yml")
 _FILE_EVENTS = {
     EVENT_TYPE_CREATED,
     EVENT_TYPE_MODIFIED,
@@ -65,7 +68,7 @@ class _Handler(FileSystemEventHandler):
             if event.is_directory:
                 if event.event_type in (EVENT_TYPE_MOVED, EVENT_TYPE_DELETED, EVENT_TYPE_CREATED):
                     self.refresher.rescan(self.workspace)
-            elif rel.lower().endswith(MARKDOWN_SUFFIXES):
+            elif rel.lower().endswith(WATCHED_SUFFIXES):
                 self.refresher.touch(self.workspace, rel)
 
 
