@@ -150,6 +150,21 @@ def test_picker_searches_as_you_type_and_toggles_stages(start):
     n.nvim.input("<Esc>")
 
 
+def test_facet_filters_in_the_picker(start):
+    n = start({"embedding": "none"})
+    n.nvim.command("AutodocSearch")
+    answer = n.answer_after(lambda: type_query(n, "type:adr -status:superseded"))
+    assert answer["mode_used"] == "facet" and answer["matched"] == 3
+    assert "3 of 3 files · facet" in n.lines("stages")[0]
+    assert n.lines("list")[0].startswith("   ·  adr/0001-record-architecture-decisions.md:")
+    answer = n.answer_after(lambda: type_query(n, " lease"))
+    assert answer["filter"] == {"include": {"type": ["adr"]}, "exclude": {"status": ["superseded"]}}
+    assert "· lexical · filtered ·" in n.lines("stages")[0]
+    answer = n.answer_after(lambda: type_query(n, " status:bogus"))  # a declared field: said
+    assert "error: status is one of" in n.lines("list")[0]
+    n.nvim.input("<Esc>")
+
+
 def test_the_stage_choice_survives_a_restart(start):
     first = start({"embedding": "none"})
     first.nvim.command("AutodocSearch reclaimBatch")

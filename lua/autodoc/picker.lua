@@ -152,8 +152,18 @@ local function render_stages()
       "AutodocCheckOn"
     )
   end
-  if a then
-    line = line .. string.format("%d hits · %s · %.0f ms", #S.hits, a.mode_used, a.took_ms or 0)
+  if a and a.mode_used == "facet" then -- filters only: the matching files, in path order
+    line = line
+      .. string.format(
+        "%d of %d files · facet · %.0f ms",
+        #S.hits,
+        a.matched or 0,
+        a.took_ms or 0
+      )
+  elseif a then
+    local filtered = a.filter and next(a.filter) and " · filtered" or ""
+    line = line
+      .. string.format("%d hits · %s%s · %.0f ms", #S.hits, a.mode_used, filtered, a.took_ms or 0)
   end
   local buf = S.bufs.stages
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, { line })
@@ -166,7 +176,9 @@ end
 ---@param hit table
 ---@return string
 local function hit_line(hit)
-  return string.format("%.2f  %s:%d  %s", hit.relevance, hit.path, hit.line_start, hit.breadcrumb)
+  local score = hit.via and hit.via[1] == "facet" and "   ·"
+    or string.format("%.2f", hit.relevance)
+  return string.format("%s  %s:%d  %s", score, hit.path, hit.line_start, hit.breadcrumb)
 end
 
 local function render_preview()

@@ -44,6 +44,9 @@ TAG_FIELD = "tag"  # the shorthand every workspace has: frontmatter tags and inl
 DEFAULT_TYPE_FIELD = "type"
 DEFAULT_SCHEMA_PATH = "_schema/frontmatter.yaml"
 MAX_VALUE_CHARS = 200  # longer values (prose) are not facet values
+# A kept set larger than this and than half the workspace goes to the stages as the documents
+# dropped instead (a Tantivy term set costs by its size: 8,771 ids ~11 ms, 974 ~2 ms).
+TERM_SET_SMALL = 4096
 _FIELD_NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
 _DATE_QUERY = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?$")
 _ISO_DATETIME = re.compile(r"^(\d{4}-\d{2}-\d{2})[Tt ]\d{2}:\d{2}")
@@ -424,10 +427,10 @@ class FacetFilter:
             out["paths"] = list(self.paths)
         return out
 
-    def sql(self, ws_id: int) -> tuple[str, list[Any]]:
-        """SELECT the ids of live documents that pass, in path order."""
-        where = ["d.workspace_id = ?", "d.deleted = 0"]
-        args: list[Any] = [ws_id]
+    def _where(self, ws_id: int) -> tuple[str, list[Any]]:
+        """The conditions on a live document `d`, as SQL."""
+        where: list[str] = []
+        args: list[Any] = []
         for name, matches in self.include.items():
             cond, cargs = self._field_sql(ws_id, name, matches)
             where.append(cond)
@@ -436,11 +439,13 @@ class FacetFilter:
             cond, cargs = self._field_sql(ws_id, name, matches)
             where.append(f"NOT {cond}")
             args += cargs
-        if self.paths:
-            where.append("(" + " OR ".join("substr(d.path, 1, ?) = ?" for _ in self.paths) + ")")
+        if self.paths:  # prefixes as ranges: the (workspace, deleted, path) index answers them
+            where.append(
+                "(" + " OR ".join("(d.path >= ? AND d.path < ?)" for _ in self.paths) + ")"
+            )
             for p in self.paths:
-                args += [len(p), p]
-        return f"SELECT d.id FROM documents d WHERE {' AND '.join(where)} ORDER BY d.path", args
+                args += [p, p + "\U0010ffff"]
+        return " AND ".join(where) or "1", args
 
     def _field_sql(self, ws_id: int, name: str, matches: list[Match]) -> tuple[str, list[Any]]:
         exact = [m.value for m in matches if not m.prefix]
@@ -459,9 +464,98 @@ class FacetFilter:
             args,
         )
 
-    def documents(self, conn, ws_id: int) -> list[int]:
-        sql, args = self.sql(ws_id)
-        return [r[0] for r in conn.execute(sql, args)]
+    def select(self, conn, ws_id: int) -> DocumentSet:
+        """The live documents that pass. Each condition is read from its index (the facet
+        values, or paths by range) and the sets are combined here, so the cost follows the
+        rows that match, not the size of the workspace. Kept as the passing ids, or as the
+        failing ones when most pass: the stages get whichever list is shorter."""
+        total = conn.execute(
+            "SELECT count(*) FROM documents WHERE workspace_id = ? AND deleted = 0", (ws_id,)
+        ).fetchone()[0]
+        keep: set[int] | None = None
+        for name, matches in self.include.items():
+            ids = self._matching(conn, ws_id, name, matches)
+            keep = ids if keep is None else keep & ids
+        if self.paths:
+            under: set[int] = set()
+            for p in self.paths:
+                under.update(
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT id FROM documents WHERE workspace_id = ? AND deleted = 0"
+                        " AND path >= ? AND path < ?",
+                        (ws_id, p, p + "\U0010ffff"),
+                    )
+                )
+            keep = under if keep is None else keep & under
+        drop: set[int] = set()
+        for name, matches in self.exclude.items():
+            drop |= self._matching(conn, ws_id, name, matches)
+        if keep is None:  # only exclusions: facet rows belong to live documents
+            return DocumentSet(total - len(drop), total, drop=drop)
+        keep -= drop
+        if len(keep) * 2 > total and len(keep) > TERM_SET_SMALL:
+            live = conn.execute(
+                "SELECT id FROM documents WHERE workspace_id = ? AND deleted = 0", (ws_id,)
+            )
+            return DocumentSet(len(keep), total, drop={r[0] for r in live if r[0] not in keep})
+        return DocumentSet(len(keep), total, keep=keep)
+
+    @staticmethod
+    def _matching(conn, ws_id: int, name: str, matches: list[Match]) -> set[int]:
+        exact = [m.value for m in matches if not m.prefix]
+        ids: set[int] = set()
+        if exact:
+            ids.update(
+                r[0]
+                for r in conn.execute(
+                    "SELECT document_id FROM facets WHERE workspace_id = ? AND field = ?"
+                    f" AND value IN ({','.join('?' * len(exact))})",
+                    (ws_id, name, *exact),
+                )
+            )
+        for m in matches:
+            if m.prefix:  # a year or a month: the value itself, or any date under it
+                ids.update(
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT document_id FROM facets WHERE workspace_id = ? AND field = ?"
+                        " AND (value = ? OR value GLOB ?)",
+                        (ws_id, name, m.value, _glob_escape(m.value) + "-*"),
+                    )
+                )
+        return ids
+
+    def browse(self, conn, ws_id: int, limit: int) -> tuple[list[int], int]:
+        """(the first `limit` passing documents in path order, how many pass)."""
+        where, args = self._where(ws_id)
+        live = "FROM documents d WHERE d.workspace_id = ? AND d.deleted = 0"
+        ids = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT d.id {live} AND {where} ORDER BY d.path LIMIT ?", (ws_id, *args, limit)
+            )
+        ]
+        if len(ids) < limit:
+            return ids, len(ids)
+        return ids, conn.execute(f"SELECT count(*) {live} AND {where}", (ws_id, *args)).fetchone()[
+            0
+        ]
+
+
+@dataclass
+class DocumentSet:
+    """The documents a filter keeps: `keep` holds them, or `drop` holds the live others."""
+
+    size: int  # how many are kept
+    total: int  # live documents in the workspace
+    keep: set[int] | None = None
+    drop: set[int] | None = None
+
+    def __contains__(self, doc_id: int) -> bool:
+        if self.keep is not None:
+            return doc_id in self.keep
+        return doc_id not in (self.drop or ())
 
 
 def _glob_escape(text: str) -> str:

@@ -29,8 +29,6 @@ NO_RANKER = "no ranker configured"
 STALE_SPARE = 10
 
 _OPTS = {"limit", "stages", "paths", "mode", "retrieval", "window", "facets", "tags"}
-# A filter keeping more documents than this reaches Tantivy as the documents it drops.
-TERM_SET_MAX = 4096
 FACET_ONLY = "the query has only facet filters"
 
 
@@ -96,7 +94,7 @@ def lexical_candidates(
     lexical: LexicalIndex,
     ws: Workspace,
     query: ParsedQuery,
-    allowed: list[int] | None = None,
+    allowed: facets.DocumentSet | None = None,
     need: int = RETRIEVER_TOP,
 ) -> tuple[list[tuple[int, int]], bool]:
     """Visible (chunk_id, document_id) best first: all-words matches, then any-word ones.
@@ -110,16 +108,12 @@ def lexical_candidates(
     truncated = False
     restrict = None
     if allowed is not None:
-        if not allowed:
+        if not allowed.size:
             return [], False
-        if len(allowed) <= TERM_SET_MAX:
-            restrict = lexical.only_documents(keep=allowed)
+        if allowed.keep is not None:
+            restrict = lexical.only_documents(keep=sorted(allowed.keep))
         else:
-            keep = set(allowed)
-            every = conn.execute(
-                "SELECT id FROM documents WHERE workspace_id = ? AND deleted = 0", (ws.id,)
-            )
-            restrict = lexical.only_documents(drop=[r[0] for r in every if r[0] not in keep])
+            restrict = lexical.only_documents(drop=sorted(allowed.drop or ()))
     for all_words in (True, False):
         q = lexical.build(query, all_words=all_words, restrict=restrict)
         if q is None:
@@ -337,7 +331,7 @@ def run_search(
         allowed = None
         if flt.active:
             t0 = time.perf_counter()
-            allowed = flt.documents(conn, ws.id)
+            allowed = flt.select(conn, ws.id)
             timings["filter_ms"] = round((time.perf_counter() - t0) * 1000, 2)
         if "lexical" in requested:
             t0 = time.perf_counter()
@@ -362,9 +356,9 @@ def run_search(
                     ws,
                     semantic.model_fp,
                     qvec,
-                    set(allowed) if allowed is not None else None,
+                    allowed,
                     complete=embedded >= total,
-                    documents=_document_count(conn, ws.id) if allowed is not None else 0,
+                    chunks=total,
                 )
                 truncated |= cut
             ranked.append(("semantic", found))
@@ -484,12 +478,6 @@ def _semantic_report(semantic: SemanticPlan) -> dict[str, Any]:
     }
 
 
-def _document_count(conn, ws_id: int) -> int:
-    return conn.execute(
-        "SELECT count(*) FROM documents WHERE workspace_id = ? AND deleted = 0", (ws_id,)
-    ).fetchone()[0]
-
-
 def _browse(
     store: Store,
     ws: Workspace,
@@ -504,9 +492,8 @@ def _browse(
     first section; nothing is embedded or ranked."""
     t0 = time.perf_counter()
     with store.snapshot() as conn:
-        ids = flt.documents(conn, ws.id)
+        take, matched = flt.browse(conn, ws.id, options.limit + min(options.limit, STALE_SPARE))
         epochs = read_epochs(conn, ws.id)
-        take = ids[: options.limit + min(options.limit, STALE_SPARE)]
         first = [
             r[0]
             for r in Store.in_batches(
@@ -547,7 +534,7 @@ def _browse(
             "skipped": {s: FACET_ONLY for s in options.stages},
         },
         "filter": flt.describe(),
-        "matched": len(ids),
+        "matched": matched,
         "truncated": False,
         "stale": sorted(stale),
         "took_ms": total_ms,

@@ -60,6 +60,8 @@ CREATE TABLE IF NOT EXISTS documents(
   indexed_at REAL,
   UNIQUE(workspace_id, path)
 );
+-- live documents of a workspace by path: filters, counts and path prefixes without a table scan
+CREATE INDEX IF NOT EXISTS documents_live ON documents(workspace_id, deleted, path);
 CREATE TABLE IF NOT EXISTS chunks(
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
@@ -72,7 +74,9 @@ CREATE TABLE IF NOT EXISTS chunks(
   line_start INTEGER NOT NULL, line_end INTEGER NOT NULL,
   retired_at REAL
 );
-CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks(document_id, state);
+-- a document's live chunks; with their text hashes, so a filtered vector scan reads no rows
+CREATE INDEX IF NOT EXISTS chunks_by_document_hash ON chunks(document_id, state, text_hash);
+DROP INDEX IF EXISTS chunks_by_document;
 CREATE INDEX IF NOT EXISTS chunks_by_state ON chunks(workspace_id, state);
 CREATE INDEX IF NOT EXISTS chunks_by_hash ON chunks(workspace_id, text_hash);
 -- retired chunks waiting to be purged: few, looked up after every write
@@ -426,6 +430,19 @@ class Store:
         for start in range(0, len(ids), 900):  # SQLite's bound-parameter limit
             part = ids[start : start + 900]
             yield from conn.execute(sql.format(marks=",".join("?" * len(part))), (*part, *tail))
+
+    @staticmethod
+    def column(conn: sqlite3.Connection, sql: str, ids: list[int], *tail: Any) -> list[Any]:
+        """The first column of `sql` over `ids` in batches, as plain values: for the few hot
+        queries that return thousands of rows (no Row objects, no generator per row)."""
+        cur = conn.cursor()
+        cur.row_factory = None
+        out: list[Any] = []
+        for start in range(0, len(ids), 900):
+            part = ids[start : start + 900]
+            cur.execute(sql.format(marks=",".join("?" * len(part))), (*part, *tail))
+            out += [r[0] for r in cur.fetchall()]
+        return out
 
     @classmethod
     def visible_chunks(cls, conn: sqlite3.Connection, ws_id: int, ids: list[int]) -> dict[int, int]:
