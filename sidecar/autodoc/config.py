@@ -45,7 +45,7 @@ def _schema_path(value: Any) -> Any:
     return value.strip()
 
 
-DEFAULT_SCHEMA = "_schema/frontmatter.yaml"  # facets.DEFAULT_SCHEMA_PATH
+DEFAULT_SCHEMA = "_schema/frontmatter.yaml"  # a workspace's frontmatter schema, root-relative
 
 OPTIONS: dict[str, Option] = {
     "section_tokens": Option(

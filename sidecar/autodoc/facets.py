@@ -27,7 +27,8 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 
-from .errors import RpcError, invalid_params
+from .config import DEFAULT_SCHEMA
+from .errors import invalid_params
 
 FIELD_TYPES = ("string", "integer", "number", "boolean", "date", "list", "enum")
 _TYPE_ALIASES = {
@@ -42,7 +43,6 @@ _TYPE_ALIASES = {
 }
 TAG_FIELD = "tag"  # the shorthand every workspace has: frontmatter tags and inline #tags
 DEFAULT_TYPE_FIELD = "type"
-DEFAULT_SCHEMA_PATH = "_schema/frontmatter.yaml"
 MAX_VALUE_CHARS = 200  # longer values (prose) are not facet values
 # A kept set larger than this and than half the workspace goes to the stages as the documents
 # dropped instead (a Tantivy term set costs by its size: 8,771 ids ~11 ms, 974 ~2 ms).
@@ -312,7 +312,7 @@ def _check_consistent(common: dict[str, Field], types: dict[str, dict[str, Field
 
 def schema_location(root: Path, option: str | None) -> tuple[str, Path]:
     """(as messages show it, where it is): the `schema` option, root-relative or absolute."""
-    option = option or DEFAULT_SCHEMA_PATH
+    option = option or DEFAULT_SCHEMA
     path = Path(option).expanduser()
     if path.is_absolute():
         return option, path
@@ -402,7 +402,6 @@ class FacetFilter:
     include: dict[str, list[Match]] = field(default_factory=dict)
     exclude: dict[str, list[Match]] = field(default_factory=dict)
     paths: list[str] = field(default_factory=list)
-    type_globs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # for `type:` values
 
     @property
     def active(self) -> bool:
@@ -703,7 +702,3 @@ def rebuild_facets(conn, ws_id: int, schema: Schema) -> int:
     ).fetchall()
     write_facets(conn, ws_id, schema, [(r[0], r[1], r[2], r[3]) for r in docs])
     return len(docs)
-
-
-def schema_problem(path: str, err: SchemaError) -> RpcError:
-    return invalid_params(f"{path}:{err.line}: {err.message}", path=path, line=err.line)
