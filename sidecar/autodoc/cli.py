@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,21 @@ def _parser() -> argparse.ArgumentParser:
     ck.add_argument("--workspace", "-w", help="workspace name")
     ck.add_argument("--schema", help="schema file (default: <folder>/_schema/frontmatter.yaml)")
     ck.add_argument("--json", action="store_true", help="print the report as JSON")
+    ev = sub.add_parser(
+        "eval",
+        help="retrieval quality and latency per stage set: a BEIR dataset, or a vault with a "
+        "golden file (a CI gate with --min-recall3)",
+    )
+    ev.add_argument("target", nargs="?", help="a BEIR-layout folder, or a vault (with --golden)")
+    ev.add_argument("--split", help="BEIR qrels split (default: test, or the only one)")
+    ev.add_argument("--golden", help='JSONL of {"query", "path"[, "line"]} for a vault')
+    ev.add_argument("--workspace", "-w", help="the vault's workspace (default: from the folder)")
+    ev.add_argument("--stages", help="comma-separated sets: lexical,semantic,hybrid,rerank")
+    ev.add_argument("--k", default="3,10", help="recall cut-offs (default 3,10)")
+    ev.add_argument("--options", help="workspace options as JSON, applied before indexing")
+    ev.add_argument("--work", help="BEIR: keep the indexed dataset here and reuse it")
+    ev.add_argument("--min-recall3", type=float, help="exit 1 when Recall@3 is below this")
+    ev.add_argument("--json", action="store_true", help="print the report as JSON")
     sv = sub.add_parser("serve", help="run the LSP server on stdio (for editors)")
     sv.add_argument("--log-file", help="log here instead of stderr")
     sv.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -91,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
             return _search(dispatcher, args)
         if args.command == "check":
             return _check(dispatcher, args)
+        if args.command == "eval":
+            return _eval(dispatcher, args)
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except RpcError as err:
@@ -213,6 +231,100 @@ def _check(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return EXIT_RPC_ERROR if summary["errors"] else EXIT_OK
+
+
+def _eval(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
+    from . import evaluate as ev
+
+    try:
+        ks = sorted({int(k) for k in args.k.split(",") if k.strip()} | ({3} if args.min_recall3
+                    is not None else set()))  # fmt: skip
+    except ValueError:
+        raise RpcError(-32602, f"--k takes integers: {args.k!r}") from None
+    try:
+        options = json.loads(args.options) if args.options else None
+    except json.JSONDecodeError as exc:
+        raise RpcError(-32700, f"--options is not valid JSON: {exc}") from None
+    target = Path(args.target).expanduser().resolve() if args.target else None
+    work: tempfile.TemporaryDirectory | None = None
+    if target is not None and ev.is_beir(target):
+        split = ev.beir_split(target, args.split)
+        corpus, judged = ev.load_beir(target, split)
+        if args.work:
+            base = Path(args.work).expanduser().resolve()
+        else:
+            work = tempfile.TemporaryDirectory(prefix="autodoc-eval-")
+            base = Path(work.name)
+        engine = Engine(base / "autodoc.db")
+        dispatcher = Dispatcher(engine)
+        name = _workspace_name_for(target)
+        names_file = base / "names.json"
+        if not names_file.exists():
+            names = ev.write_corpus(corpus, base / "vault")
+            names_file.write_text(json.dumps(names))
+        names = json.loads(names_file.read_text())
+        dispatcher.call("workspace.add", [name, str(base / "vault")])
+        data = ev.Dataset(target.name, split, judged, len(corpus), ev.documents_of(names))
+    else:
+        if not args.golden:
+            raise RpcError(-32602, "eval takes a BEIR folder, or a vault with --golden FILE")
+        if target is not None:
+            name = args.workspace or _workspace_name_for(target)
+            dispatcher.call("workspace.add", [name, str(target)])
+        else:
+            name = args.workspace or _default_workspace(dispatcher)
+        judged = ev.load_golden(Path(args.golden))
+        data = ev.Dataset(name, "golden", judged, 0, ev.golden_targets(judged))
+    try:
+        if options:
+            dispatcher.call("workspace.configure", [name, options])
+        summary = dispatcher.engine.index_run(name, embed_progress=_ProgressBar("embedding"))
+        status = dispatcher.call("index.status", [name])
+        data.documents = status["documents"]
+        sets = ev.available_sets(status)
+        if args.stages:
+            asked = [s.strip() for s in args.stages.split(",") if s.strip()]
+            missing = [s for s in asked if s not in sets]
+            if missing:
+                raise RpcError(-32602, f"cannot run {missing[0]!r} here (available: "
+                               f"{', '.join(sets)})", {"stages": sets})  # fmt: skip
+            sets = asked
+        results = ev.evaluate(dispatcher.call, name, data, sets, ks)
+    finally:
+        if target is not None and ev.is_beir(target):
+            dispatcher.engine.close()
+        if work is not None:
+            work.cleanup()
+    report: dict[str, Any] = {
+        "dataset": data.name,
+        "split": data.split,
+        "queries": len(data.queries),
+        "documents": data.documents,
+        "chunks": status["chunks"],
+        "model": (status.get("embedding") or {}).get("model", ""),
+        "ranker": (status.get("rank") or {}).get("model", ""),
+        "index_s": summary["seconds"],
+        "embedding": {k: summary["embedding"].get(k) for k in ("embedded", "per_second")},
+        "results": results,
+    }
+    failed = False
+    if args.min_recall3 is not None:
+        judged_set = ev.gate_set(results)
+        value = results[judged_set]["recall@3"]
+        failed = value < args.min_recall3
+        report["gate"] = {"set": judged_set, "recall@3": value, "min": args.min_recall3,
+                          "passed": not failed}  # fmt: skip
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        print(f"### {data.name} ({data.split}: {len(data.queries)} queries, "
+              f"{data.documents:,} documents, {status['chunks']:,} chunks)\n")  # fmt: skip
+        print("\n".join(ev.table(results, ks)))
+        if "gate" in report:
+            g = report["gate"]
+            verdict = "passed" if g["passed"] else "FAILED"
+            print(f"\ngate: Recall@3 {g['recall@3']:.3f} ({g['set']}) >= {g['min']}: {verdict}")
+    return EXIT_RPC_ERROR if failed else EXIT_OK
 
 
 def _default_workspace(dispatcher: Dispatcher) -> str:

@@ -1,0 +1,129 @@
+"""`autodoc eval`: metrics, a BEIR-layout dataset through the real pipeline, and a golden-file
+gate over a vault."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autodoc.cli import main
+from autodoc.evaluate import golden_targets, load_golden, mrr_at, ndcg_at, recall_at
+
+from .conftest import EXAMPLE_VAULT, write
+
+
+def test_metrics_on_known_rankings():
+    rel = {"a": 1, "b": 2}
+    assert recall_at(["x", "a", "y", "b"], rel, 3) == 0.5
+    assert recall_at(["b", "a"], rel, 3) == 1.0
+    assert mrr_at(["x", "y", "a"], rel) == pytest.approx(1 / 3)
+    assert mrr_at(["x"] * 10 + ["a"], rel) == 0.0  # beyond @10
+    assert ndcg_at(["b", "a"], rel) == pytest.approx(1.0)  # the ideal order
+    worse = ndcg_at(["a", "b"], rel)
+    assert worse == pytest.approx((1 + 3 / 1.5849625) / (3 + 1 / 1.5849625))
+
+
+@pytest.fixture
+def beir(tmp_path: Path) -> Path:
+    """Five documents, four judged queries; q4's answer shares no word with it."""
+    root = tmp_path / "tiny"
+    docs = [
+        ("d1", "Lease recovery", "A stale writer lease is taken over after the heartbeat ages."),
+        ("d2", "Vector prefilter", "Sign bits shortlist candidates before float rescoring."),
+        ("d3", "Tokenizer", "Byte pair encoding splits rare words into pieces."),
+        ("d4", "Snapshots", "Readers keep one SQLite transaction for a whole answer."),
+        ("d:5", "Chunking", "Headings cut documents into sections of about 350 tokens."),
+    ]
+    write(root, "corpus.jsonl", "\n".join(
+        json.dumps({"_id": i, "title": t, "text": x}) for i, t, x in docs) + "\n")  # fmt: skip
+    queries = [("q1", "stale writer lease heartbeat"), ("q2", "sign bits shortlist"),
+               ("q3", "sections from headings"), ("q4", "quokka marsupial habitat")]  # fmt: skip
+    write(root, "queries.jsonl", "\n".join(
+        json.dumps({"_id": i, "text": t}) for i, t in queries) + "\n")  # fmt: skip
+    write(root, "qrels/dev.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n"
+          "q3\td:5\t2\nq4\td3\t1\nq9\td4\t1\n")  # fmt: skip
+    return root
+
+
+def test_eval_on_a_beir_dataset(beir, tmp_path, capsys):
+    code = main(["eval", str(beir), "--options", '{"embedding": "none"}', "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert report["split"] == "dev" and report["queries"] == 4  # q9 has no query text
+    assert report["documents"] == 5 and list(report["results"]) == ["lexical"]
+    lexical = report["results"]["lexical"]
+    # q1..q3 find their document first; q4 cannot: 3 of 4.
+    assert lexical["recall@3"] == pytest.approx(0.75) and lexical["mrr@10"] == pytest.approx(0.75)
+    assert lexical["ndcg@10"] == pytest.approx(0.75)
+    assert lexical["p50_ms"] > 0 and lexical["p95_ms"] >= lexical["p50_ms"]
+    # The text form; a kept work folder is reused without indexing again.
+    work = tmp_path / "work"
+    assert main(["eval", str(beir), "--options", '{"embedding": "none"}', "--work", str(work),
+                 "--k", "1,5"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "| stages | nDCG@10 | Recall@1 | Recall@5 | MRR@10 |" in out
+    assert (work / "names.json").exists() and (work / "vault" / "d000004.md").exists()
+
+
+def test_eval_errors(beir, tmp_path, capsys):
+    assert main(["eval", str(beir), "--split", "test"]) == 1
+    assert "no qrels/test.tsv" in capsys.readouterr().err
+    assert (
+        main(["eval", str(beir), "--options", '{"embedding": "none"}', "--stages", "hybrid"]) == 1
+    )
+    assert "cannot run 'hybrid' here" in capsys.readouterr().err
+    assert main(["eval", str(tmp_path)]) == 1  # neither a BEIR folder nor --golden
+    assert "--golden" in capsys.readouterr().err
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    shutil.copytree(EXAMPLE_VAULT, root)
+    return root
+
+
+def test_a_golden_file_gates_recall_at_3(vault, tmp_path, capsys):
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(
+        '{"query": "why did we pick sqlite", "path": "adr/0003-embedded-sqlite-store.md"}\n'
+        '{"query": "recovering a stale writer lease", "path": "adr/0004-lease-recovery.md"}\n'
+    )
+    db = str(tmp_path / "store" / "a.db")
+    code = main(["--db", db, "eval", str(vault), "--golden", str(golden), "--min-recall3", "0.9",
+                 "--json"])  # fmt: skip
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["gate"] == {
+        "set": "hybrid", "recall@3": 1.0, "min": 0.9, "passed": True
+    }  # fmt: skip
+    assert set(report["results"]) == {"lexical", "semantic", "hybrid"}  # the bundled model
+    # A target no search finds lowers recall@3 below the bar: exit 1.
+    with golden.open("a") as fh:
+        fh.write('{"query": "quokka marsupial habitat", "path": "notes/onboarding.md"}\n')
+    code = main(["--db", db, "eval", str(vault), "--golden", str(golden), "--min-recall3", "0.9",
+                 "--stages", "lexical"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 1 and "gate: Recall@3 0.667 (lexical) >= 0.9: FAILED" in out
+
+
+def test_golden_lines_and_bad_files(tmp_path, capsys):
+    golden = tmp_path / "g.jsonl"
+    golden.write_text(
+        '{"query": "q", "path": "a.md", "line": 12}\n{"query": "q", "path": "./b.md"}\n'
+    )
+    queries = load_golden(golden)
+    assert len(queries) == 1 and queries[0].relevant == {"a.md:12": 1, "b.md": 1}
+    targets = golden_targets(queries)
+    hits = [
+        {"path": "a.md", "line_start": 1, "line_end": 10},  # the file, not the line
+        {"path": "b.md", "line_start": 3, "line_end": 4},
+        {"path": "a.md", "line_start": 11, "line_end": 20},
+    ]
+    assert targets(hits) == ["b.md", "a.md:12"]
+    golden.write_text('{"query": "q"}\n')
+    assert main(["--db", str(tmp_path / "s.db"), "eval", str(tmp_path), "--golden",
+                 str(golden)]) == 1  # fmt: skip
+    assert "entry 1 needs a query, a path" in capsys.readouterr().err
