@@ -20,9 +20,9 @@ from tantivy import Occur, Query
 
 from autodoc import lexical
 from autodoc.engine import Engine
+from autodoc.evaluate import load_beir, ndcg_at, write_corpus
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from beir_eval import load, ndcg_at, write_vault
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -66,10 +66,11 @@ def main() -> int:
     sets = {}
     for spec in args.datasets.split(","):
         name, split = spec.split(":")
-        corpus, queries, qrels = load(REPO / "../shared/bench" / name, split)
+        corpus, judged = load_beir(REPO / "../shared/bench" / name, split)
+        queries = {q.qid: q.text for q in judged}
+        qrels = {q.qid: q.relevant for q in judged}
         vault = work / name
-        vault.mkdir()
-        names = write_vault(corpus, vault)
+        names = write_corpus(corpus, vault)
         engine = Engine(work / f"{name}.db")
         engine.workspace_add(name, str(vault))
         engine.workspace_configure(name, {"embedding": "none"})

@@ -6,7 +6,7 @@ Two vector sets, each searched three ways in the same run:
   cosine on the shortlist (numpy gather + dot);
 - (for scale) USearch's float32 HNSW index, to show what an approximate graph costs and gives.
 
-Sets: SciFact (the real bundled-model vectors of a store built by bench/beir_eval.py, queried
+Sets: SciFact (the real bundled-model vectors of a store built by `autodoc eval --work`, queried
 with the real queries) and N synthetic 384-d unit vectors drawn around one cluster centre per
 ~500 vectors.
 
@@ -124,7 +124,7 @@ def synthetic(n: int, dim: int, n_queries: int, seed: int = 7):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scifact-db", type=Path, help="the store folder bench/beir_eval.py built")
+    ap.add_argument("--scifact-db", type=Path, help="the --work folder of autodoc eval on SciFact")
     ap.add_argument(
         "--queries",
         type=Path,
