@@ -13,6 +13,7 @@ from autodoc.cli import main
 from autodoc.evaluate import golden_targets, load_golden, mrr_at, ndcg_at, recall_at
 
 from .conftest import EXAMPLE_VAULT, write
+from .fake_rankers import tiny_cross_encoder
 
 
 def test_metrics_on_known_rankings():
@@ -66,6 +67,15 @@ def test_eval_on_a_beir_dataset(beir, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| stages | nDCG@10 | Recall@1 | Recall@5 | MRR@10 |" in out
     assert (work / "names.json").exists() and (work / "vault" / "d000004.md").exists()
+
+
+def test_eval_adds_the_rerank_set_with_a_ranker(beir, tmp_path, capsys):
+    folder = tiny_cross_encoder(tmp_path / "tiny-ce", {"lease": 5.0})
+    options = {"embedding": "none", "ranker": {"provider": "onnx", "path": str(folder)}}
+    assert main(["eval", str(beir), "--options", json.dumps(options), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert list(report["results"]) == ["lexical", "rerank"] and report["ranker"]
+    assert report["results"]["rerank"]["p50_ms"] > 0
 
 
 def test_eval_errors(beir, tmp_path, capsys):

@@ -203,8 +203,8 @@ def available_sets(status: dict[str, Any]) -> list[str]:
     sets = ["lexical"]
     if status.get("semantic") not in (None, "off"):
         sets += ["semantic", "hybrid"]
-        if (status.get("rank") or {}).get("state") not in (None, "off"):
-            sets.append("rerank")
+    if (status.get("rank") or {}).get("state") not in (None, "off"):
+        sets.append("rerank")  # without a model: lexical, then the ranker
     return sets
 
 

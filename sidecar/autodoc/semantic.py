@@ -328,8 +328,7 @@ def semantic_candidates(
 def _chunk_count(conn, store: Store, docs: set[int]) -> int:
     """Live chunks of these documents (an index-only count)."""
     return sum(
-        r[0]
-        for r in store.in_batches(
+        Store.column(
             conn,
             f"SELECT count(*) FROM chunks WHERE document_id IN ({{marks}}) AND state = {LIVE}",
             sorted(docs),
@@ -376,18 +375,17 @@ def _rescore(conn, keys: np.ndarray, qvec: np.ndarray) -> list[tuple[str, float]
     """(text_hash, cosine) best first, from the float32 vectors of the shortlist."""
     if not len(keys):
         return []
-    rows = list(
-        Store.in_batches(
-            conn,
-            "SELECT id, text_hash, f32 FROM embeddings WHERE id IN ({marks})",
-            [int(k) for k in keys],
-        )
+    rows = Store.rows(
+        conn,
+        "SELECT id, text_hash, f32 FROM embeddings WHERE id IN ({marks})",
+        [int(k) for k in keys],
     )
     if not rows:
         return []
     matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1)
     scores = matrix @ qvec
-    order = sorted(range(len(rows)), key=lambda i: (-scores[i], rows[i][0]))
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    order = np.lexsort((ids, -scores))  # best first; ties by embedding id, so stable
     return [(rows[i][1], float(scores[i])) for i in order]
 
 
@@ -424,15 +422,13 @@ def _visible_slice(
     if not ranked:
         return []
     position = {h: i for i, (h, _) in enumerate(ranked)}
-    rows = list(
-        store.in_batches(
-            conn,
-            # INDEXED BY: without statistics SQLite would rather scan (workspace, state).
-            "SELECT c.id, c.document_id, c.text_hash FROM chunks c INDEXED BY chunks_by_hash"
-            f" WHERE c.text_hash IN ({{marks}}) AND c.workspace_id = ? AND c.state = {LIVE}",
-            list(position),
-            ws_id,
-        )
+    rows = Store.rows(
+        conn,
+        # INDEXED BY: without statistics SQLite would rather scan (workspace, state).
+        "SELECT c.id, c.document_id, c.text_hash FROM chunks c INDEXED BY chunks_by_hash"
+        f" WHERE c.text_hash IN ({{marks}}) AND c.workspace_id = ? AND c.state = {LIVE}",
+        list(position),
+        ws_id,
     )
     if allowed is not None:
         rows = [r for r in rows if r[1] in allowed]

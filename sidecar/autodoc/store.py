@@ -31,6 +31,7 @@ SCHEMA_VERSION = 1
 # Chunk states: written but not yet visible, visible, retired (still in the lexical index).
 PENDING, LIVE, DEAD = 0, 1, 2
 
+READER_MMAP_BYTES = 1 << 30
 CHANGE_LOG_DAYS = 7
 CHANGE_LOG_MIN_ROWS = 100_000
 
@@ -270,6 +271,10 @@ class Store:
         if conn is None:
             conn = _connect(self.path)
             conn.execute("PRAGMA query_only=ON")
+            # Readers map the file instead of copying pages through read(): the float32
+            # rescore (600 random vector rows) went from 3.4 to 1.9 ms on cpp-docs. Mapped pages
+            # are the page cache's, shared and reclaimable, not the process's own memory.
+            conn.execute(f"PRAGMA mmap_size={READER_MMAP_BYTES}")
             self._local.conn = conn
         return conn
 
@@ -432,17 +437,23 @@ class Store:
             yield from conn.execute(sql.format(marks=",".join("?" * len(part))), (*part, *tail))
 
     @staticmethod
-    def column(conn: sqlite3.Connection, sql: str, ids: list[int], *tail: Any) -> list[Any]:
-        """The first column of `sql` over `ids` in batches, as plain values: for the few hot
-        queries that return thousands of rows (no Row objects, no generator per row)."""
+    def rows(conn: sqlite3.Connection, sql: str, ids: list[int], *tail: Any) -> list[tuple]:
+        """`in_batches` as plain tuples in one list, for the hot queries of the query path:
+        no Row object and no generator step per row (the float32 rescore read 600 rows in
+        ~10 ms through Row objects)."""
         cur = conn.cursor()
         cur.row_factory = None
-        out: list[Any] = []
+        out: list[tuple] = []
         for start in range(0, len(ids), 900):
             part = ids[start : start + 900]
             cur.execute(sql.format(marks=",".join("?" * len(part))), (*part, *tail))
-            out += [r[0] for r in cur.fetchall()]
+            out += cur.fetchall()
         return out
+
+    @classmethod
+    def column(cls, conn: sqlite3.Connection, sql: str, ids: list[int], *tail: Any) -> list[Any]:
+        """The first column of `rows`."""
+        return [r[0] for r in cls.rows(conn, sql, ids, *tail)]
 
     @classmethod
     def visible_chunks(cls, conn: sqlite3.Connection, ws_id: int, ids: list[int]) -> dict[int, int]:
@@ -451,7 +462,7 @@ class Store:
             "SELECT id, document_id FROM chunks"
             " WHERE id IN ({marks}) AND state = 1 AND workspace_id = ?"
         )
-        return dict(cls.in_batches(conn, sql, ids, ws_id))
+        return dict(cls.rows(conn, sql, ids, ws_id))
 
     @classmethod
     def chunk_rows(cls, conn: sqlite3.Connection, ids: list[int]) -> dict[int, sqlite3.Row]:
