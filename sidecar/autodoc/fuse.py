@@ -21,19 +21,28 @@ class Fused:
     document_id: int
     score: float = 0.0
     via: list[str] = field(default_factory=list)
+    ranks: tuple[int, ...] = ()  # its rank in each stage, in stage order (0: not found)
+
+    @property
+    def tie_key(self) -> tuple:
+        """Equal scores: the better rank in the first stage (lexical), then the next; the
+        chunk id only last. Ids differ between two stores of the same files, ranks do not, so
+        a rebuilt index answers in the same order (found by tests/test_reliability.py)."""
+        return (-self.score, *(r or 1 << 30 for r in self.ranks), self.chunk_id)
 
 
 def rrf(ranked: Sequence[tuple[str, Sequence[tuple[int, int]]]], k: int = RRF_K) -> list[Fused]:
-    """`ranked`: (stage, [(chunk_id, document_id), ...] best first). Ties: lower chunk id first."""
+    """`ranked`: (stage, [(chunk_id, document_id), ...] best first). Ties: `Fused.tie_key`."""
     fused: dict[int, Fused] = {}
-    for stage, items in ranked:
+    for n, (stage, items) in enumerate(ranked):
         for rank, (chunk_id, document_id) in enumerate(items, 1):
             f = fused.get(chunk_id)
             if f is None:
-                f = fused[chunk_id] = Fused(chunk_id, document_id)
+                f = fused[chunk_id] = Fused(chunk_id, document_id, ranks=(0,) * len(ranked))
             f.score += 1.0 / (k + rank)
             f.via.append(stage)
-    return sorted(fused.values(), key=lambda f: (-f.score, f.chunk_id))
+            f.ranks = (*f.ranks[:n], rank, *f.ranks[n + 1 :])
+    return sorted(fused.values(), key=lambda f: f.tie_key)
 
 
 def relevance(score: float, active_stages: int, k: int = RRF_K) -> float:
@@ -76,7 +85,7 @@ def apply_boosts(hits: list[Fused], tagged: set[int], inbound: dict[int, int]) -
         if h.document_id in tagged:
             h.score *= TAG_BOOST
         h.score *= link_factor(inbound.get(h.document_id, 0))
-    return sorted(hits, key=lambda f: (-f.score, f.chunk_id))
+    return sorted(hits, key=lambda f: f.tie_key)
 
 
 def demote_superseded(hits: list[Fused], successor: dict[int, int]) -> dict[int, int]:
