@@ -29,7 +29,7 @@ class FakeOpenAI:
     def __init__(self, dim: int = 64) -> None:
         self.dim = dim
         self.requests: list[dict] = []
-        self.mode = "ok"  # ok | fail | slow | garbage | wrong-count
+        self.mode = "ok"  # ok | fail | slow | garbage | wrong-count | unauthorized
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -45,6 +45,10 @@ class FakeOpenAI:
                     return self._send(404, {"error": {"message": "not found"}})
                 if fake.mode == "fail":
                     return self._send(500, {"error": {"message": "model overloaded"}})
+                if fake.mode == "unauthorized":  # as some providers do: echo the key sent
+                    sent = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                    message = f"Incorrect API key provided: {sent}"
+                    return self._send(401, {"error": {"message": message}})
                 if fake.mode == "slow":
                     time.sleep(2)
                 if fake.mode == "garbage":

@@ -11,8 +11,10 @@ import pytest
 
 from autodoc import fuse, semantic
 from autodoc.embed import HttpEmbedder, bundled_embedder, load_embedder
+from autodoc.engine import Engine
 from autodoc.errors import EMBED_FAILED, SWITCHING, UNSUPPORTED, RpcError
 from autodoc.indexer import Indexer
+from autodoc.search import read_epochs
 from autodoc.semantic import collect_unused, fill
 
 from .conftest import EXAMPLE_VAULT, corpus, write
@@ -511,3 +513,40 @@ def test_coverage_is_kept_incrementally_and_matches_a_full_count(sample):
     engine.embed_run("kb")
     got = reported()
     assert got == truth() and got["embedded"] == got["total"]
+
+
+def test_the_sign_index_forgets_collected_vectors_even_when_more_arrive(tmp_path):
+    """Regression (found by tests/test_reliability.py): vectors collected while more new ones
+    were added left the count unchanged, so a sign index kept ids SQLite no longer had."""
+    root = tmp_path / "vault"
+    for i in range(3):
+        write(root, f"d{i}.md", f"# D{i}\n\nfirst version of document {i}\n")
+    with FakeOpenAI(dim=32) as server:
+        engine = Engine(tmp_path / "store" / "autodoc.db")
+        engine.workspace_add("v", str(root))
+        spec = {"provider": "openai", "base_url": server.url, "model": "m"}
+        engine.workspace_configure("v", {"embedding": spec})
+        engine.index_run("v")
+        for i in range(3):  # every old text becomes unused...
+            write(root, f"d{i}.md", f"# D{i}\n\nsecond version of document {i}\n")
+        engine.index_run("v")
+        ws = engine.workspace("v")
+        Indexer(engine.store, engine.lexical(ws), ws).purge_retired(grace=0)
+        for i in range(6):  # ...and more new texts arrive than old ones go
+            write(root, f"n{i}.md", f"# N{i}\n\na new note {i}\n")
+        summary = engine.index_run("v")  # collects the 3 old vectors, adds 6
+
+        def stale(e: Engine) -> set[int]:
+            embedder, _ = e.embedder(ws)
+            signs = e.signs(ws, embedder)
+            with e.store.snapshot() as conn:  # as a search refreshes it
+                signs.refresh(conn, ws.id, ws.active_model_fp, read_epochs(conn, ws.id)[1])
+                known = {r[0] for r in conn.execute("SELECT id FROM embeddings")}
+            return {int(k) for k in signs.index.keys} - known
+
+        assert summary["embedding"]["coverage"]["embedded"] == summary["chunks"]
+        assert stale(engine) == set()
+        engine.close()
+        reopened = Engine(tmp_path / "store" / "autodoc.db")  # loads the saved index
+        assert stale(reopened) == set()
+        reopened.close()

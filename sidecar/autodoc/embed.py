@@ -357,6 +357,14 @@ def api_key(env: str | None, service: str = "autodoc") -> str | None:
         return None
 
 
+def key_status(provider: Any) -> str | None:
+    """ "set" / "unset" for a provider that sends a key (never the key); None for local models."""
+    env = getattr(provider, "api_key_env", None)
+    if env is None and not hasattr(provider, "api_key_env"):
+        return None
+    return "set" if api_key(env) else "unset"
+
+
 class ProviderError(Exception):
     """A model server could not answer; `str()` is the user-facing reason."""
 
@@ -378,6 +386,8 @@ def post_json(url: str, body: dict[str, Any], key_env: str | None, timeout: floa
             return json.loads(resp.read())
     except urllib.error.HTTPError as exc:
         detail = exc.read(500).decode("utf-8", "replace")
+        if key:  # a server may echo what it was sent ("invalid key sk-…"): never pass it on
+            detail = detail.replace(key, "***")
         raise ProviderError(f"answered {exc.code}: {detail}", exc.code) from None
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         raise ProviderError(f"unreachable: {getattr(exc, 'reason', exc)}") from None

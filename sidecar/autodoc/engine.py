@@ -17,7 +17,7 @@ from typing import Any
 
 from . import config, facets
 from .check import check_workspace
-from .embed import Embedder, load_embedder
+from .embed import Embedder, key_status, load_embedder
 from .errors import SWITCHING, UNSUPPORTED, CancelToken, StoreBusyError, invalid_params
 from .indexer import Indexer, Progress
 from .lexical import LexicalIndex
@@ -326,13 +326,16 @@ class Engine:
         plan = self.rank_plan(ws)
         if plan.ranker is None:
             return {"state": "off", "model": "", "error": plan.reason}
-        return {
+        state = {
             "state": "ready",
             "model": plan.ranker.name,
             "error": "",
             "window": plan.window,
             "meter": plan.ranker.meter.to_dict(),
         }
+        if (key := key_status(plan.ranker)) is not None:
+            state["api_key"] = key
+        return state
 
     def index_status(self, name: Any) -> dict[str, Any]:
         ws = self.workspace(name)
@@ -373,6 +376,8 @@ class Engine:
                 "dim": plan.embedder.dim,
                 "meter": plan.embedder.meter.to_dict(),
             }
+            if (key := key_status(plan.embedder)) is not None:
+                info["embedding"]["api_key"] = key
         return info
 
     # -- reading -----------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from .store import (
     Store,
     Workspace,
 )
-from .walker import FoundFile, find, read_markdown, scan
+from .walker import FoundFile, find, is_utf8, read_markdown, scan
 
 RETIRE_GRACE_S = 10.0  # how long a retired chunk stays findable for readers mid-query
 BATCH_DOCUMENTS = 500
@@ -276,6 +276,7 @@ class Indexer:
         else:
             self.purge_retired(grace=RETIRE_GRACE_S)
             files, skipped = find(self.ws.root, paths, self.max_bytes)
+            paths = [p for p in paths if is_utf8(p)]  # the others were skipped with a reason
         bad_schema = self.sync_schema()
         summary.files = len(files)
         summary.skipped = [{"path": s.path, "reason": s.reason} for s in skipped]

@@ -58,7 +58,7 @@ def parse_options(opts: Any) -> SearchOptions:
     mode = opts.get("mode")
     if mode is not None:
         modes = {"lexical": ["lexical"], "semantic": ["semantic"], "hybrid": list(STAGES)}
-        if mode not in modes:
+        if not isinstance(mode, str) or mode not in modes:
             raise invalid_params("mode must be lexical, semantic or hybrid", field="mode")
         stages = stages or modes[mode]
     if stages is None or stages == []:

@@ -55,6 +55,7 @@ class SignIndex:
         self.index = self._empty()
         self.max_id = 0
         self.epoch = -1
+        self.collected: int | None = None  # the workspace's collection count it reflects
         self.lock = threading.Lock()
         self._codes: _Codes | None = None  # by text hash, for filtered scans; built on first use
         if path is not None:
@@ -71,11 +72,12 @@ class SignIndex:
             if saved.get("owner") != self.owner:
                 return
             max_id = saved["max_id"]
+            collected = saved.get("collected")
             index = Index.restore(str(path))
         except (OSError, ValueError, KeyError, RuntimeError):
             return  # absent or unreadable: rebuilt from SQLite
         if index is not None and index.ndim == self.dim and len(index):
-            self.index, self.max_id = index, int(max_id)
+            self.index, self.max_id, self.collected = index, int(max_id), collected
 
     def save(self) -> None:
         if self.path is None:
@@ -86,7 +88,9 @@ class SignIndex:
             self.index.save(str(tmp))
             os.replace(tmp, self.path)
             self.path.with_suffix(".json").write_text(
-                json.dumps({"max_id": self.max_id, "owner": self.owner})
+                json.dumps(
+                    {"max_id": self.max_id, "owner": self.owner, "collected": self.collected}
+                )
             )
 
     def refresh(self, conn, ws_id: int, model_fp: str, epoch: int) -> None:
@@ -100,10 +104,15 @@ class SignIndex:
                 " WHERE workspace_id = ? AND model_fp = ?",
                 (ws_id, model_fp),
             ).fetchone()
-            if count < len(self.index) or top < self.max_id:  # rows were collected: start over
+            collected = collections_of(conn, ws_id)
+            # Rows were collected since this index was built: start over. The count alone
+            # misses it when new rows outnumber the collected ones (found by the crash test:
+            # a saved index kept four vectors SQLite no longer had).
+            if collected != self.collected or count < len(self.index) or top < self.max_id:
                 self.index = self._empty()
                 self.max_id = 0
                 self._codes = None
+                self.collected = collected
             rows = conn.execute(
                 "SELECT id, text_hash, bits FROM embeddings WHERE workspace_id = ?"
                 " AND model_fp = ? AND id > ? ORDER BY id",
@@ -258,6 +267,13 @@ def fill(
     return done
 
 
+def collections_of(conn, ws_id: int) -> int:
+    """How many times vectors were collected in this workspace: a sign index built before the
+    last collection may hold vectors that are gone."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (f"collected:{ws_id}",)).fetchone()
+    return int(row[0]) if row else 0
+
+
 def collect_unused(store: Store, ws: Workspace, keep: set[str]) -> int:
     """Drop vectors no visible chunk uses, and every vector of models not in `keep`."""
     with store.transaction() as conn:
@@ -271,6 +287,11 @@ def collect_unused(store: Store, ws: Workspace, keep: set[str]) -> int:
         if n:
             conn.execute(
                 "UPDATE workspaces SET vector_epoch = vector_epoch + 1 WHERE id = ?", (ws.id,)
+            )
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key)"
+                " DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+                (f"collected:{ws.id}",),
             )
     return n
 

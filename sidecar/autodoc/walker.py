@@ -6,6 +6,7 @@ and oversized files are reported with a reason instead of stopping the run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from dataclasses import dataclass
@@ -27,6 +28,24 @@ class FoundFile:
 class Skipped:
     path: str
     reason: str
+
+
+def is_utf8(name: str) -> bool:
+    """A path Python could only decode with surrogate escapes (bytes that are not UTF-8) can be
+    neither stored nor shown: it is skipped with a reason, never passed on."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable(name: str) -> str:
+    """A path as it can be reported: undecodable bytes as \\xNN."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+NOT_UTF8 = "file name is not valid UTF-8"
 
 
 def _inside(real: str, root_real: str) -> bool:
@@ -53,6 +72,11 @@ def scan(root: Path, max_bytes: int) -> tuple[list[FoundFile], list[Skipped]]:
                 continue  # .git, .obsidian, editor swap files
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             is_md = entry.name.lower().endswith(MARKDOWN_SUFFIXES)
+            if not is_utf8(entry.name):
+                with contextlib.suppress(OSError):
+                    if is_md or entry.is_dir():
+                        skipped.append(Skipped(printable(rel), NOT_UTF8))
+                continue
             try:
                 target = entry.path
                 if entry.is_symlink():
@@ -104,6 +128,9 @@ def find(root: Path, rels: list[str], max_bytes: int) -> tuple[list[FoundFile], 
     found: list[FoundFile] = []
     skipped: list[Skipped] = []
     for rel in sorted(set(rels)):
+        if not is_utf8(rel):
+            skipped.append(Skipped(printable(rel), NOT_UTF8))
+            continue
         parts = rel.split("/")
         if not rel or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
             continue

@@ -1,0 +1,252 @@
+"""Property-based fuzzing (hypothesis): the query parser, every dispatcher method, and the LSP
+wire. Only documented errors may come out, never -32603 (an internal error is a bug), and the
+server must answer every request and stay up.
+
+300 cases per target by default; `AUTODOC_LONG=1` runs 10,000.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from autodoc.dispatcher import Dispatcher
+from autodoc.engine import Engine
+from autodoc.errors import INTERNAL_ERROR, RpcError
+from autodoc.query import parse_query
+
+from .conftest import EXAMPLE_VAULT
+
+LONG = os.environ.get("AUTODOC_LONG") == "1"
+CASES = 10_000 if LONG else 300
+DOCUMENTED = {-32700, -32600, -32601, -32602, -32603, -32800, -32065, -32067, -32069, -32070}
+FUZZ = settings(
+    max_examples=CASES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    database=None,
+)
+
+json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=40),
+)
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+query_text = st.text(
+    alphabet=st.characters(codec="utf-8") | st.sampled_from(list('":*-# \\/\x00tag:status:')),
+    max_size=80,
+)
+
+
+@FUZZ
+@given(query_text)
+def test_the_query_parser_takes_any_text(text):
+    declared = {"status", "type", "tag"}
+    q = parse_query(text, declared.__contains__)
+    assert all(i.text for i in q.items)
+    assert all(f.field in declared and f.value for f in q.facets)
+    assert parse_query(text).facets == []  # without a schema nothing is a facet
+
+
+@pytest.fixture(scope="module")
+def rpc(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fuzz-vault")
+    import shutil
+
+    shutil.copytree(EXAMPLE_VAULT, root, dirs_exist_ok=True)
+    engine = Engine(tmp_path_factory.mktemp("fuzz-store") / "autodoc.db")
+    d = Dispatcher(engine)
+    d.call("workspace.add", ["v", str(root)])
+    d.call("workspace.configure", ["v", {"embedding": "none"}])
+    d.call("index.run", ["v"])
+    yield d
+    engine.close()
+
+
+READ_METHODS = ["workspace.list", "index.status", "search.query", "doc.read", "changes.since"]
+WRITE_METHODS = ["workspace.add", "workspace.remove", "workspace.section_size",
+                 "workspace.configure", "index.run", "index.check"]  # fmt: skip
+
+
+def _documented(fn, *args) -> None:
+    try:
+        fn(*args)
+    except RpcError as err:
+        assert err.code in DOCUMENTED and err.code != INTERNAL_ERROR, err.to_dict()
+
+
+@FUZZ
+@given(
+    method=st.sampled_from([*READ_METHODS, "nope", "", "search"]),
+    params=st.one_of(json_value, st.lists(json_value, max_size=5)),
+)
+def test_read_methods_raise_only_documented_errors(rpc, method, params):
+    _documented(rpc.call, method, params)
+
+
+@FUZZ
+@given(
+    method=st.sampled_from(WRITE_METHODS),
+    params=st.lists(json_value, max_size=4),
+)
+def test_write_methods_raise_only_documented_errors(rpc, tmp_path_factory, method, params):
+    if method in ("workspace.remove", "index.run", "index.check") and params[:1] == ["v"]:
+        params = ["w", *params[1:]]  # keep the fuzzed store's own workspace
+    if method == "workspace.add" and params[:1] == ["v"]:
+        params = ["w", *params[1:]]
+    _documented(rpc.call, method, params)
+
+
+@FUZZ
+@given(
+    query=query_text,
+    opts=st.dictionaries(
+        st.sampled_from(
+            ["limit", "stages", "paths", "facets", "tags", "mode", "retrieval", "window", "bogus"]
+        ),
+        json_value | st.lists(st.sampled_from(["lexical", "semantic", "rerank", "x"])),
+        max_size=4,
+    ),
+)
+def test_search_with_any_query_and_options(rpc, query, opts):
+    _documented(rpc.call, "search.query", ["v", query, opts])
+
+
+# -- the LSP wire ------------------------------------------------------------------------------
+
+
+class Wire:
+    """`autodoc serve` on pipes, spoken to frame by frame."""
+
+    def __init__(self, root: Path, db: Path) -> None:
+        env = dict(os.environ, AUTODOC_DB=str(db))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "autodoc", "serve", "--log-level", "ERROR"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        self.buffer = b""
+        self.request(1, "initialize", {"processId": None, "rootUri": root.as_uri(),
+                                       "capabilities": {}})  # fmt: skip
+        self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+
+    def send_raw(self, body: bytes) -> None:
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def send(self, message) -> None:
+        self.send_raw(json.dumps(message).encode())
+
+    def request(self, rid, method, params) -> dict:
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        return self.answer(rid)
+
+    def _read_message(self, timeout: float) -> dict | None:
+        deadline = time.monotonic() + timeout
+        while True:
+            head, sep, rest = self.buffer.partition(b"\r\n\r\n")
+            if sep:
+                length = int(
+                    next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length"))
+                    .split(b":")[1]
+                )  # fmt: skip
+                if len(rest) >= length:
+                    self.buffer = rest[length:]
+                    return json.loads(rest[:length])
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                chunk = os.read(self.proc.stdout.fileno(), 65536)
+                if not chunk:
+                    raise AssertionError("the server closed its output")
+                self.buffer += chunk
+
+    def answer(self, rid, timeout: float = 20.0) -> dict:
+        """The response to `rid` (server notifications and requests are skipped)."""
+        while True:
+            message = self._read_message(timeout)
+            assert message is not None, f"no answer to request {rid!r}"
+            if "method" in message:
+                if "id" in message:  # a server request (progress token, configuration)
+                    self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+                continue
+            if message.get("id") == rid or rid is None:
+                return message
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def wire(tmp_path_factory):
+    import shutil
+
+    root = tmp_path_factory.mktemp("wire-vault")
+    shutil.copytree(EXAMPLE_VAULT, root, dirs_exist_ok=True)
+    (root / ".autodoc").write_text("")
+    w = Wire(root, tmp_path_factory.mktemp("wire-store") / "autodoc.db")
+    yield w
+    w.close()
+
+
+LSP_METHODS = [
+    "autodoc/search.query",
+    "autodoc/doc.read",
+    "autodoc/index.status",
+    "autodoc/workspace.list",
+    "workspace/symbol",
+    "workspace/executeCommand",
+    "textDocument/didSave",
+    "autodoc/nope",
+    "$/cancelRequest",
+    "shutdown-not",
+]
+frames = st.one_of(
+    st.binary(max_size=60).map(lambda b: ("raw", b)),
+    json_value.map(lambda v: ("json", v)),
+    st.tuples(st.sampled_from(LSP_METHODS), json_value).map(lambda mp: ("request", mp)),
+)
+
+
+@FUZZ
+@given(frame=frames)
+def test_the_server_answers_any_frame_and_stays_up(wire, frame):
+    kind, value = frame
+    wire.counter = getattr(wire, "counter", 100) + 1
+    rid = wire.counter
+    if kind == "raw":
+        wire.send_raw(value)
+    elif kind == "json":
+        wire.send(value)
+    else:
+        method, params = value
+        wire.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        reply = wire.answer(rid)
+        assert "result" in reply or reply["error"]["code"] in DOCUMENTED, reply
+        assert reply.get("error", {}).get("code") != INTERNAL_ERROR, reply
+    # Whatever came before, a well-formed request is still answered.
+    ok = wire.request(f"check-{rid}", "autodoc/workspace.list", [])
+    assert "result" in ok, ok
