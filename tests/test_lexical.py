@@ -229,3 +229,36 @@ def test_bad_options_are_invalid_params(kb, opts):
 def test_empty_query_returns_no_hits(kb):
     for q in ["   ", "*** ::: !!!", ""]:
         assert kb.call("search.query", ["kb", q])["hits"] == []
+
+
+def test_a_file_left_by_a_killed_writer_does_not_block_the_next_commit(tmp_path):
+    """Regression (found by tests/test_reliability.py): a writer killed between writing a
+    delete file and committing left `<segment>.<opstamp>.del`; the next writer committing the
+    same opstamp failed with FileAlreadyExists."""
+    import shutil
+
+    from autodoc.lexical import LexicalDoc, LexicalIndex
+
+    def docs(n):
+        return [LexicalDoc(i, i, 1, 1, f"d{i}.md", "section", "T", "T", [], [], f"word {i}")
+                for i in range(1, n + 1)]  # fmt: skip
+
+    a = LexicalIndex(tmp_path / "a")
+    a.add(docs(5))
+    a.commit()
+    a.close()
+    shutil.copytree(tmp_path / "a", tmp_path / "b")  # b: the state the killed writer left
+    a = LexicalIndex(tmp_path / "a")
+    a.delete([1, 2])
+    a.commit()  # writes <segment>.<opstamp>.del and a new meta.json
+    a.close()
+    before = {p.name for p in (tmp_path / "b").iterdir()}
+    for leftover in (tmp_path / "a").glob("*.del"):
+        shutil.copy(leftover, tmp_path / "b")  # written, never committed...
+    # ...but registered: Tantivy lists a file as managed before it creates it.
+    shutil.copy(tmp_path / "a" / ".managed.json", tmp_path / "b" / ".managed.json")
+    assert {p.name for p in (tmp_path / "b").iterdir()} - before
+    b = LexicalIndex(tmp_path / "b")
+    b.delete([1, 2])
+    b.commit()  # the same opstamp: must not fail on the leftover
+    assert b.all_chunk_ids() == {3, 4, 5}
