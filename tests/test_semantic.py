@@ -550,3 +550,34 @@ def test_the_sign_index_forgets_collected_vectors_even_when_more_arrive(tmp_path
         reopened = Engine(tmp_path / "store" / "autodoc.db")  # loads the saved index
         assert stale(reopened) == set()
         reopened.close()
+
+
+def test_a_sign_index_saved_halfway_loads_without_adding_rows_twice(tmp_path):
+    """Regression (found by tests/test_reliability.py): the index file and its .json are
+    replaced one after the other; a process killed between the two left a newer index beside
+    an older max_id, and the next refresh added those rows again (USearch: duplicate keys)."""
+    root = tmp_path / "vault"
+    write(root, "a.md", "# A\n\nfirst text\n")
+    with FakeOpenAI(dim=32) as server:
+        engine = Engine(tmp_path / "store" / "autodoc.db")
+        engine.workspace_add("v", str(root))
+        spec = {"provider": "openai", "base_url": server.url, "model": "m"}
+        engine.workspace_configure("v", {"embedding": spec})
+        engine.index_run("v")
+        ws = engine.workspace("v")
+        embedder, _ = engine.embedder(ws)
+        meta = engine.signs(ws, embedder).path.with_suffix(".json")
+        old_meta = meta.read_text()
+        for i in range(4):
+            write(root, f"n{i}.md", f"# N{i}\n\nnew text {i}\n")
+        engine.index_run("v")  # saves the index with the new rows...
+        engine.close()
+        meta.write_text(old_meta)  # ...but the .json was never replaced
+        reopened = Engine(tmp_path / "store" / "autodoc.db")
+        signs = reopened.signs(ws, embedder)
+        with reopened.store.snapshot() as conn:
+            signs.refresh(conn, ws.id, ws.active_model_fp, read_epochs(conn, ws.id)[1])
+            known = {r[0] for r in conn.execute("SELECT id FROM embeddings")}
+        assert {int(k) for k in signs.index.keys} == known
+        assert len(reopened.search("v", "new text", {"stages": ["semantic"]})["hits"]) == 5
+        reopened.close()

@@ -77,7 +77,13 @@ class SignIndex:
         except (OSError, ValueError, KeyError, RuntimeError):
             return  # absent or unreadable: rebuilt from SQLite
         if index is not None and index.ndim == self.dim and len(index):
-            self.index, self.max_id, self.collected = index, int(max_id), collected
+            # The index file and its .json are replaced one after the other: a process killed
+            # between the two leaves a newer index beside an older max_id (found by the crash
+            # test: its rows were then added twice). The index's own keys say what it holds;
+            # an older .json's collection count only makes the next refresh rebuild it.
+            top = int(np.asarray(index.keys).max())
+            self.index, self.max_id = index, top
+            self.collected = collected if top == int(max_id) else None
 
     def save(self) -> None:
         if self.path is None:
@@ -120,7 +126,9 @@ class SignIndex:
             ).fetchall()
             if rows:
                 codes = _Codes.of(rows)
-                self.index.add(codes.keys, codes.bits)
+                fresh = ~self.index.contains(codes.keys)
+                if fresh.any():
+                    self.index.add(codes.keys[fresh], codes.bits[fresh])
                 self.max_id = int(codes.keys[-1])
                 if self._codes is not None:
                     self._codes = self._codes.extend(codes)
