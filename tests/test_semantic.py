@@ -581,3 +581,38 @@ def test_a_sign_index_saved_halfway_loads_without_adding_rows_twice(tmp_path):
         assert {int(k) for k in signs.index.keys} == known
         assert len(reopened.search("v", "new text", {"stages": ["semantic"]})["hits"]) == 5
         reopened.close()
+
+
+# -- confidence fusion (issue 10) ----------------------------------------------------------------
+
+
+def test_confidence_weights_follow_each_lists_own_scores():
+    sharp_lexical = [12.0, 3.0, 2.0]  # few matches, the first far ahead
+    flat_lexical = [10.0, 9.8, 9.7, 9.6, 9.5, 9.4, 9.3, 9.2, 9.1, 9.0]
+    w_lex, w_sem = fuse.confidence_weights(sharp_lexical, [0.35])
+    assert w_lex + w_sem == pytest.approx(2.0) and w_lex > 1.9  # an identifier-like query
+    w_lex, w_sem = fuse.confidence_weights(flat_lexical, [0.75])
+    assert w_sem > 1.9  # a paraphrase: no word stands out, the meaning does
+    assert sum(fuse.confidence_weights([], [])) == pytest.approx(2.0)  # no signal: finite
+    # Weighted, relevance keeps its meaning: first in every stage that ran is 1.0.
+    fused = fuse.rrf([("lexical", [(1, 1), (2, 2)]), ("semantic", [(1, 1)])], 20, (1.5, 0.5))
+    assert fuse.relevance(fused[0].score, 2.0, 20) == 1.0
+
+
+def test_the_answer_says_which_fusion_ran_and_the_spec_cases_still_come_first(sample):
+    rpc, _ = sample
+    answer = search(rpc, "kb", "why did we pick sqlite")
+    assert answer["fusion"]["method"] == "confidence" and answer["fusion"]["k"] == 20
+    assert sum(answer["fusion"]["weights"].values()) == pytest.approx(2.0)
+    assert answer["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
+    plain = search(rpc, "kb", "why did we pick sqlite", fusion="rrf")
+    assert plain["fusion"] == {"method": "rrf", "k": 60, "weights": {"lexical": 1.0,
+                                                                     "semantic": 1.0}}  # fmt: skip
+    assert plain["hits"][0]["relevance"] <= 1.0
+    for needle in ("reclaimBatch", "-32069", "3f2a9c1"):  # identifiers, error codes, hex
+        top = search(rpc, "kb", needle)["hits"][0]
+        text = rpc.call("doc.read", ["kb", top["path"], top["line_start"], top["line_end"]])
+        assert needle in text["text"], (needle, top["path"], top["breadcrumb"])
+    with pytest.raises(RpcError) as err:
+        search(rpc, "kb", "sqlite", fusion="max")
+    assert err.value.code == -32602 and err.value.data["field"] == "fusion"

@@ -70,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--workspace", "-w", help="the vault's workspace (default: from the folder)")
     ev.add_argument("--stages", help="comma-separated sets: lexical,semantic,hybrid,rerank")
     ev.add_argument("--k", default="3,10", help="recall cut-offs (default 3,10)")
+    ev.add_argument("--fusion", choices=["confidence", "rrf"], help="fusion mode of hybrid sets")
     ev.add_argument("--options", help="workspace options as JSON, applied before indexing")
     ev.add_argument("--work", help="BEIR: keep the indexed dataset here and reuse it")
     ev.add_argument("--min-recall3", type=float, help="exit 1 when Recall@3 is below this")
@@ -289,7 +290,7 @@ def _eval(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
                 raise RpcError(-32602, f"cannot run {missing[0]!r} here (available: "
                                f"{', '.join(sets)})", {"stages": sets})  # fmt: skip
             sets = asked
-        results = ev.evaluate(dispatcher.call, name, data, sets, ks)
+        results = ev.evaluate(dispatcher.call, name, data, sets, ks, fusion=args.fusion)
     finally:
         if target is not None and ev.is_beir(target):
             dispatcher.engine.close()
@@ -303,6 +304,7 @@ def _eval(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
         "chunks": status["chunks"],
         "model": (status.get("embedding") or {}).get("model", ""),
         "ranker": (status.get("rank") or {}).get("model", ""),
+        "fusion": args.fusion or "confidence",
         "index_s": summary["seconds"],
         "embedding": {k: summary["embedding"].get(k) for k in ("embedded", "per_second")},
         "results": results,

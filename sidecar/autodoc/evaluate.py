@@ -215,8 +215,11 @@ def evaluate(
     sets: list[str],
     ks: list[int],
     limit: int = DEPTH,
+    fusion: str | None = None,
 ) -> dict[str, dict[str, float]]:
-    """{stage set: {metric: mean, p50_ms, p95_ms}}; `call` is the dispatcher's."""
+    """{stage set: {metric: mean, p50_ms, p95_ms}}; `call` is the dispatcher's; `fusion`:
+    the search option (default: the search's own)."""
+    extra = {"fusion": fusion} if fusion else {}
     results: dict[str, dict[str, float]] = {}
     for label in sets:
         scores: dict[str, list[float]] = {"ndcg@10": [], "mrr@10": []}
@@ -226,7 +229,7 @@ def evaluate(
             t0 = time.perf_counter()
             answer = call(
                 "search.query",
-                [workspace, q.text, {"stages": STAGE_SETS[label], "limit": limit}],
+                [workspace, q.text, {"stages": STAGE_SETS[label], "limit": limit, **extra}],
             )
             times.append((time.perf_counter() - t0) * 1000)
             ranked = data.targets(answer["hits"])

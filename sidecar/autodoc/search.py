@@ -28,7 +28,7 @@ SNIPPET_CHARS = 220
 NO_RANKER = "no ranker configured"
 STALE_SPARE = 10
 
-_OPTS = {"limit", "stages", "paths", "mode", "retrieval", "window", "facets", "tags"}
+_OPTS = {"limit", "stages", "paths", "mode", "retrieval", "window", "facets", "tags", "fusion"}
 FACET_ONLY = "the query has only facet filters"
 
 
@@ -41,6 +41,7 @@ class SearchOptions:
     window: int | None = None  # how many fused hits the ranker reads (default: the workspace's)
     facets: dict[str, Any] | None = None  # {field: [values]}; a "-field" key excludes
     tags: list[str] | None = None  # tag names; "-name" excludes
+    fusion: str = fuse.DEFAULT_FUSION  # "confidence" or the spec's plain "rrf"
 
 
 def parse_options(opts: Any) -> SearchOptions:
@@ -82,7 +83,12 @@ def parse_options(opts: Any) -> SearchOptions:
     if window is not None:
         window = validate_window(window, "window")
     facet_opts, tags = facets.validate_options(opts.get("facets"), opts.get("tags"))
-    return SearchOptions(limit, stages, paths, demote, window, facet_opts, tags)
+    fusion = opts.get("fusion", fuse.DEFAULT_FUSION)
+    if not isinstance(fusion, str) or fusion not in fuse.FUSIONS:
+        raise invalid_params(
+            f"fusion must be one of {', '.join(fuse.FUSIONS)}", field="fusion", value=fusion
+        )
+    return SearchOptions(limit, stages, paths, demote, window, facet_opts, tags, fusion)
 
 
 # -- lexical stage -----------------------------------------------------------------------------
@@ -96,20 +102,21 @@ def lexical_candidates(
     query: ParsedQuery,
     allowed: facets.DocumentSet | None = None,
     need: int = RETRIEVER_TOP,
-) -> tuple[list[tuple[int, int]], bool]:
+) -> tuple[list[tuple[int, int]], bool, list[float]]:
     """Visible (chunk_id, document_id) best first: all-words matches, then any-word ones.
 
     `allowed`: the documents a filter keeps (None: all), applied inside the Tantivy query.
     Reads twice what it needs, then up to MAX_READ when invisible chunks starve the read.
-    Returns (rows, truncated).
+    Returns (rows, truncated, their BM25 scores).
     """
     rows: list[tuple[int, int]] = []
+    scores: list[float] = []
     seen: set[int] = set()
     truncated = False
     restrict = None
     if allowed is not None:
         if not allowed.size:
-            return [], False
+            return [], False, []
         if allowed.keep is not None:
             restrict = lexical.only_documents(keep=sorted(allowed.keep))
         else:
@@ -123,6 +130,7 @@ def lexical_candidates(
             pairs = lexical.search(q, read)
             fresh = list(dict.fromkeys(cid for cid, _ in pairs if cid not in seen))
             visible = store.visible_chunks(conn, ws.id, fresh)
+            bm25 = dict(pairs)
             got = [(cid, visible[cid]) for cid in fresh if cid in visible]
             short = len(rows) + len(got) < need
             filled = len(pairs) >= read
@@ -131,10 +139,11 @@ def lexical_candidates(
                 break
             read = MAX_READ
         rows.extend(got)
+        scores.extend(bm25[cid] for cid, _ in got)
         seen.update(cid for cid, _ in got)
         if len(rows) >= need:
             break
-    return rows[:need], truncated
+    return rows[:need], truncated, scores[:need]
 
 
 # -- snippets ----------------------------------------------------------------------------------
@@ -221,13 +230,26 @@ def make_snippet(text: str, terms: TermMatcher) -> tuple[str, list[list[int]]]:
 
 
 def _fuse(
-    conn, ws: Workspace, query: ParsedQuery, options: SearchOptions, ranked
-) -> tuple[list[fuse.Fused], dict[int, int]]:
-    """RRF, boosts, the per-document cap, superseded demotion, the limit (spec §4).
+    conn, ws: Workspace, query: ParsedQuery, options: SearchOptions, ranked, signals
+) -> tuple[list[fuse.Fused], dict[int, int], dict[str, Any]]:
+    """RRF (plain, or weighted by each stage's confidence), boosts, the per-document cap,
+    superseded demotion (spec §4).
 
-    Returns the hits and {chunk_id: successor document id} for demoted ones.
+    Returns the hits, {chunk_id: successor document id} for demoted ones, and the fusion record
+    (method, k, the weights that ran).
     """
-    fused = fuse.rrf(ranked)
+    stages = [stage for stage, _ in ranked]
+    if options.fusion == "confidence" and stages == ["lexical", "semantic"]:
+        weights = fuse.confidence_weights(signals.get("lexical", []), signals.get("semantic", []))
+        k = fuse.CONFIDENCE_K
+    else:
+        weights, k = tuple(1.0 for _ in stages), fuse.RRF_K
+    fusion = {
+        "method": options.fusion,
+        "k": k,
+        "weights": {s: round(w, 4) for s, w in zip(stages, weights, strict=True)},
+    }
+    fused = fuse.rrf(ranked, k, weights)
     docs = sorted({f.document_id for f in fused})
     info = {
         r[0]: r
@@ -248,7 +270,7 @@ def _fuse(
             conn, "SELECT old_id, new_id FROM supersessions WHERE old_id IN ({marks})", docs
         )
         moved = fuse.demote_superseded(fused, {o: n for o, n in pairs if n in info})
-    return fused, moved
+    return fused, moved, fusion
 
 
 def _has_query_tag(tags_json: str | None, words: set[str]) -> bool:
@@ -322,6 +344,7 @@ def run_search(
         timings["embed_ms"] = round((time.perf_counter() - t0) * 1000, 2)
     performed: list[str] = []
     ranked: list[tuple[str, list[tuple[int, int]]]] = []
+    signals: dict[str, list[float]] = {}  # each stage's scores, best first
     truncated = False
     with store.snapshot() as conn:
         epochs = read_epochs(conn, ws.id)
@@ -336,7 +359,9 @@ def run_search(
         if "lexical" in requested:
             t0 = time.perf_counter()
             lexical.refresh(epochs[0])
-            found, cut = lexical_candidates(conn, store, lexical, ws, query, allowed)
+            found, cut, signals["lexical"] = lexical_candidates(
+                conn, store, lexical, ws, query, allowed
+            )
             truncated |= cut
             ranked.append(("lexical", found))
             performed.append("lexical")
@@ -349,7 +374,7 @@ def run_search(
             found = []
             if qvec is not None:
                 embedded, total = semantic.coverage
-                found, cut = semantic_candidates(
+                found, cut, signals["semantic"] = semantic_candidates(
                     conn,
                     store,
                     semantic.signs,
@@ -368,7 +393,7 @@ def run_search(
             # Not asked for (a picker's box unchecked): still say how complete the vectors are.
             semantic.coverage = semantic_coverage(conn, store, ws, semantic.model_fp, epochs)
         check()
-        fused, moved = _fuse(conn, ws, query, options, ranked)
+        fused, moved, fusion = _fuse(conn, ws, query, options, ranked, signals)
         # A few spare hits stand in for those whose file changed since it was indexed; the
         # ranker reads its whole window.
         depth = options.limit + min(options.limit, STALE_SPARE)
@@ -405,11 +430,12 @@ def run_search(
     else:  # why nothing was re-ranked, whether or not rerank was asked for: pickers show it
         rank_record = {"state": "off", "model": "", "error": rank.reason or NO_RANKER}
     fused = fused[: options.limit]
-    active = len([s for s in performed if s in ("lexical", "semantic")])
+    active = sum(w for s, w in fusion["weights"].items() if s in performed)
     terms = TermMatcher(query)
     hits = []
     for f in fused:
-        hit = _hit(rows[f.chunk_id], terms, round(fuse.relevance(f.score, active), 4), f.score)
+        relevance = round(fuse.relevance(f.score, active, fusion["k"]), 4)
+        hit = _hit(rows[f.chunk_id], terms, relevance, f.score)
         hit["via"] = f.via
         if f.chunk_id in moved:
             hit["superseded_by"] = successor_paths.get(moved[f.chunk_id], "")
@@ -431,6 +457,7 @@ def run_search(
         **_semantic_report(semantic),
         "rank": rank_record,
         "stages": {"requested": requested, "performed": performed, "skipped": skipped},
+        "fusion": fusion,
         "filter": flt.describe(),
         "truncated": truncated,
         "stale": sorted(stale),
@@ -533,6 +560,7 @@ def _browse(
             "performed": [],
             "skipped": {s: FACET_ONLY for s in options.stages},
         },
+        "fusion": None,
         "filter": flt.describe(),
         "matched": matched,
         "truncated": False,

@@ -318,7 +318,27 @@ def semantic_candidates(
     need: int = RETRIEVER_TOP,
     complete: bool = False,
     chunks: int = 0,
-) -> tuple[list[tuple[int, int]], bool]:
+) -> tuple[list[tuple[int, int]], bool, list[float]]:
+    """Visible (chunk_id, document_id) by cosine, best first; (hits, truncated, cosines).
+    See `_candidates`."""
+    found, truncated = _candidates(
+        conn, store, signs, ws, model_fp, qvec, allowed, need, complete, chunks
+    )
+    return [(c, d) for c, d, _ in found], truncated, [x for _, _, x in found]
+
+
+def _candidates(
+    conn,
+    store: Store,
+    signs: SignIndex,
+    ws: Workspace,
+    model_fp: str,
+    qvec: np.ndarray,
+    allowed: DocumentSet | None = None,
+    need: int = RETRIEVER_TOP,
+    complete: bool = False,
+    chunks: int = 0,
+) -> tuple[list[tuple[int, int, float]], bool]:
     """Visible (chunk_id, document_id) by cosine, best first; (hits, truncated).
 
     `allowed`: the documents a filter keeps (None: all). When their chunks are at most
@@ -427,9 +447,10 @@ def _visible(
     allowed: DocumentSet | None,
     need: int,
     complete: bool,
-) -> list[tuple[int, int]]:
-    """Visible chunks for the ranked hashes, best first, looked up a slice at a time."""
-    found: list[tuple[int, int]] = []
+) -> list[tuple[int, int, float]]:
+    """Visible (chunk_id, document_id, cosine) for the ranked hashes, best first, looked up a
+    slice at a time."""
+    found: list[tuple[int, int, float]] = []
     step = max(2 * need, 64)
     for start in range(0, len(ranked), step):
         part = ranked[start : start + step]
@@ -447,7 +468,7 @@ def _visible_slice(
     ranked: list[tuple[str, float]],
     allowed: DocumentSet | None,
     complete: bool,
-) -> list[tuple[int, int]]:
+) -> list[tuple[int, int, float]]:
     if not ranked:
         return []
     position = {h: i for i, (h, _) in enumerate(ranked)}
@@ -476,7 +497,7 @@ def _visible_slice(
     }
     rows = [r for r in rows if r[1] not in incomplete]
     rows.sort(key=lambda r: (position[r[2]], r[0]))
-    return [(r[0], r[1]) for r in rows]
+    return [(r[0], r[1], ranked[position[r[2]]][1]) for r in rows]
 
 
 class SemanticPlan:
