@@ -616,3 +616,26 @@ def test_the_answer_says_which_fusion_ran_and_the_spec_cases_still_come_first(sa
     with pytest.raises(RpcError) as err:
         search(rpc, "kb", "sqlite", fusion="max")
     assert err.value.code == -32602 and err.value.data["field"] == "fusion"
+
+
+# -- exact names (issue 11, first step) -----------------------------------------------------------
+
+
+def test_a_documents_exact_title_or_alias_comes_first(sample):
+    rpc, _ = sample
+    adr = "adr/0003-embedded-sqlite-store.md"
+    for query, stages in (
+        ("storage decision", None),  # an alias
+        ("STORAGE   Decision", ["lexical"]),  # case and spacing do not matter
+        ("ADR 0003: Embedded relational store", None),  # the title
+    ):
+        answer = search(rpc, "kb", query, **({"stages": stages} if stages else {}))
+        top = answer["hits"][0]
+        assert top["path"] == adr and "exact" in top["via"] and top["relevance"] == 1.0, query
+        assert sum(h["path"] == adr for h in answer["hits"]) <= 3  # the cap still holds
+    # Semantic only: no lexical tier, no exact pin.
+    semantic_only = search(rpc, "kb", "storage decision", stages=["semantic"])
+    assert all("exact" not in h["via"] for h in semantic_only["hits"])
+    # A filter that leaves the document out leaves its pin out too.
+    filtered = search(rpc, "kb", "storage decision", paths=["notes/"])
+    assert all(h["path"].startswith("notes/") for h in filtered["hits"])

@@ -18,7 +18,7 @@ from .lexical import STEMMED, UNSTEMMED, LexicalIndex, analyze
 from .query import ParsedQuery, parse_query
 from .rerank import NOT_REQUESTED, RankPlan, rerank, validate_window
 from .semantic import SemanticPlan, semantic_candidates
-from .store import Store, Workspace
+from .store import NAME_ALIAS, NAME_TITLE, Store, Workspace
 
 STAGES = ("lexical", "semantic", "rerank")
 DEFAULT_LIMIT = 10
@@ -273,6 +273,33 @@ def _fuse(
     return fused, moved, fusion
 
 
+def _exact_names(
+    conn, ws: Workspace, query: ParsedQuery, allowed: facets.DocumentSet | None
+) -> list[fuse.Fused]:
+    """Documents whose title or an alias is exactly the query's words (case-insensitive), each
+    as its first section, marked `exact` (issue 11: typing a document's name finds it first)."""
+    key = " ".join(query.text.split()).lower()
+    if not key:
+        return []
+    rows = conn.execute(
+        "SELECT DISTINCT n.document_id FROM names n JOIN documents d ON d.id = n.document_id"
+        " WHERE n.workspace_id = ? AND n.key = ? AND n.rank IN (?, ?) AND d.deleted = 0"
+        " ORDER BY n.rank, d.path",
+        (ws.id, key, NAME_TITLE, NAME_ALIAS),
+    ).fetchall()
+    out = []
+    for (doc_id,) in rows:
+        if allowed is not None and doc_id not in allowed:
+            continue
+        first = conn.execute(
+            "SELECT id FROM chunks WHERE document_id = ? AND state = 1 ORDER BY ordinal LIMIT 1",
+            (doc_id,),
+        ).fetchone()
+        if first is not None:
+            out.append(fuse.Fused(first[0], doc_id, via=["exact"]))
+    return out
+
+
 def _has_query_tag(tags_json: str | None, words: set[str]) -> bool:
     """A tag among the query's words, stemmed (#storage matches "stored"); `a/b` counts as b."""
     for tag in json.loads(tags_json or "[]"):
@@ -394,11 +421,12 @@ def run_search(
             semantic.coverage = semantic_coverage(conn, store, ws, semantic.model_fp, epochs)
         check()
         fused, moved, fusion = _fuse(conn, ws, query, options, ranked, signals)
+        exact = _exact_names(conn, ws, query, allowed) if "lexical" in performed else []
         # A few spare hits stand in for those whose file changed since it was indexed; the
         # ranker reads its whole window.
         depth = options.limit + min(options.limit, STALE_SPARE)
         fused = fused[: max(depth, window) if use_rank else depth]
-        rows = store.chunk_rows(conn, [f.chunk_id for f in fused])  # same snapshot
+        rows = store.chunk_rows(conn, [f.chunk_id for f in fused] + [f.chunk_id for f in exact])
         successor_paths = dict(
             Store.in_batches(
                 conn,
@@ -429,12 +457,29 @@ def run_search(
         rank_record = {"state": "skipped", "model": rank.ranker.name, "error": NOT_REQUESTED}
     else:  # why nothing was re-ranked, whether or not rerank was asked for: pickers show it
         rank_record = {"state": "off", "model": "", "error": rank.reason or NO_RANKER}
+    if exact:  # a document's exact title or alias: first, before every fused hit
+        found = {f.chunk_id: f for f in fused}
+        pinned = []
+        for e in exact:
+            if rows[e.chunk_id]["path"] in stale:
+                continue
+            f = found.get(e.chunk_id)
+            if f is not None:
+                f.via = [*f.via, "exact"]
+            pinned.append(f or e)
+        docs = {e.document_id for e in pinned}
+        rest = [f for f in fused if f.document_id not in docs]
+        own = [f for f in fused if f.document_id in docs and f.chunk_id not in
+               {e.chunk_id for e in pinned}]  # fmt: skip
+        fused = pinned + fuse.cap_per_document(own + rest)
     fused = fused[: options.limit]
     active = sum(w for s, w in fusion["weights"].items() if s in performed)
     terms = TermMatcher(query)
     hits = []
     for f in fused:
-        relevance = round(fuse.relevance(f.score, active, fusion["k"]), 4)
+        relevance = (
+            1.0 if "exact" in f.via else round(fuse.relevance(f.score, active, fusion["k"]), 4)
+        )
         hit = _hit(rows[f.chunk_id], terms, relevance, f.score)
         hit["via"] = f.via
         if f.chunk_id in moved:
