@@ -71,22 +71,14 @@ def capture(work_root: Path, bench: Path, out: Path) -> None:
                 qvec = plan.embedder.embed([query.text])[0]
                 keys = plan.signs.shortlist(sign_bits(qvec), 600)
                 ranked = _rescore(conn, keys, qvec)
-                cos = dict(ranked)
                 found = _visible(conn, engine.store, ws.id, plan.model_fp, ranked, None, TOP, True)
-                marks = ",".join("?" * len(found))
-                hashes = dict(
-                    conn.execute(
-                        f"SELECT id, text_hash FROM chunks WHERE id IN ({marks})",
-                        [c for c, _ in found],
-                    ).fetchall()
-                )
-                sem = [(c, d, cos[hashes[c]]) for c, d in found[:TOP]]
+                sem = found[:TOP]  # (chunk, document, cosine)
                 rows.append({
                     "rel": q.relevant,
                     "all_words": all_words,
                     "words": len(query.items),
                     "lex": [(c, names[paths[d]], s) for c, d, s in lex],
-                    "sem": [(c, names[paths[d]], s) for c, d, s in sem],
+                    "sem": [(c, names[paths[d]], x) for c, d, x in sem],
                 })  # fmt: skip
         engine.close()
         lists[name] = rows
@@ -133,13 +125,15 @@ def weights_from_scores(row, sharp=4.0, base=0.5):
     return rrf(row, w_lex=w_lex, w_sem=w_sem)
 
 
-def confidence_weighted(row, alpha=8.0, beta=12.0, c0=0.5, g0=0.45, k=20):
-    """RRF with per-query weights: the semantic list counts more when its top cosine is high,
-    the lexical list when its best BM25 score stands well above its tenth (relative gap)."""
-    c1 = row["sem"][0][2] if row["sem"] else 0.0
-    s = [x for _, _, x in row["lex"][:10]]
-    gap = (s[0] - s[-1]) / s[0] if len(s) > 1 and s[0] else 0.0
-    return rrf(row, k=k, w_lex=math.exp(beta * (gap - g0)), w_sem=math.exp(alpha * (c1 - c0)))
+def confidence_weighted(row):
+    """The shipped method (`fuse.confidence_weights`, k = `fuse.CONFIDENCE_K`): RRF with
+    per-query weights from the semantic top cosine and the lexical BM25 gap."""
+    from autodoc import fuse
+
+    w_lex, w_sem = fuse.confidence_weights(
+        [x for _, _, x in row["lex"]], [x for _, _, x in row["sem"]]
+    )
+    return rrf(row, k=fuse.CONFIDENCE_K, w_lex=w_lex, w_sem=w_sem)
 
 
 def all_words_gate(row, weak=0.3):
@@ -153,7 +147,7 @@ METHODS = {
     "rrf k=60": rrf,
     "rrf, lexical gated on all words (0.3)": all_words_gate,
     "rrf weighted by score spread": weights_from_scores,
-    "rrf weighted by top cosine and BM25 gap (k 20)": confidence_weighted,
+    "confidence (shipped: top cosine and BM25 gap, k 20)": confidence_weighted,
 }
 
 
