@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hybrid_latency import pct
 from lexical_latency import live_chunks, make_queries
 
 from autodoc.engine import Engine
@@ -35,11 +36,6 @@ FILTERS = [
     ("-ms.topic:reference", "-ms.topic:reference", {}),
 ]
 SETS = {"hybrid": ["lexical", "semantic"], "lexical": ["lexical"]}
-
-
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    return values[int(p * (len(values) - 1))]
 
 
 def main() -> int:

@@ -23,12 +23,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hybrid_latency import pct
+
 from autodoc.engine import Engine
-
-
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    return values[int(p * (len(values) - 1))]
 
 
 def pick_words(root: Path, n: int, seed: int) -> list[str]:

@@ -37,6 +37,7 @@ import onnxruntime  # noqa: F401 - before usearch (see autodoc.embed)
 from usearch.index import Index
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hybrid_latency import pct
 from lexical_latency import make_queries
 from vector_recall import synthetic
 
@@ -46,11 +47,6 @@ from autodoc.query import parse_query
 from autodoc.semantic import SHORTLIST, sign_bits
 
 TOP = 50
-
-
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    return values[int(p * (len(values) - 1))]
 
 
 def timed(fn, runs: int = 3) -> float:

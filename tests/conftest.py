@@ -53,3 +53,33 @@ def corpus(name: str) -> Path:
     if not path.is_dir():
         pytest.skip(f"shared corpus {path} is absent (set AUTODOC_SHARED to the shared/ folder)")
     return path
+
+
+# Reliability tests run their full counts with AUTODOC_LONG=1 (doc/reliability.md).
+LONG = os.environ.get("AUTODOC_LONG") == "1"
+
+
+def long_count(short: int, long: int) -> int:
+    return long if LONG else short
+
+
+def fake_openai_engine(db: Path, root: Path, url: str, name: str = "v", dim: int | None = None):
+    """An engine with workspace `name` on `root`, embedding through the local OpenAI-protocol
+    server at `url` (tests/fake_openai.py)."""
+    engine = Engine(db)
+    engine.workspace_add(name, str(root))
+    spec = {"provider": "openai", "base_url": url, "model": "fake"}
+    if dim is not None:
+        spec["dimensions"] = dim
+    engine.workspace_configure(name, {"embedding": spec})
+    return engine
+
+
+def corpus_workspace(tmp_path_factory, name: str, options: dict) -> tuple[Dispatcher, Path]:
+    """A dispatcher over a fresh store holding shared corpus `name` as workspace `name`, with
+    `options`, indexed. The caller closes `rpc.engine`."""
+    root = corpus(name)
+    rpc = Dispatcher(Engine(tmp_path_factory.mktemp(name) / "autodoc.db"))
+    rpc.call("workspace.add", [name, str(root)])
+    rpc.call("workspace.configure", [name, options])
+    return rpc, root

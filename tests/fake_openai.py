@@ -25,22 +25,56 @@ def bag_of_words(text: str, dim: int) -> list[float]:
     return (v / n if n else v + 1.0 / np.sqrt(dim)).tolist()
 
 
-class FakeOpenAI:
+class JsonHandler(BaseHTTPRequestHandler):
+    """A request handler that answers JSON and keeps the test output clean."""
+
+    def log_message(self, *args):
+        pass
+
+    def read_json(self, requests: list[dict]):
+        """The request's JSON body, recorded with its path and headers."""
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+        return body
+
+    def _send(self, code, payload):
+        self._raw(code, json.dumps(payload).encode())
+
+    def _raw(self, code, raw):
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+class LocalJsonServer:
+    """A threaded server on a free localhost port, started and stopped by `with`."""
+
+    def serve(self, handler: type[JsonHandler]) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class FakeOpenAI(LocalJsonServer):
     def __init__(self, dim: int = 64) -> None:
         self.dim = dim
         self.requests: list[dict] = []
         self.mode = "ok"  # ok | fail | slow | garbage | wrong-count | unauthorized
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep the test output clean
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append(
-                    {"path": self.path, "headers": dict(self.headers), "body": body}
-                )
+                body = self.read_json(fake.requests)
                 if self.path != "/v1/embeddings":
                     return self._send(404, {"error": {"message": "not found"}})
                 if fake.mode == "fail":
@@ -73,24 +107,4 @@ class FakeOpenAI:
                     },
                 )
 
-            def _send(self, code, payload):
-                self._raw(code, json.dumps(payload).encode())
-
-            def _raw(self, code, raw):
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> FakeOpenAI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)

@@ -9,15 +9,14 @@ small weights, plus large ones for chosen words, so tests can predict its order.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
+
+from .fake_openai import JsonHandler, LocalJsonServer
 
 
 def overlap(query: str, passage: str) -> float:
@@ -25,22 +24,16 @@ def overlap(query: str, passage: str) -> float:
     return float(len(q & set(re.findall(r"\w+", passage.lower()))))
 
 
-class FakeRanker:
+class FakeRanker(LocalJsonServer):
     def __init__(self, kind: str) -> None:
         self.kind = kind  # tei | cohere
         self.requests: list[dict] = []
         self.mode = "ok"  # ok | fail | slow | partial
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append(
-                    {"path": self.path, "headers": dict(self.headers), "body": body}
-                )
+                body = self.read_json(fake.requests)
                 want = "/rerank" if fake.kind == "tei" else "/v1/rerank"
                 if self.path != want:
                     return self._send(404, {"error": "not found"})
@@ -66,25 +59,7 @@ class FakeRanker:
                     },
                 )
 
-            def _send(self, code, payload):
-                raw = json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> FakeRanker:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)
 
 
 def bundled_tokenizer() -> Path:

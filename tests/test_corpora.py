@@ -4,23 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import corpus
+from .conftest import corpus_workspace
 
 pytestmark = pytest.mark.corpus
 
 
 @pytest.fixture(scope="module")
 def adr(tmp_path_factory):
-    from autodoc.dispatcher import Dispatcher
-    from autodoc.engine import Engine
-
-    root = corpus("adr")
-    engine = Engine(tmp_path_factory.mktemp("adr") / "autodoc.db")
-    rpc = Dispatcher(engine)
-    rpc.call("workspace.add", ["adr", str(root)])
     # Lexical only here: embedding 8,000 chunks on 2 cores takes minutes (test_semantic embeds
     # one project of this corpus).
-    rpc.call("workspace.configure", ["adr", {"embedding": "none"}])
+    rpc, root = corpus_workspace(tmp_path_factory, "adr", {"embedding": "none"})
+    engine = rpc.engine
     summary = rpc.call("index.run", ["adr"])
     yield rpc, root, summary
     engine.close()

@@ -22,7 +22,7 @@ from autodoc.errors import RpcError
 from autodoc.facets import SchemaError, parse_schema
 from autodoc.query import FacetToken, parse_query
 
-from .conftest import REPO, corpus, write
+from .conftest import REPO, corpus, corpus_workspace, write
 
 ADR_SCHEMA = REPO / "tests" / "fixtures" / "adr-frontmatter.yaml"
 
@@ -295,18 +295,11 @@ def test_a_narrow_facet_fills_the_limit_in_the_semantic_stage(rpc, vault):
 
 @pytest.fixture(scope="module")
 def adr(tmp_path_factory):
-    from autodoc.dispatcher import Dispatcher
-    from autodoc.engine import Engine
-
-    root = corpus("adr")
-    engine = Engine(tmp_path_factory.mktemp("adr-facets") / "autodoc.db")
-    rpc = Dispatcher(engine)
-    rpc.call("workspace.add", ["adr", str(root)])
-    rpc.call("workspace.configure", ["adr", {"embedding": "none", "schema": str(ADR_SCHEMA)}])
+    options = {"embedding": "none", "schema": str(ADR_SCHEMA)}
+    rpc, root = corpus_workspace(tmp_path_factory, "adr", options)
     rpc.call("index.run", ["adr"])
-    truth = _frontmatter_truth(root)
-    yield rpc, root, truth
-    engine.close()
+    yield rpc, root, _frontmatter_truth(root)
+    rpc.engine.close()
 
 
 def _frontmatter_truth(root: Path) -> dict[str, dict]:

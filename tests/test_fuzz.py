@@ -24,10 +24,9 @@ from autodoc.engine import Engine
 from autodoc.errors import INTERNAL_ERROR, RpcError
 from autodoc.query import parse_query
 
-from .conftest import EXAMPLE_VAULT
+from .conftest import EXAMPLE_VAULT, long_count
 
-LONG = os.environ.get("AUTODOC_LONG") == "1"
-CASES = 10_000 if LONG else 300
+CASES = long_count(300, 10_000)
 DOCUMENTED = {-32700, -32600, -32601, -32602, -32603, -32800, -32065, -32067, -32069, -32070}
 FUZZ = settings(
     max_examples=CASES,

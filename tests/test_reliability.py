@@ -26,16 +26,11 @@ from autodoc.indexer import Indexer
 from autodoc.store import DEAD, LIVE, PENDING
 from autodoc.walker import printable
 
-from .conftest import REPO
+from .conftest import REPO, fake_openai_engine, long_count
 from .crash_child import body
 from .fake_openai import FakeOpenAI
 
-LONG = os.environ.get("AUTODOC_LONG") == "1"
 MARK = re.compile(r"\bmk(\d+)\b")
-
-
-def count(short: int, long: int) -> int:
-    return long if LONG else short
 
 
 # -- crash consistency -------------------------------------------------------------------------
@@ -45,14 +40,6 @@ def _seed_vault(vault: Path, n: int = 12) -> None:
     vault.mkdir(parents=True, exist_ok=True)
     for i in range(n):
         (vault / f"d{i:02}.md").write_text(body(f"d{i:02}", i))
-
-
-def _open_workspace(db: Path, vault: Path, url: str) -> Engine:
-    engine = Engine(db)
-    engine.workspace_add("v", str(vault))
-    spec = {"provider": "openai", "base_url": url, "model": "fake", "dimensions": 64}
-    engine.workspace_configure("v", {"embedding": spec})
-    return engine
 
 
 def _answers(engine: Engine, markers: list[str]) -> dict[str, object]:
@@ -135,8 +122,8 @@ def _check_after_kill(db: Path, vault: Path, url: str, tmp: Path, n: int) -> dic
     finally:
         engine.close()
     # Catch up with the files, then compare with a fresh rebuild of the same files.
-    engine = _open_workspace(db, vault, url)
-    fresh = _open_workspace(tmp / f"fresh-{n}" / "autodoc.db", vault, url)
+    engine = fake_openai_engine(db, vault, url, dim=64)
+    fresh = fake_openai_engine(tmp / f"fresh-{n}" / "autodoc.db", vault, url, dim=64)
     try:
         engine.index_run("v")
         fresh.index_run("v")
@@ -155,12 +142,12 @@ def _check_after_kill(db: Path, vault: Path, url: str, tmp: Path, n: int) -> dic
 
 
 def test_sigkill_the_writer_at_random_points(tmp_path):
-    kills = count(3, 100)
+    kills = long_count(3, 100)
     vault, db = tmp_path / "vault", tmp_path / "store" / "autodoc.db"
     _seed_vault(vault)
     rng = random.Random(11)
     with FakeOpenAI(dim=64) as server:
-        engine = _open_workspace(db, vault, server.url)
+        engine = fake_openai_engine(db, vault, server.url, dim=64)
         engine.index_run("v")
         engine.close()
         cycles = 0
@@ -190,7 +177,7 @@ def test_sigkill_the_writer_at_random_points(tmp_path):
 
 
 def test_readers_never_see_two_versions_of_a_document(tmp_path):
-    queries_wanted = count(600, 10_000)
+    queries_wanted = long_count(600, 10_000)
     vault = tmp_path / "vault"
     _seed_vault(vault, 4)
     engine = Engine(tmp_path / "store" / "autodoc.db")

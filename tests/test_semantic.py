@@ -17,7 +17,7 @@ from autodoc.indexer import Indexer
 from autodoc.search import read_epochs
 from autodoc.semantic import collect_unused, fill
 
-from .conftest import EXAMPLE_VAULT, corpus, write
+from .conftest import EXAMPLE_VAULT, corpus, fake_openai_engine, write
 from .fake_openai import FakeOpenAI
 
 
@@ -522,10 +522,7 @@ def test_the_sign_index_forgets_collected_vectors_even_when_more_arrive(tmp_path
     for i in range(3):
         write(root, f"d{i}.md", f"# D{i}\n\nfirst version of document {i}\n")
     with FakeOpenAI(dim=32) as server:
-        engine = Engine(tmp_path / "store" / "autodoc.db")
-        engine.workspace_add("v", str(root))
-        spec = {"provider": "openai", "base_url": server.url, "model": "m"}
-        engine.workspace_configure("v", {"embedding": spec})
+        engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
         engine.index_run("v")
         for i in range(3):  # every old text becomes unused...
             write(root, f"d{i}.md", f"# D{i}\n\nsecond version of document {i}\n")
@@ -559,10 +556,7 @@ def test_a_sign_index_saved_halfway_loads_without_adding_rows_twice(tmp_path):
     root = tmp_path / "vault"
     write(root, "a.md", "# A\n\nfirst text\n")
     with FakeOpenAI(dim=32) as server:
-        engine = Engine(tmp_path / "store" / "autodoc.db")
-        engine.workspace_add("v", str(root))
-        spec = {"provider": "openai", "base_url": server.url, "model": "m"}
-        engine.workspace_configure("v", {"embedding": spec})
+        engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
         engine.index_run("v")
         ws = engine.workspace("v")
         embedder, _ = engine.embedder(ws)

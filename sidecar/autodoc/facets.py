@@ -29,6 +29,7 @@ from yaml.constructor import SafeConstructor
 
 from .config import DEFAULT_SCHEMA
 from .errors import invalid_params
+from .store import Store
 
 FIELD_TYPES = ("string", "integer", "number", "boolean", "date", "list", "enum")
 _TYPE_ALIASES = {
@@ -426,43 +427,6 @@ class FacetFilter:
             out["paths"] = list(self.paths)
         return out
 
-    def _where(self, ws_id: int) -> tuple[str, list[Any]]:
-        """The conditions on a live document `d`, as SQL."""
-        where: list[str] = []
-        args: list[Any] = []
-        for name, matches in self.include.items():
-            cond, cargs = self._field_sql(ws_id, name, matches)
-            where.append(cond)
-            args += cargs
-        for name, matches in self.exclude.items():
-            cond, cargs = self._field_sql(ws_id, name, matches)
-            where.append(f"NOT {cond}")
-            args += cargs
-        if self.paths:  # prefixes as ranges: the (workspace, deleted, path) index answers them
-            where.append(
-                "(" + " OR ".join("(d.path >= ? AND d.path < ?)" for _ in self.paths) + ")"
-            )
-            for p in self.paths:
-                args += [p, p + "\U0010ffff"]
-        return " AND ".join(where) or "1", args
-
-    def _field_sql(self, ws_id: int, name: str, matches: list[Match]) -> tuple[str, list[Any]]:
-        exact = [m.value for m in matches if not m.prefix]
-        ors: list[str] = []
-        args: list[Any] = [ws_id, name]
-        if exact:
-            ors.append(f"f.value IN ({','.join('?' * len(exact))})")
-            args += exact
-        for m in matches:
-            if m.prefix:
-                ors.append("f.value = ? OR f.value GLOB ?")
-                args += [m.value, _glob_escape(m.value) + "-*"]
-        return (
-            "d.id IN (SELECT f.document_id FROM facets f"
-            f" WHERE f.workspace_id = ? AND f.field = ? AND ({' OR '.join(ors)}))",
-            args,
-        )
-
     def select(self, conn, ws_id: int) -> DocumentSet:
         """The live documents that pass. Each condition is read from its index (the facet
         values, or paths by range) and the sets are combined here, so the cost follows the
@@ -527,19 +491,22 @@ class FacetFilter:
 
     def browse(self, conn, ws_id: int, limit: int) -> tuple[list[int], int]:
         """(the first `limit` passing documents in path order, how many pass)."""
-        where, args = self._where(ws_id)
-        live = "FROM documents d WHERE d.workspace_id = ? AND d.deleted = 0"
-        ids = [
-            r[0]
-            for r in conn.execute(
-                f"SELECT d.id {live} AND {where} ORDER BY d.path LIMIT ?", (ws_id, *args, limit)
+        passing = self.select(conn, ws_id)
+        if passing.keep is not None:
+            rows = Store.rows(
+                conn, "SELECT id, path FROM documents WHERE id IN ({marks})", sorted(passing.keep)
             )
-        ]
-        if len(ids) < limit:
-            return ids, len(ids)
-        return ids, conn.execute(f"SELECT count(*) {live} AND {where}", (ws_id, *args)).fetchone()[
-            0
-        ]
+            return [r[0] for r in sorted(rows, key=lambda r: r[1])[:limit]], passing.size
+        ids: list[int] = []
+        for (doc_id,) in conn.execute(  # the (workspace, deleted, path) index: in path order
+            "SELECT id FROM documents WHERE workspace_id = ? AND deleted = 0 ORDER BY path",
+            (ws_id,),
+        ):
+            if doc_id in passing:
+                ids.append(doc_id)
+                if len(ids) >= limit:
+                    break
+        return ids, passing.size
 
 
 @dataclass
@@ -664,17 +631,20 @@ def validate_options(facets: Any, tags: Any) -> tuple[dict[str, list[Any]], list
 _PARSED: dict[str, Schema] = {}
 
 
-def stored_schema(conn, ws_id: int) -> Schema:
-    """The workspace's schema in this snapshot (EMPTY when it has none)."""
-    row = conn.execute("SELECT schema FROM schemas WHERE workspace_id = ?", (ws_id,)).fetchone()
-    if row is None:
-        return EMPTY
-    schema = _PARSED.get(row[0])
+def schema_of(stored: str) -> Schema:
+    """A stored schema's JSON, parsed once per process (every search reads it)."""
+    schema = _PARSED.get(stored)
     if schema is None:
         if len(_PARSED) > 64:
             _PARSED.clear()
-        schema = _PARSED[row[0]] = Schema.from_json(row[0])
+        schema = _PARSED[stored] = Schema.from_json(stored)
     return schema
+
+
+def stored_schema(conn, ws_id: int) -> Schema:
+    """The workspace's schema in this snapshot (EMPTY when it has none)."""
+    row = conn.execute("SELECT schema FROM schemas WHERE workspace_id = ?", (ws_id,)).fetchone()
+    return schema_of(row[0]) if row is not None else EMPTY
 
 
 def write_facets(conn, ws_id: int, schema: Schema, docs: Iterable[tuple[int, str, Any, Any]]):

@@ -146,10 +146,10 @@ class Indexer:
                 (self.ws.id,),
             ).fetchone()
         if row is not None and row["path"] == str(path) and row["content_hash"] == digest:
-            self.schema = facets.Schema.from_json(row["schema"])
+            self.schema = facets.schema_of(row["schema"])
             return (shown, row["error"]) if row["error"] else None
         error = ""
-        schema = facets.Schema.from_json(row["schema"]) if row is not None else facets.EMPTY
+        schema = facets.schema_of(row["schema"]) if row is not None else facets.EMPTY
         if data is None:
             schema = facets.EMPTY
         else:

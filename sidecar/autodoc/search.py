@@ -401,7 +401,7 @@ def run_search(
             found = []
             if qvec is not None:
                 embedded, total = semantic.coverage
-                found, cut, signals["semantic"] = semantic_candidates(
+                scored, cut = semantic_candidates(
                     conn,
                     store,
                     semantic.signs,
@@ -412,6 +412,8 @@ def run_search(
                     complete=embedded >= total,
                     chunks=total,
                 )
+                found = [(c, d) for c, d, _ in scored]
+                signals["semantic"] = [x for _, _, x in scored]
                 truncated |= cut
             ranked.append(("semantic", found))
             performed.append("semantic")
@@ -468,10 +470,10 @@ def run_search(
                 f.via = [*f.via, "exact"]
             pinned.append(f or e)
         docs = {e.document_id for e in pinned}
+        pinned_ids = {e.chunk_id for e in pinned}
+        own = [f for f in fused if f.document_id in docs and f.chunk_id not in pinned_ids]
         rest = [f for f in fused if f.document_id not in docs]
-        own = [f for f in fused if f.document_id in docs and f.chunk_id not in
-               {e.chunk_id for e in pinned}]  # fmt: skip
-        fused = pinned + fuse.cap_per_document(own + rest)
+        fused = fuse.cap_per_document(pinned + own + rest)  # the pin counts toward its cap
     fused = fused[: options.limit]
     active = sum(w for s, w in fusion["weights"].items() if s in performed)
     terms = TermMatcher(query)

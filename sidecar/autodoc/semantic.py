@@ -318,28 +318,8 @@ def semantic_candidates(
     need: int = RETRIEVER_TOP,
     complete: bool = False,
     chunks: int = 0,
-) -> tuple[list[tuple[int, int]], bool, list[float]]:
-    """Visible (chunk_id, document_id) by cosine, best first; (hits, truncated, cosines).
-    See `_candidates`."""
-    found, truncated = _candidates(
-        conn, store, signs, ws, model_fp, qvec, allowed, need, complete, chunks
-    )
-    return [(c, d) for c, d, _ in found], truncated, [x for _, _, x in found]
-
-
-def _candidates(
-    conn,
-    store: Store,
-    signs: SignIndex,
-    ws: Workspace,
-    model_fp: str,
-    qvec: np.ndarray,
-    allowed: DocumentSet | None = None,
-    need: int = RETRIEVER_TOP,
-    complete: bool = False,
-    chunks: int = 0,
 ) -> tuple[list[tuple[int, int, float]], bool]:
-    """Visible (chunk_id, document_id) by cosine, best first; (hits, truncated).
+    """Visible (chunk_id, document_id, cosine) best first; (hits, truncated).
 
     `allowed`: the documents a filter keeps (None: all). When their chunks are at most
     SUBSET_SHARE of the workspace's `chunks`, or the whole-workspace shortlist cannot fill
