@@ -80,7 +80,8 @@ def rpc(tmp_path_factory):
     engine.close()
 
 
-READ_METHODS = ["workspace.list", "index.status", "search.query", "doc.read", "changes.since"]
+READ_METHODS = ["workspace.list", "index.status", "search.query", "search.find", "doc.read",
+                "changes.since"]  # fmt: skip
 WRITE_METHODS = ["workspace.add", "workspace.remove", "workspace.section_size",
                  "workspace.configure", "index.run", "index.check"]  # fmt: skip
 
@@ -127,6 +128,19 @@ def test_write_methods_raise_only_documented_errors(rpc, tmp_path_factory, metho
 )
 def test_search_with_any_query_and_options(rpc, query, opts):
     _documented(rpc.call, "search.query", ["v", query, opts])
+
+
+@FUZZ
+@given(
+    name=query_text | json_value,
+    opts=st.dictionaries(st.sampled_from(["exact", "limit", "bogus"]), json_value, max_size=3),
+)
+def test_find_with_any_name_and_options(rpc, name, opts):
+    _documented(rpc.call, "search.find", ["v", name, opts])
+
+
+def test_every_method_is_fuzzed(rpc):
+    assert set(READ_METHODS) | set(WRITE_METHODS) == set(rpc.methods)
 
 
 # -- the LSP wire ------------------------------------------------------------------------------

@@ -30,7 +30,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Methods for --call: workspace.add, workspace.list, workspace.remove, "
         "workspace.section_size, workspace.configure, index.run, index.status, index.check, "
         "search.query, "
-        "doc.read, changes.since. `autodoc serve` offers the same methods over LSP.",
+        "search.find, doc.read, changes.since. `autodoc serve` offers the same methods over LSP;"
+        " `autodoc mcp` offers them to agents as MCP tools.",
     )
     p.add_argument("--version", action="version", version=f"autodoc {__version__}")
     p.add_argument("--db", help="store file (default $AUTODOC_DB or $XDG_DATA_HOME/autodoc)")
@@ -78,6 +79,20 @@ def _parser() -> argparse.ArgumentParser:
     sv = sub.add_parser("serve", help="run the LSP server on stdio (for editors)")
     sv.add_argument("--log-file", help="log here instead of stderr")
     sv.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    mc = sub.add_parser(
+        "mcp",
+        help="run the MCP server on stdio (for AI agents): tools search, find, read_span, status",
+    )
+    mc.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="folders to serve, indexed at start and kept fresh (default: the workspace around"
+        " the cwd, else the cwd)",
+    )
+    mc.add_argument("--no-watch", action="store_true", help="don't watch the folders for edits")
+    mc.add_argument("--log-file", help="log here instead of stderr")
+    mc.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return p
 
 
@@ -97,6 +112,20 @@ def main(argv: list[str] | None = None) -> int:
         from .server import serve  # pygls is only needed here
 
         return serve(args.db, args.log_file, args.log_level)
+    if getattr(args, "command", None) == "mcp":
+        from .mcp_server import serve as serve_mcp  # the MCP SDK is only needed here
+
+        try:
+            return serve_mcp(
+                args.db,
+                args.paths,
+                watch=not args.no_watch,
+                log_file=args.log_file,
+                level=args.log_level,
+            )
+        except RpcError as err:
+            print(json.dumps({"error": err.to_dict()}, ensure_ascii=False), file=sys.stderr)
+            return EXIT_RPC_ERROR
     engine = Engine(args.db)
     dispatcher = Dispatcher(engine)
     try:

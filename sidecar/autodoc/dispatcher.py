@@ -50,6 +50,7 @@ class Dispatcher:
             "index.status": e.index_status,
             "index.check": e.index_check,
             "search.query": e.search,
+            "search.find": e.find,
             "doc.read": e.doc_read,
             "changes.since": e.changes_since,
         }

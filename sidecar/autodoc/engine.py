@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import config, facets
+from . import config, facets, lookup
 from .check import check_workspace
 from .embed import Embedder, key_status, load_embedder
 from .errors import SWITCHING, UNSUPPORTED, CancelToken, StoreBusyError, invalid_params
@@ -194,6 +195,28 @@ class Engine:
         with self._write:
             ws, created = self.store.add_workspace(name, root)
         return {**self._describe(ws), "created": created}
+
+    def workspace_at(self, root: Path) -> str | None:
+        """The workspace whose root is this folder, if any."""
+        real = root.resolve()
+        for ws in self.store.workspaces():
+            if Path(ws.root) == real:
+                return ws.name
+        return None
+
+    def workspace_for_root(self, root: Path) -> str:
+        """The workspace on this folder: the existing one, or a new one named after it."""
+        existing = self.workspace_at(root)
+        if existing is not None:
+            return existing
+        real = root.resolve()
+        base = re.sub(r"[^A-Za-z0-9._-]+", "-", real.name).strip("-.")[:56] or "workspace"
+        taken = {ws.name for ws in self.store.workspaces()}
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base}-{n}", n + 1
+        self.workspace_add(name, str(real))
+        return name
 
     def workspace_list(self) -> list[dict[str, Any]]:
         return [self._describe(ws) for ws in self.store.workspaces()]
@@ -398,6 +421,16 @@ class Engine:
         )
         if answer["stale"] and self.on_stale is not None:
             self.on_stale(ws.name, answer["stale"])
+        return answer
+
+    def find(self, name: Any, query: Any, opts: Any = None) -> dict[str, Any]:
+        """Documents by a name they hold: title, alias, heading or code identifier."""
+        ws = self.workspace(name)
+        started = time.perf_counter()
+        with self.store.snapshot() as conn:
+            answer = lookup.answer(conn, ws.id, query, opts)
+        answer["workspace"] = ws.name
+        answer["took_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return answer
 
     def semantic_state(self, name: Any) -> dict[str, Any]:

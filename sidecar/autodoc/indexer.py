@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from . import config, facets
+from . import config, facets, lookup
 from .chunking import Chunk, Chunker
 from .document import ParsedDocument, parse_document
 from .lexical import LexicalDoc, LexicalIndex
@@ -55,6 +55,7 @@ class DocumentUpdate:
     content_hash: str
     chunk_fp: str
     meta_fp: str
+    symbols: dict[str, tuple[int, int, int]]  # name -> (kind, label, line), for lookup
 
 
 @dataclass
@@ -123,7 +124,9 @@ class Indexer:
         self.lexical = lexical
         self.ws = ws
         self.chunker = Chunker(ws.options["section_tokens"], ws.options["abstract_chunk"])
-        self.chunk_fp = config.chunking_fingerprint(ws.options)
+        # How a document is cut and which names it yields: a document read under another
+        # fingerprint is read again.
+        self.chunk_fp = f"{config.chunking_fingerprint(ws.options)},{lookup.INDEX_FORMAT}"
         self.max_bytes = ws.options["max_file_mb"] * 1_000_000
         self.schema = facets.EMPTY
 
@@ -333,6 +336,7 @@ class Indexer:
                     content_hash,
                     self.chunk_fp,
                     _meta_fp(parsed),
+                    lookup.document_symbols(parsed),
                 )
             )
             if len(updates) >= BATCH_DOCUMENTS:
@@ -517,6 +521,9 @@ class Indexer:
             ],
         )  # fmt: skip
         self._replace_links_and_names(conn, plans)
+        lookup.write_documents(
+            conn, self.ws.id, [(p.doc_id, p.update.symbols) for p in plans], replaced
+        )
         conn.executemany(
             "INSERT INTO changes(time, workspace_id, path, op, generation) VALUES (?, ?, ?, ?, ?)",
             [
@@ -545,6 +552,7 @@ class Indexer:
             )
             self._forget_links(conn, [row["id"]])
             conn.execute("DELETE FROM names WHERE document_id = ?", (row["id"],))
+            lookup.forget_documents(conn, self.ws.id, [row["id"]])
             conn.execute("DELETE FROM facets WHERE document_id = ?", (row["id"],))
             conn.execute(
                 "INSERT INTO changes(time, workspace_id, path, op, generation)"

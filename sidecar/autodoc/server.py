@@ -18,7 +18,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import threading
 import time
 import uuid
@@ -208,20 +207,6 @@ class AutodocServer(LanguageServer):
 
     # -- workspaces --------------------------------------------------------------------------
 
-    def ensure_workspace(self, root: Path) -> str:
-        """The workspace for this folder: the one already on that root, or a new one."""
-        existing = self._existing(root)
-        if existing is not None:
-            return existing
-        real = root.resolve()
-        base = re.sub(r"[^A-Za-z0-9._-]+", "-", real.name).strip("-.")[:56] or "workspace"
-        taken = {ws.name for ws in self.engine.store.workspaces()}
-        name, n = base, 2
-        while name in taken:
-            name, n = f"{base}-{n}", n + 1
-        self.engine.workspace_add(name, str(real))
-        return name
-
     def apply_options(self, name: str) -> None:
         """Set the options that differ from the workspace's (a changed one may re-chunk)."""
         ws = self.engine.workspace(name)
@@ -243,7 +228,7 @@ class AutodocServer(LanguageServer):
                 self.progress_report(token, f"{n}/{total} files", pct)
 
         def job() -> dict[str, Any]:
-            name = self.ensure_workspace(root)
+            name = self.engine.workspace_for_root(root)
             self.folders = {**self.folders, name: root.resolve()}
             self.apply_options(name)
             if self.watcher is not None:  # first, so edits made while indexing are caught
@@ -262,7 +247,7 @@ class AutodocServer(LanguageServer):
         except StoreBusyError as err:
             summary = None
             self.refresher.note_lease(False, (err.data or {}).get("holder", ""))
-            name = self._existing(root)
+            name = self.engine.workspace_at(root)
             if name is not None:
                 self.folders = {**self.folders, name: root.resolve()}
             message = "read-only: another autodoc process is writing this store"
@@ -287,13 +272,6 @@ class AutodocServer(LanguageServer):
         if self.watcher is not None:
             self.watcher.unwatch(name)
         self.notify(STATE_CHANGED, {"event": "workspace.removed", "workspace": name})
-
-    def _existing(self, root: Path) -> str | None:
-        real = root.resolve()
-        for ws in self.engine.store.workspaces():
-            if Path(ws.root) == real:
-                return ws.name
-        return None
 
     def ready_params(self) -> dict[str, Any]:
         workspaces = []
@@ -537,7 +515,7 @@ def build_server(engine: Engine) -> AutodocServer:
             root = uri_to_path(folder.uri)
             if root is not None and root.is_dir():
                 await ls.open_folder(root)
-                name = ls._existing(root)
+                name = ls.engine.workspace_at(root)
                 ls.notify(STATE_CHANGED, {"event": "workspace.added", "workspace": name})
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))

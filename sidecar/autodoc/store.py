@@ -116,6 +116,29 @@ CREATE TABLE IF NOT EXISTS names(
 );
 CREATE INDEX IF NOT EXISTS names_by_key ON names(workspace_id, key, rank);
 CREATE INDEX IF NOT EXISTS names_by_document ON names(document_id);
+-- name lookup (lookup.py): the workspace's names, their suffix-join keys, and where they occur
+CREATE TABLE IF NOT EXISTS symbols(
+  id INTEGER PRIMARY KEY,
+  workspace_id INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  UNIQUE(workspace_id, name)
+);
+CREATE TABLE IF NOT EXISTS symbol_keys(
+  workspace_id INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  pos INTEGER NOT NULL,
+  symbol_id INTEGER NOT NULL,
+  PRIMARY KEY(workspace_id, key, pos, symbol_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS symbol_sites(
+  symbol_id INTEGER NOT NULL,
+  document_id INTEGER NOT NULL,
+  kind INTEGER NOT NULL,
+  label INTEGER NOT NULL,
+  line INTEGER NOT NULL,
+  PRIMARY KEY(symbol_id, document_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS symbol_sites_by_document ON symbol_sites(document_id);
 CREATE TABLE IF NOT EXISTS changes(
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   time REAL NOT NULL,
@@ -375,6 +398,13 @@ class Store:
             conn.execute("DELETE FROM changes WHERE workspace_id = ?", (ws.id,))
             conn.execute("DELETE FROM links WHERE workspace_id = ?", (ws.id,))
             conn.execute("DELETE FROM names WHERE workspace_id = ?", (ws.id,))
+            conn.execute(
+                "DELETE FROM symbol_sites WHERE symbol_id IN"
+                " (SELECT id FROM symbols WHERE workspace_id = ?)",
+                (ws.id,),
+            )
+            conn.execute("DELETE FROM symbol_keys WHERE workspace_id = ?", (ws.id,))
+            conn.execute("DELETE FROM symbols WHERE workspace_id = ?", (ws.id,))
             conn.execute("DELETE FROM chunks WHERE workspace_id = ?", (ws.id,))
             conn.execute("DELETE FROM embeddings WHERE workspace_id = ?", (ws.id,))
             conn.execute("DELETE FROM supersessions WHERE workspace_id = ?", (ws.id,))

@@ -1,0 +1,360 @@
+"""`autodoc mcp`: the dispatcher as Model Context Protocol tools on stdio, for AI agents.
+
+Agents pay per token and ask many small questions. So `search` answers with line spans and
+snippets rather than files, `read_span` returns exactly the lines asked for, and `find` looks
+a name up without ranking. Every tool calls the dispatcher: answers and error codes are those
+of the CLI and the LSP server, and there is no second search path.
+
+Long-lived like `autodoc serve`: the folders served are indexed in the background at start
+(searches answer from what is indexed meanwhile; `status` says so), kept fresh by the file
+watcher, and embedded in the background. Tool calls run on the SDK's worker threads; every
+write runs on the refresher's one writer thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
+
+from . import __version__
+from .dispatcher import Dispatcher
+from .engine import Engine
+from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, StoreBusyError
+from .refresh import Refresher
+from .watch import Watcher
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SEARCH_LIMIT = 5
+INSTRUCTIONS = (
+    "AutoDoc searches a Markdown knowledge base (notes, ADRs, design docs, manuals). "
+    "Use `search` for questions in words, `find` when you know a name (a document title, "
+    "heading, function, class or constant), then `read_span` to read just the lines a hit "
+    "points at. `status` lists the workspaces and whether indexing is still running."
+)
+
+# Hit fields an agent needs to cite and read a hit; the rest (bytes, ids, highlights) stay out.
+HIT_FIELDS = ("path", "line_start", "line_end", "breadcrumb", "snippet", "relevance", "via")
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+
+Workspace = Annotated[
+    str | None,
+    Field(description="Workspace name (see `status`); default: the first one this server serves"),
+]
+
+
+class AgentServer:
+    """The workspaces this process serves, their freshness, and the tools over them."""
+
+    def __init__(self, engine: Engine, roots: list[Path], *, watch: bool = True) -> None:
+        self.engine = engine
+        self.dispatcher = Dispatcher(engine, long_lived=True)
+        self.refresher = Refresher(engine)
+        self.watcher = Watcher(self.refresher) if watch else None
+        self.roots = roots
+        self.served: dict[str, Path] = {}  # replaced, never mutated: tools read it from threads
+        self.indexing: dict[str, str] = {}  # workspace -> "indexing", "ready" or why not
+        self._lock = threading.Lock()
+
+    # -- workspaces --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Index every served folder in the background, in order, on the writer thread."""
+        for root in self.roots:
+            self.refresher.submit(lambda r=root: self._open(r))
+
+    def _open(self, root: Path) -> None:
+        try:
+            name = self.engine.workspace_for_root(root)
+        except RpcError as err:
+            log.error("cannot serve %s: %s", root, err.message)
+            return
+        with self._lock:
+            self.served = {**self.served, name: root.resolve()}
+            self.indexing = {**self.indexing, name: "indexing"}
+        if self.watcher is not None:  # first, so edits made while indexing are caught
+            self.watcher.watch(name, root)
+        try:
+            summary = self.engine.index_run(name, wait=False)
+            state = "ready"
+            log.info("%s: %s documents, %s chunks", name, summary["documents"], summary["chunks"])
+        except StoreBusyError:
+            state = "read-only: another autodoc process is writing this store"
+        except RpcError as err:
+            state = f"error: {err.message}"
+        with self._lock:
+            self.indexing = {**self.indexing, name: state}
+
+    def workspace(self, name: str | None) -> str:
+        if name:
+            return name
+        served = self.served
+        if served:
+            return next(iter(served))
+        if self.roots:
+            raise RpcError(INVALID_PARAMS, "the workspace is still being added; retry shortly")
+        names = [w["name"] for w in self.engine.workspace_list()]
+        if len(names) == 1:
+            return names[0]
+        raise RpcError(
+            INVALID_PARAMS, "name a workspace (see `status`)", {"workspaces": sorted(names)}
+        )
+
+    def close(self) -> None:
+        if self.watcher is not None:
+            self.watcher.close()
+        self.refresher.close()
+        self.engine.close()
+
+    # -- tools -------------------------------------------------------------------------------
+
+    def call(self, method: str, params: list[Any], shape=None) -> CallToolResult:
+        """One dispatcher call as a tool result: compact JSON, structured as well as text.
+        A failure is a tool error whose text starts with the JSON-RPC code."""
+        try:
+            result = self.dispatcher.call(method, params)
+            if shape is not None:
+                result = shape(result)
+        except RpcError as err:
+            return _error_result(err)
+        text = json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str)
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=result
+        )
+
+    def search(
+        self,
+        query: Annotated[str, Field(description="What to look for, in words; may hold filters")],
+        workspace: Workspace = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="Hits to return")] = (
+            DEFAULT_SEARCH_LIMIT
+        ),
+        stages: Annotated[
+            list[Literal["lexical", "semantic", "rerank"]] | None,
+            Field(description="Stages to run (default all available): words, meaning, rerank"),
+        ] = None,
+        facets: Annotated[
+            dict[str, Any] | None,
+            Field(description='Frontmatter filters, {"status": "accepted"}; a "-field" excludes'),
+        ] = None,
+        paths: Annotated[
+            list[str] | None, Field(description="Only files under these path prefixes")
+        ] = None,
+    ) -> CallToolResult:
+        opts: dict[str, Any] = {"limit": limit}
+        if stages:
+            opts["stages"] = list(stages)
+        if facets:
+            opts["facets"] = facets
+        if paths:
+            opts["paths"] = paths
+        try:
+            name = self.workspace(workspace)
+        except RpcError as err:
+            return _error_result(err)
+        return self.call("search.query", [name, query, opts], _compact_search)
+
+    def read_span(
+        self,
+        path: Annotated[str, Field(description="File path relative to the workspace root")],
+        line_start: Annotated[int, Field(description="First line, 1-based")] = 1,
+        line_end: Annotated[
+            int | None, Field(description="Last line, inclusive; omit for the end of the file")
+        ] = None,
+        workspace: Workspace = None,
+    ) -> CallToolResult:
+        try:
+            name = self.workspace(workspace)
+        except RpcError as err:
+            return _error_result(err)
+        return self.call("doc.read", [name, path, line_start, line_end])
+
+    def find(
+        self,
+        name: Annotated[str, Field(description="A title, alias, heading or identifier")],
+        workspace: Workspace = None,
+        exact: Annotated[bool, Field(description="Whole-name matches only")] = False,
+        limit: Annotated[int, Field(ge=1, le=100, description="Matches to return")] = 20,
+    ) -> CallToolResult:
+        try:
+            ws = self.workspace(workspace)
+        except RpcError as err:
+            return _error_result(err)
+        return self.call("search.find", [ws, name, {"exact": exact, "limit": limit}])
+
+    def status(self) -> CallToolResult:
+        try:
+            return self.call("workspace.list", [], self._status)
+        except RpcError as err:  # pragma: no cover - workspace.list does not fail
+            return _error_result(err)
+
+    def _status(self, listed: list[dict[str, Any]]) -> dict[str, Any]:
+        served, indexing = self.served, self.indexing
+        workspaces = []
+        for ws in listed:
+            state = self.engine.semantic_state(ws["name"])
+            workspaces.append(
+                {
+                    "name": ws["name"],
+                    "root": ws["root"],
+                    "served": ws["name"] in served,
+                    "indexing": indexing.get(ws["name"], "not refreshed by this server"),
+                    "documents": ws["documents"],
+                    "chunks": ws["chunks"],
+                    "semantic": state["semantic"],
+                    "semantic_reason": state["semantic_reason"],
+                    "semantic_coverage": state["semantic_coverage"],
+                    "rank": state["rank"]["state"],
+                }
+            )
+        workspaces.sort(key=lambda w: (not w["served"], w["name"]))
+        return {"version": __version__, "writer": self.refresher.writer, "workspaces": workspaces}
+
+
+def _error_result(err: RpcError) -> CallToolResult:
+    text = f"error {err.code}: {err.message}"
+    if err.data:
+        text += " " + json.dumps(err.data, ensure_ascii=False, default=str)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content={"error": err.to_dict()},
+        is_error=True,
+    )
+
+
+def _compact_search(answer: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "workspace": answer["workspace"],
+        "query": answer["query"],
+        "mode_used": answer["mode_used"],
+        "hits": [{k: hit[k] for k in HIT_FIELDS} for hit in answer["hits"]],
+        "stages": {
+            "performed": answer["stages"]["performed"],
+            "skipped": answer["stages"]["skipped"],
+        },
+    }
+    if answer.get("filter"):
+        out["filter"] = answer["filter"]
+    if "matched" in answer:
+        out["matched"] = answer["matched"]
+    if answer["semantic"] not in ("ready", "off"):
+        out["semantic"] = answer["semantic"]
+    return out
+
+
+# -- the MCP server ---------------------------------------------------------------------------
+
+SEARCH_DOC = """Search the knowledge base by meaning and by words; the best sections first.
+
+Returns `hits`, each with `path`, `line_start`-`line_end` (1-based, inclusive), `breadcrumb`
+(document title › headings), `snippet`, `relevance` (0-1, comparable within one answer) and `via`
+(the stages that found it: lexical, semantic, exact, rerank), plus `stages` (which ran, which
+were skipped and why). Read a hit with `read_span(path, line_start, line_end)` rather than the
+whole file. Ask for few hits (`limit`, default 5). Prefer `find` when you know a name.
+The query may carry filters on frontmatter fields the vault declares: `status:accepted`,
+`-status:superseded`, `tag:security`, `type:adr`, `date:2024`."""
+
+READ_SPAN_DOC = """Read lines of one file of the knowledge base: exactly `line_start`..`line_end`.
+
+Use the span of a `search` hit or a `find` match. Returns `text`, the lines returned and
+`lines_total`. Paths are relative to the workspace root and cannot leave it."""
+
+FIND_DOC = """Look a name up: a document title or alias, a heading, or a code identifier.
+
+Case-insensitive and aware of camelCase, PascalCase and snake_case parts: `orderRequest`,
+`order` or `place order` find `placeOrderRequest`; `WebAuth` finds `GetWebAuthnSession`;
+`strcpy_s`, `CWnd`. Returns `matches` ordered exact, then prefix, then partial, each with the
+matched `name`, its `kind` (title, alias, heading, identifier), `path`, `line`, and the section
+around it (`line_start`-`line_end`, `breadcrumb`) to pass to `read_span`. `exact=true` keeps
+whole-name matches. `truncated` says the name was too short to list every candidate."""
+
+STATUS_DOC = """What this server searches: each workspace's name and root, documents and chunks
+indexed, whether indexing is still running, the semantic stage's state (ready, partial with
+coverage, off with the reason) and the reranker's. Call it to choose a workspace or when
+answers look empty."""
+
+
+class AutodocMCP(MCPServer):
+    """Arguments the SDK rejects (wrong type, out of range, unknown tool) come back as tool
+    errors with a JSON-RPC code too, like the dispatcher's own."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                detail = "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                    for e in cause.errors()
+                )
+                message = f"error {INVALID_PARAMS}: invalid arguments for {name}: {detail}"
+                raise ToolError(message) from cause
+            if str(exc).startswith("Unknown tool"):
+                raise ToolError(f"error {METHOD_NOT_FOUND}: unknown tool {name!r}") from None
+            raise
+
+
+def build_server(agent: AgentServer) -> MCPServer:
+    server = AutodocMCP(
+        "autodoc", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+    for fn, doc in (
+        (agent.search, SEARCH_DOC),
+        (agent.find, FIND_DOC),
+        (agent.read_span, READ_SPAN_DOC),
+        (agent.status, STATUS_DOC),
+    ):
+        server.add_tool(fn, name=fn.__name__, description=doc, annotations=READ_ONLY)
+    return server
+
+
+def serve(
+    db: str | None,
+    roots: list[str],
+    *,
+    watch: bool = True,
+    log_file: str | None = None,
+    level: str = "INFO",
+) -> int:
+    """Run until the client closes stdin. Nothing but MCP messages ever goes to stdout."""
+    handler: logging.Handler = (
+        logging.FileHandler(log_file) if log_file else logging.StreamHandler()  # stderr
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root_logger = logging.getLogger()
+    root_logger.handlers[:] = [handler]
+    root_logger.setLevel(logging.WARNING)
+    logging.getLogger("autodoc").setLevel(level.upper())
+    engine = Engine(db)
+    folders = [Path(r) for r in roots] if roots else [_default_root(engine)]
+    for folder in folders:
+        if not folder.is_dir():
+            engine.close()
+            raise RpcError(INVALID_PARAMS, f"not a folder: {folder}", {"path": str(folder)})
+    agent = AgentServer(engine, folders, watch=watch)
+    server = build_server(agent)
+    agent.start()
+    try:
+        server.run("stdio")
+    finally:
+        agent.close()
+    return 0
+
+
+def _default_root(engine: Engine) -> Path:
+    """The workspace around the working directory, else the working directory itself."""
+    cwd = Path.cwd().resolve()
+    for ws in engine.workspace_list():
+        root = Path(ws["root"])
+        if cwd == root or root in cwd.parents:
+            return root
+    return cwd

@@ -1,0 +1,333 @@
+"""Name lookup (`search.find`): titles, aliases, headings and code identifiers, by name."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import pytest
+
+from autodoc import lookup
+from autodoc.dispatcher import Dispatcher
+from autodoc.engine import Engine
+from autodoc.errors import RpcError
+
+from .conftest import REPO, corpus, write
+
+API_VAULT = REPO / "tests" / "fixtures" / "api-vault"
+
+
+def names(answer: dict) -> list[tuple[str, str, str, str]]:
+    return [(m["match"], m["kind"], m["name"], m["path"]) for m in answer["matches"]]
+
+
+def assert_ordered(answer: dict) -> None:
+    """exact → prefix → partial, and within a tier title → alias → heading → identifier."""
+    tiers = [lookup.MATCH_NAMES.index(m["match"]) for m in answer["matches"]]
+    assert tiers == sorted(tiers)
+    for tier in set(tiers):
+        kinds = [
+            lookup.KIND_NAMES.index(m["kind"])
+            for m in answer["matches"]
+            if lookup.MATCH_NAMES.index(m["match"]) == tier
+        ]
+        assert kinds == sorted(kinds)
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    rpc = Dispatcher(Engine(tmp_path_factory.mktemp("api") / "autodoc.db"))
+    rpc.call("workspace.add", ["api", str(API_VAULT)])
+    rpc.call("workspace.configure", ["api", {"embedding": "none"}])
+    rpc.call("index.run", ["api"])
+    yield rpc
+    rpc.engine.close()
+
+
+def find(rpc: Dispatcher, name: str, **opts) -> dict:
+    return rpc.call("search.find", ["api", name, opts] if opts else ["api", name])
+
+
+# -- splitting names ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("placeOrderRequest", ["place", "order", "request"]),
+        ("GetWebAuthnSession", ["get", "web", "authn", "session"]),
+        ("strcpy_s", ["strcpy", "s"]),
+        ("_mbscpy_s_l", ["mbscpy", "s", "l"]),
+        ("CWnd::Create", ["c", "wnd", "create"]),
+        ("HTTPServer", ["http", "server"]),
+        ("utf8Decode", ["utf", "8", "decode"]),
+        ("place order", ["place", "order"]),
+        ("Café crème", ["café", "crème"]),
+    ],
+)
+def test_names_split_into_subwords(name, words):
+    assert lookup.subwords(name) == words
+
+
+def test_a_name_is_stored_under_each_suffix_join():
+    assert lookup.suffix_keys("placeOrderRequest") == [
+        (0, "placeorderrequest"),
+        (1, "orderrequest"),
+        (2, "request"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("token", "shaped"),
+    [
+        ("CWnd", True),
+        ("HTTPServer", True),
+        ("placeOrder", True),
+        ("strcpy_s", True),
+        ("_mbscpy", True),
+        ("Win32", True),
+        ("CWnd::Create", True),
+        ("URLs", False),
+        ("APIs", False),
+        ("Orders", False),
+        ("service", False),
+    ],
+)
+def test_prose_words_count_as_identifiers_only_when_shaped_like_code(token, shaped):
+    assert lookup.identifier_shaped(token) is shaped
+
+
+# -- the cases of issue 11, on the fixture vault ----------------------------------------------
+
+
+def test_whole_name_is_an_exact_match(api):
+    answer = find(api, "placeOrderRequest")
+    first = answer["matches"][0]
+    assert (first["match"], first["kind"]) == ("exact", "heading")
+    assert first["name"] == "placeOrderRequest"
+    assert first["path"] == "api/orders.md"
+    # the section around the heading, ready for read_span
+    assert first["line"] == 11 and first["line_start"] == 11 and first["line_end"] >= 21
+    assert first["breadcrumb"] == "Orders API › placeOrderRequest"
+    # the same identifier in another document's prose is found too, after the heading
+    adr = "adr/0007-event-sourcing-for-orders.md"
+    assert ("exact", "identifier", "placeOrderRequest", adr) in names(answer)
+    assert_ordered(answer)
+
+
+def test_lookup_is_case_insensitive(api):
+    for spelling in ("PLACEORDERREQUEST", "placeorderrequest", "place_order_request"):
+        first = find(api, spelling)["matches"][0]
+        assert (first["match"], first["name"]) == ("exact", "placeOrderRequest")
+
+
+def test_a_later_run_of_subwords_finds_the_name(api):
+    answer = find(api, "orderRequest")
+    assert ("partial", "heading", "placeOrderRequest", "api/orders.md") in names(answer)
+    assert all(m["match"] == "partial" for m in answer["matches"])
+
+
+def test_one_subword_finds_names_by_prefix_then_inside(api):
+    answer = find(api, "order", limit=50)
+    found = names(answer)
+    assert_ordered(answer)
+    assert found[0] == ("prefix", "title", "Orders API", "api/orders.md")
+    assert ("prefix", "alias", "order service", "api/orders.md") in found
+    assert ("prefix", "identifier", "OrderPlaced", "adr/0007-event-sourcing-for-orders.md") in found
+    assert ("partial", "heading", "placeOrderRequest", "api/orders.md") in found
+    assert ("partial", "identifier", "cancel_order", "api/orders.md") in found
+    prefix_end = max(i for i, f in enumerate(found) if f[0] == "prefix")
+    assert prefix_end < found.index(("partial", "heading", "placeOrderRequest", "api/orders.md"))
+
+
+def test_words_with_spaces_find_a_joined_name(api):
+    answer = find(api, "place order")
+    found = names(answer)
+    # `placeOrder` is exactly these words; `placeOrderRequest` begins with them
+    assert found[0] == ("exact", "identifier", "placeOrder", "guides/checkout.md")
+    assert ("prefix", "heading", "placeOrderRequest", "api/orders.md") in found
+    assert_ordered(answer)
+
+
+def test_a_prefix_of_a_later_subword_finds_the_name(api):
+    answer = find(api, "WebAuth")
+    found = names(answer)
+    assert ("partial", "heading", "GetWebAuthnSession", "api/auth.md") in found
+    assert ("prefix", "identifier", "WebAuthn", "api/auth.md") in found  # prose, shaped
+    assert_ordered(answer)
+
+
+def test_snake_case_and_inline_code_identifiers(api):
+    first = find(api, "cancel_order")["matches"][0]
+    assert (first["match"], first["kind"]) == ("exact", "identifier")
+    assert first["path"] == "api/orders.md"
+    assert first["line"] == 29 and first["line_start"] <= 29 <= first["line_end"]
+    assert find(api, "cancel order")["matches"][0]["name"] == "cancel_order"
+    # a code identifier that looks like a plain word still counts (it is in code)
+    assert names(find(api, "sku", exact=True))[0][2] == "sku"
+
+
+def test_titles_and_aliases_are_names(api):
+    first = find(api, "checkout API")["matches"][0]
+    assert (first["match"], first["kind"], first["path"]) == ("exact", "alias", "api/orders.md")
+    first = find(api, "ADR-0007")["matches"][0]
+    assert (first["match"], first["kind"]) == ("exact", "alias")
+    first = find(api, "Authentication")["matches"][0]
+    assert (first["match"], first["kind"], first["path"]) == ("exact", "title", "api/auth.md")
+
+
+def test_exact_mode_keeps_whole_names_only(api):
+    answer = find(api, "order", exact=True)
+    assert answer["exact"] is True
+    assert all(m["match"] == "exact" for m in answer["matches"])
+    assert not any(m["name"] == "placeOrderRequest" for m in answer["matches"])
+    assert names(find(api, "placeOrderRequest", exact=True))[0][2] == "placeOrderRequest"
+
+
+def test_a_subword_never_matches_from_its_middle(api):
+    assert find(api, "rder")["matches"] == []
+    assert find(api, "laceOrder")["matches"] == []
+
+
+def test_keywords_and_urls_are_not_names(api):
+    assert find(api, "func", exact=True)["matches"] == []
+    assert find(api, "return", exact=True)["matches"] == []
+
+
+def test_lookup_reads_a_key_range_not_the_table(api):
+    with api.engine.store.snapshot() as conn:
+        plan = " | ".join(
+            str(r[3])
+            for r in conn.execute(
+                "EXPLAIN QUERY PLAN SELECT symbol_id, pos, key FROM symbol_keys"
+                " WHERE workspace_id = ? AND key >= ? AND key < ? LIMIT 10",
+                (1, "order", "order\U0010ffff"),
+            )
+        )
+    assert "SEARCH symbol_keys USING PRIMARY KEY" in plan and "SCAN" not in plan
+
+
+def test_bad_requests_are_invalid_params(api):
+    for params in (
+        ["api", ""],
+        ["api", 7],
+        ["api", "::"],
+        ["api", "x", {"fuzzy": True}],
+        ["api", "x", {"limit": 0}],
+        ["api", "x", {"exact": "yes"}],
+    ):
+        with pytest.raises(RpcError) as exc:
+            api.call("search.find", params)
+        assert exc.value.code == -32602
+    with pytest.raises(RpcError) as exc:
+        api.call("search.find", ["nope", "x"])
+    assert exc.value.code == -32602
+
+
+# -- freshness --------------------------------------------------------------------------------
+
+
+def test_edits_and_deletes_keep_the_dictionary_exact(rpc, tmp_path):
+    root = tmp_path / "v"
+    shutil.copytree(API_VAULT, root)
+    rpc.call("workspace.add", ["v", str(root)])
+    rpc.call("workspace.configure", ["v", {"embedding": "none"}])
+    rpc.call("index.run", ["v"])
+    assert rpc.call("search.find", ["v", "RefreshToken"])["matches"]
+    auth = root / "api" / "auth.md"
+    auth.write_text(auth.read_text().replace("RefreshToken", "RotateRefreshToken"))
+    rpc.call("index.run", ["v"])
+    assert rpc.call("search.find", ["v", "RefreshToken", {"exact": True}])["matches"] == []
+    renamed = rpc.call("search.find", ["v", "RefreshToken"])["matches"]
+    assert [m["name"] for m in renamed] == ["RotateRefreshToken"]
+    with rpc.engine.store.snapshot() as conn:
+        gone = conn.execute("SELECT count(*) FROM symbols WHERE name = 'RefreshToken'")
+        assert gone.fetchone()[0] == 0
+    (root / "guides" / "checkout.md").unlink()
+    rpc.call("index.run", ["v"])
+    assert rpc.call("search.find", ["v", "placeOrder", {"exact": True}])["matches"] == []
+    with rpc.engine.store.snapshot() as conn:
+        orphans = conn.execute(
+            "SELECT count(*) FROM symbols s WHERE NOT EXISTS"
+            " (SELECT 1 FROM symbol_sites t WHERE t.symbol_id = s.id)"
+        ).fetchone()[0]
+        keys = conn.execute("SELECT count(*) FROM symbol_keys").fetchone()[0]
+        expected = sum(
+            len(lookup.suffix_keys(n)) for (n,) in conn.execute("SELECT name FROM symbols")
+        )
+    assert orphans == 0 and keys == expected
+    rpc.call("workspace.remove", ["v"])
+    with rpc.engine.store.snapshot() as conn:
+        assert conn.execute("SELECT count(*) FROM symbols").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM symbol_keys").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM symbol_sites").fetchone()[0] == 0
+
+
+def test_a_store_indexed_before_lookup_is_read_again_once(rpc, vault):
+    write(vault, "a.md", "# Alpha\n\nCall `fooBarBaz` here.\n")
+    rpc.call("workspace.add", ["v", str(vault)])
+    rpc.call("workspace.configure", ["v", {"embedding": "none"}])
+    rpc.call("index.run", ["v"])
+    with rpc.engine.store.transaction() as conn:  # as an older version left it
+        conn.execute("DELETE FROM symbol_sites")
+        conn.execute("DELETE FROM symbol_keys")
+        conn.execute("DELETE FROM symbols")
+        conn.execute("UPDATE documents SET chunk_fp = 'section_tokens=350'")
+    assert rpc.call("search.find", ["v", "fooBarBaz"])["matches"] == []
+    summary = rpc.call("index.run", ["v"])
+    assert summary["modified"] == 1 and summary["chunks_written"] == 0
+    assert rpc.call("search.find", ["v", "fooBarBaz"])["matches"][0]["match"] == "exact"
+    assert rpc.call("index.run", ["v"])["unchanged"] == 1
+
+
+# -- real identifiers: cpp-docs ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cpp(tmp_path_factory):
+    root = corpus("cpp-docs") / "docs"
+    rpc = Dispatcher(Engine(tmp_path_factory.mktemp("cpp") / "autodoc.db"))
+    for name, sub in (("crt", "c-runtime-library/reference"), ("mfc", "mfc/reference")):
+        rpc.call("workspace.add", [name, str(root / sub)])
+        rpc.call("workspace.configure", [name, {"embedding": "none"}])
+        rpc.call("index.run", [name])
+    yield rpc
+    rpc.engine.close()
+
+
+@pytest.mark.corpus
+def test_cpp_docs_strcpy_s(cpp):
+    answer = cpp.call("search.find", ["crt", "strcpy_s"])
+    first = answer["matches"][0]
+    assert (first["match"], first["kind"], first["name"]) == ("exact", "title", "strcpy_s")
+    assert first["path"] == "strcpy-s-wcscpy-s-mbscpy-s.md"
+    assert_ordered(answer)
+    # the plain name's own page comes before the secure variant, which it begins
+    plain = cpp.call("search.find", ["crt", "strcpy"])["matches"]
+    assert (plain[0]["match"], plain[0]["path"]) == ("exact", "strcpy-wcscpy-mbscpy.md")
+    assert any(m["match"] == "prefix" and m["name"] == "strcpy_s" for m in plain)
+
+
+@pytest.mark.corpus
+def test_cpp_docs_cwnd(cpp):
+    answer = cpp.call("search.find", ["mfc", "CWnd", {"limit": 50}])
+    first = answer["matches"][0]
+    assert (first["match"], first["kind"], first["path"]) == ("exact", "title", "cwnd-class.md")
+    assert_ordered(answer)
+    members = cpp.call("search.find", ["mfc", "CWnd::Create", {"exact": True}])["matches"]
+    assert members and members[0]["path"] == "cwnd-class.md" and members[0]["kind"] == "heading"
+    # a member by its own name, anywhere after the class: ::CreateEx is a later subword run
+    later = cpp.call("search.find", ["mfc", "CreateEx", {"limit": 100}])["matches"]
+    assert any(m["name"] == "CWnd::CreateEx" and m["match"] == "partial" for m in later)
+
+
+@pytest.mark.corpus
+def test_cpp_docs_lookup_is_fast(cpp):
+    took = []
+    for name in ("strcpy_s", "CWnd", "str", "GetWindowText", "malloc", "CString", "wcs", "_s"):
+        ws = "mfc" if name in ("CWnd", "GetWindowText", "CString") else "crt"
+        started = time.perf_counter()
+        cpp.call("search.find", [ws, name])
+        took.append(time.perf_counter() - started)
+    took.sort()
+    assert took[len(took) // 2] < 0.05  # p50 under 50 ms even on a busy CI machine

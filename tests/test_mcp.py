@@ -1,0 +1,259 @@
+"""`autodoc mcp` end to end: the MCP SDK's own client over stdio against the real server."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from autodoc.mcp_server import HIT_FIELDS
+
+from .conftest import REPO
+
+API_VAULT = REPO / "tests" / "fixtures" / "api-vault"
+WAIT_S = 60.0
+
+
+class McpSession:
+    """One server process and one SDK client, driven from sync tests: the client lives in a
+    thread of its own with its own event loop (anyio contexts must open and close in one task)."""
+
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AUTODOC_")}
+        self.params = StdioServerParameters(
+            command=sys.executable, args=["-m", "autodoc", *args], env=env, cwd=str(cwd)
+        )
+        self.loop = asyncio.new_event_loop()
+        self.ready = concurrent.futures.Future()
+        self.stop: asyncio.Event | None = None
+        self.client: Client | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        self.ready.result(timeout=WAIT_S)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self._main())
+
+    async def _main(self) -> None:
+        self.stop = asyncio.Event()
+        try:
+            async with Client(self.params, read_timeout_seconds=WAIT_S) as client:
+                self.client = client
+                self.ready.set_result(True)
+                await self.stop.wait()
+        except BaseException as exc:  # surfaced to the test that waits for readiness
+            if not self.ready.done():
+                self.ready.set_exception(exc)
+            else:
+                raise
+
+    def run(self, coro_fn) -> Any:
+        future = asyncio.run_coroutine_threadsafe(coro_fn(self.client), self.loop)
+        return future.result(timeout=WAIT_S)
+
+    def call(self, tool: str, args: dict[str, Any] | None = None):
+        return self.run(lambda c: c.call_tool(tool, args or {}))
+
+    def ok(self, tool: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = self.call(tool, args)
+        assert not result.is_error, result.content[0].text
+        text = result.content[0].text
+        assert json.loads(text) == result.structured_content  # the same answer, twice
+        assert "\n" not in text  # compact for a model's context
+        return result.structured_content
+
+    def close(self) -> None:
+        if self.stop is not None:
+            self.loop.call_soon_threadsafe(self.stop.set)
+        self.thread.join(timeout=WAIT_S)
+
+
+def wait_until(check, timeout: float = WAIT_S, every: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(every)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    base = tmp_path_factory.mktemp("mcp")
+    root = base / "vault"
+    shutil.copytree(API_VAULT, root)
+    db = base / "store" / "autodoc.db"
+    session = McpSession(["--db", str(db), "mcp", str(root)], cwd=base)
+    wait_until(lambda: session.ok("status")["workspaces"][0]["indexing"] == "ready")
+    wait_until(lambda: session.ok("status")["workspaces"][0]["semantic"] == "ready")
+    yield session, root, db
+    session.close()
+
+
+def test_the_tools_are_listed_with_descriptions_for_a_model(served):
+    session, _, _ = served
+    tools = {t.name: t for t in session.run(lambda c: c.list_tools()).tools}
+    assert set(tools) == {"search", "find", "read_span", "status"}
+    for tool in tools.values():
+        assert len(tool.description) > 150  # what it returns and when to use it
+        assert tool.annotations.read_only_hint is True
+    assert "read_span" in tools["search"].description and "find" in tools["search"].description
+    props = tools["search"].input_schema["properties"]
+    assert {"query", "workspace", "limit", "stages", "facets", "paths"} <= set(props)
+    assert tools["search"].input_schema["required"] == ["query"]
+    assert set(tools["read_span"].input_schema["properties"]) == {
+        "path",
+        "line_start",
+        "line_end",
+        "workspace",
+    }
+    assert {"name", "exact"} <= set(tools["find"].input_schema["properties"])
+
+
+def test_status_names_the_served_workspace(served):
+    session, root, _ = served
+    status = session.ok("status")
+    (ws,) = status["workspaces"]
+    assert ws["root"] == str(root.resolve()) and ws["served"] is True
+    assert ws["documents"] == 5 and ws["chunks"] > 5
+    assert ws["semantic"] == "ready" and ws["semantic_coverage"]["embedded"] == ws["chunks"]
+    assert ws["rank"] == "off"
+
+
+def test_search_returns_compact_spans_to_read(served):
+    session, root, _ = served
+    answer = session.ok("search", {"query": "how do I cancel an order before it ships", "limit": 3})
+    assert 1 <= len(answer["hits"]) <= 3
+    top = answer["hits"][0]
+    assert set(top) == set(HIT_FIELDS)
+    assert top["path"] == "api/orders.md" and top["line_start"] <= 29 <= top["line_end"]
+    assert answer["stages"]["performed"] == ["lexical", "semantic"]
+    assert answer["stages"]["skipped"] == {"rerank": "no ranker configured"}
+    # read just that span: exactly the file's lines
+    span = session.ok(
+        "read_span",
+        {"path": top["path"], "line_start": top["line_start"], "line_end": top["line_end"]},
+    )
+    lines = (root / top["path"]).read_text().split("\n")
+    assert span["text"] == "\n".join(lines[top["line_start"] - 1 : top["line_end"]])
+    assert span["lines_total"] == len(lines) - 1  # the file ends with a newline
+    assert "cancel_order" in span["text"]
+
+
+def test_search_answers_as_the_cli_does(served):
+    """One dispatcher behind every front end: the CLI on the same store gives the same hits."""
+    session, _, db = served
+    query = "passkey sign in session challenge"
+    answer = session.ok("search", {"query": query, "limit": 5})
+    params = json.dumps(["vault", query, {"limit": 5}])
+    out = subprocess.run(
+        [sys.executable, "-m", "autodoc", "--db", str(db), "--call", "search.query", params],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    cli = json.loads(out.stdout)
+    assert [(h["path"], h["line_start"], h["line_end"]) for h in answer["hits"]] == [
+        (h["path"], h["line_start"], h["line_end"]) for h in cli["hits"]
+    ]
+    assert answer["hits"][0]["path"] == "api/auth.md"
+
+
+def test_search_filters_and_stages(served):
+    session, _, _ = served
+    answer = session.ok("search", {"query": "order", "paths": ["guides/"], "stages": ["lexical"]})
+    assert answer["hits"] and all(h["path"].startswith("guides/") for h in answer["hits"])
+    assert answer["stages"]["performed"] == ["lexical"]
+    tagged = session.ok("search", {"query": "tag:api order"})
+    assert {h["path"] for h in tagged["hits"]} == {"api/orders.md"}
+    assert tagged["filter"]
+
+
+def test_a_documents_title_comes_first(served):
+    session, _, _ = served
+    answer = session.ok("search", {"query": "Authentication", "limit": 3})
+    assert answer["hits"][0]["path"] == "api/auth.md" and "exact" in answer["hits"][0]["via"]
+
+
+def test_find_then_read_the_section(served):
+    session, _, _ = served
+    found = session.ok("find", {"name": "orderRequest"})
+    match = next(m for m in found["matches"] if m["name"] == "placeOrderRequest")
+    assert match["match"] == "partial" and match["path"] == "api/orders.md"
+    span = session.ok(
+        "read_span",
+        {"path": match["path"], "line_start": match["line_start"], "line_end": match["line_end"]},
+    )
+    assert span["text"].startswith("## placeOrderRequest")
+    assert "interface placeOrderRequest {" in span["text"]
+    exact = session.ok("find", {"name": "GetWebAuthnSession", "exact": True})
+    assert [m["path"] for m in exact["matches"]] == ["api/auth.md"]
+
+
+def test_errors_are_tool_errors_with_the_json_rpc_code(served):
+    session, _, _ = served
+    cases = [
+        ("read_span", {"path": "../../etc/passwd"}, "error -32602: path is outside"),
+        ("read_span", {"path": "api/orders.md", "line_start": 500}, "error -32602: line_start"),
+        ("search", {"query": "x", "workspace": "nope"}, "error -32602: unknown workspace"),
+        ("search", {"query": "status:accepted"}, None),  # undeclared field: words, no error
+        ("search", {"query": "x", "limit": 0}, "error -32602: invalid arguments for search"),
+        ("search", {"query": "x", "limit": "many"}, "error -32602: invalid arguments"),
+        ("search", {}, "error -32602: invalid arguments for search: query"),
+        ("find", {"name": "::"}, "error -32602: name has no letters"),
+        ("no_such_tool", {}, "error -32601: unknown tool"),
+    ]
+    for tool, args, expected in cases:
+        result = session.call(tool, args)
+        if expected is None:
+            assert not result.is_error
+            continue
+        assert result.is_error, (tool, args)
+        assert result.content[0].text.startswith(expected), result.content[0].text
+    # the server is still up
+    assert session.ok("status")["workspaces"][0]["indexing"] == "ready"
+
+
+def test_edits_on_disk_reach_the_agent(served):
+    session, root, _ = served
+    (root / "api" / "payments.md").write_text(
+        "# Payments\n\n## captureFundsRequest\n\nCaptures an authorised payment.\n"
+    )
+
+    def found():
+        answer = session.ok("find", {"name": "capture funds"})
+        return answer["matches"]
+
+    match = wait_until(found)[0]
+    assert (match["name"], match["path"], match["match"]) == (
+        "captureFundsRequest",
+        "api/payments.md",
+        "prefix",
+    )
+
+
+def test_a_folder_that_does_not_exist_is_refused(tmp_path):
+    missing = str(tmp_path / "missing")
+    out = subprocess.run(
+        [sys.executable, "-m", "autodoc", "--db", str(tmp_path / "db"), "mcp", missing],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 1 and "-32602" in out.stderr and out.stdout == ""
