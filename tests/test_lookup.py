@@ -172,6 +172,10 @@ def test_titles_and_aliases_are_names(api):
     assert (first["match"], first["kind"], first["path"]) == ("exact", "alias", "api/orders.md")
     first = find(api, "ADR-0007")["matches"][0]
     assert (first["match"], first["kind"]) == ("exact", "alias")
+    # a title heading with no text of its own points at the first section after it
+    title = find(api, "event sourcing for orders")["matches"][0]
+    assert (title["match"], title["kind"], title["line"]) == ("partial", "title", 6)
+    assert title["line_start"] == 8 and title["breadcrumb"].endswith("› Decision")
     first = find(api, "Authentication")["matches"][0]
     assert (first["match"], first["kind"], first["path"]) == ("exact", "title", "api/auth.md")
 

@@ -577,3 +577,15 @@ async def test_a_renamed_file_answers_under_its_new_name(client: LanguageClient,
         return await paths_for(client, "reclaimBatch") == ["adr/0003-renamed.md"]
 
     await until(renamed)
+
+
+async def test_find_is_served_over_lsp(client: LanguageClient):
+    """`search.find` is one more dispatcher method: `autodoc/search.find` for any LSP client."""
+    answer = await call(client, "search.find", "vault", "reclaim batch", {"limit": 3})
+    first = answer["matches"][0]
+    assert (first["name"], first["match"], first["kind"]) == ("reclaimBatch", "exact", "identifier")
+    assert first["path"] == "adr/0003-embedded-sqlite-store.md"
+    assert first["line_start"] <= first["line"] <= first["line_end"]
+    with pytest.raises(JsonRpcException) as err:
+        await call(client, "search.find", "vault", "")
+    assert err.value.code == -32602

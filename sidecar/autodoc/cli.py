@@ -52,6 +52,12 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--limit", "-n", type=int, default=10)
     se.add_argument("--stages", help="comma-separated: lexical,semantic,rerank")
     se.add_argument("--json", action="store_true", help="print the whole answer as JSON")
+    fd = sub.add_parser("find", help="look a name up: a title, alias, heading or code identifier")
+    fd.add_argument("name")
+    fd.add_argument("--workspace", "-w", help="workspace (default: the one around the cwd)")
+    fd.add_argument("--exact", action="store_true", help="whole-name matches only")
+    fd.add_argument("--limit", "-n", type=int, default=20)
+    fd.add_argument("--json", action="store_true", help="print the whole answer as JSON")
     ck = sub.add_parser(
         "check",
         help="check frontmatter against the schema and every link (for CI; exit 1 on errors)",
@@ -135,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             return _index(dispatcher, args)
         if args.command == "search":
             return _search(dispatcher, args)
+        if args.command == "find":
+            return _find(dispatcher, args)
         if args.command == "check":
             return _check(dispatcher, args)
         if args.command == "eval":
@@ -396,6 +404,23 @@ def _search(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
         note += f" · semantic {answer['semantic']} ({cov['embedded']}/{cov['total']} chunks)"
     for stage, why in stages["skipped"].items():
         note += f" · {stage} skipped: {why}"
+    print(note, file=sys.stderr)
+    return EXIT_OK
+
+
+def _find(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
+    name = args.workspace or _default_workspace(dispatcher)
+    opts = {"exact": args.exact, "limit": args.limit}
+    answer = dispatcher.call("search.find", [name, args.name, opts])
+    if args.json:
+        print(json.dumps(answer, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    for m in answer["matches"]:
+        span = f"{m['line_start']}-{m['line_end']}" if "line_start" in m else m["line"]
+        print(f"{m['path']}:{m['line']}  {m['name']}  {m['kind']}, {m['match']}  [{span}]")
+    note = f"{len(answer['matches'])} matches · {answer['took_ms']:.1f} ms"
+    if answer["truncated"]:
+        note += " · truncated: a longer name narrows the candidates"
     print(note, file=sys.stderr)
     return EXIT_OK
 

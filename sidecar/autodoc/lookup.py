@@ -22,9 +22,7 @@ more the subject of its page than in "Detaching a CWnd from Its HWND".
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Iterable
-from itertools import accumulate
 from typing import Any
 
 from .document import ParsedDocument
@@ -112,15 +110,15 @@ def _code_name(token: str) -> bool:
     return len(token) >= 2 and token.strip("_") != "" and token.lower() not in KEYWORDS
 
 
-def _runs(doc: ParsedDocument) -> Iterable[tuple[bool, int, int, str]]:
-    """Runs of fenced-code lines and of other lines: (is code, first, end line index, text)."""
+def _runs(doc: ParsedDocument) -> Iterable[tuple[bool, int, str]]:
+    """Runs of fenced-code lines and of other lines: (is code, first line index, text)."""
     lines, code = doc.lines, doc.code
     i, n = doc.body_line, len(lines)
     while i < n:
         is_code = code[i]
         j = code.find(b"\x00" if is_code else b"\x01", i)
         j = n if j < 0 or j > n else j
-        yield bool(is_code), i, j, "\n".join(lines[i:j])
+        yield bool(is_code), i, "\n".join(lines[i:j])
         i = j
 
 
@@ -148,22 +146,20 @@ def document_symbols(doc: ParsedDocument) -> dict[str, tuple[int, int, int]]:
     code in prose. Work is per run of lines and per distinct token, not per occurrence."""
     sites: dict[str, tuple[int, int, int]] = {}
     code_words: set[str] = set()
-    for is_code, first, end, text in _runs(doc):
+    rejected: set[str] = set()  # keywords and such: checked once per document, not per run
+    for is_code, first, text in _runs(doc):
         found: list[tuple[str, str]] = []  # (token, the text to find its line in)
-        starts: list[int] | None = None
         if is_code:
             tokens = dict.fromkeys(_IDENT.findall(text))
             code_words.update(tokens)
-            found = [(t, text) for t in tokens if t not in sites]
+            found = [(t, text) for t in tokens if t not in sites and t not in rejected]
         else:
-            prose = text
+            prose = text  # inline code stays: its tokens are names already, so skipped
             if "`" in text:
-                inline = dict.fromkeys(
-                    t for m in _INLINE_CODE.finditer(text) for t in _IDENT.findall(m.group(2))
-                )
+                spans = " ".join(m[1] for m in _INLINE_CODE.findall(text))
+                inline = dict.fromkeys(_IDENT.findall(spans))
                 code_words.update(inline)
-                found = [(t, text) for t in inline]
-                prose = _INLINE_CODE.sub(_blank, text)
+                found = [(t, text) for t in inline if t not in sites and t not in rejected]
             if "](" in prose or "<" in prose:
                 prose = _LINK_TARGET.sub(_blank, prose)
             if "://" in prose:
@@ -171,18 +167,20 @@ def document_symbols(doc: ParsedDocument) -> dict[str, tuple[int, int, int]]:
             found += [
                 (t, prose)
                 for t in dict.fromkeys(_PROSE_CANDIDATE.findall(prose))
-                if t not in sites and identifier_shaped(t)
+                if t not in sites and t not in rejected and identifier_shaped(t)
             ]
         for tok, where in found:
             if tok in sites:
                 continue  # runs come in order: the first site of a code name stands
             names = (tok, *tok.split("::")) if "::" in tok else (tok,)
             for name in names:
-                if name not in sites and _code_name(name):
-                    if starts is None:
-                        starts = [0, *accumulate(len(ln) + 1 for ln in doc.lines[first:end])]
+                if name in sites or name in rejected:
+                    continue
+                if _code_name(name):
                     at = _offset_of(where, name)
-                    sites[name] = (KIND_CODE, 0, first + bisect_right(starts, at))
+                    sites[name] = (KIND_CODE, 0, first + 1 + where.count("\n", 0, at))
+                else:
+                    rejected.add(name)
 
     def add(name: str, kind: int, label: int, line: int) -> None:
         name = name.strip()
@@ -197,9 +195,8 @@ def document_symbols(doc: ParsedDocument) -> dict[str, tuple[int, int, int]]:
         the identifiers in it (shaped like code, or used as code in this document)."""
         label = len(text.strip())
         add(text, kind, label, line)
-        parts = _LIST_SEP.split(text.strip())
-        if len(parts) > 1:
-            for part in parts:
+        if "," in text or ";" in text:
+            for part in _LIST_SEP.split(text.strip()):
                 add(part, kind, label, line)
         for tok in _IDENT.findall(text):
             for name in (tok, *tok.split("::")) if "::" in tok else (tok,):
@@ -282,25 +279,27 @@ def write_documents(
     conn.executemany(
         "INSERT INTO symbols(workspace_id, name) VALUES (?, ?)", [(ws_id, n) for n in fresh]
     )
+    key_rows = []
     for batch, marks in _batches(fresh):
         rows = conn.execute(
             f"SELECT name, id FROM symbols WHERE workspace_id = ? AND name IN ({marks})",
             (ws_id, *batch),
         ).fetchall()
         known.update(rows)
-        conn.executemany(
-            "INSERT OR IGNORE INTO symbol_keys(workspace_id, key, pos, symbol_id)"
-            " VALUES (?, ?, ?, ?)",
-            [(ws_id, key, pos, sid) for name, sid in rows for pos, key in suffix_keys(name)],
-        )
+        key_rows += [(ws_id, key, pos, sid) for name, sid in rows for pos, key in suffix_keys(name)]
+    key_rows.sort()  # in key order: B-tree pages fill in sequence
+    conn.executemany(
+        "INSERT OR IGNORE INTO symbol_keys(workspace_id, key, pos, symbol_id) VALUES (?, ?, ?, ?)",
+        key_rows,
+    )
     conn.executemany(
         "INSERT INTO symbol_sites(symbol_id, document_id, kind, label, line)"
         " VALUES (?, ?, ?, ?, ?)",
-        [
+        sorted(
             (known[name], doc_id, kind, label, line)
             for doc_id, sites in docs
             for name, (kind, label, line) in sites.items()
-        ],
+        ),
     )
     _drop_orphans(conn, ws_id, used - {known[n] for n in names})
 
@@ -378,15 +377,17 @@ def answer(conn, ws_id: int, name: Any, opts: Any = None) -> dict[str, Any]:
         path, title = conn.execute(
             "SELECT path, title FROM documents WHERE id = ?", (doc_id,)
         ).fetchone()
+        # The section holding the line; for a heading with no text of its own (so no chunk),
+        # the first section after it.
         section = (
             conn.execute(
                 "SELECT line_start, line_end, breadcrumb FROM chunks WHERE document_id = ?"
-                " AND state = 1 AND line_start <= ? ORDER BY line_start DESC LIMIT 1",
+                " AND state = 1 AND line_end >= ? ORDER BY line_start LIMIT 1",
                 (doc_id, line),
             ).fetchone()
             or conn.execute(
                 "SELECT line_start, line_end, breadcrumb FROM chunks WHERE document_id = ?"
-                " AND state = 1 ORDER BY ordinal LIMIT 1",
+                " AND state = 1 ORDER BY line_start DESC LIMIT 1",
                 (doc_id,),
             ).fetchone()
         )
