@@ -247,6 +247,25 @@ def test_edits_on_disk_reach_the_agent(served):
     )
 
 
+def test_a_second_server_on_a_held_store_serves_reads(served):
+    """Another process (the module's server) holds the writer lease: this one answers from
+    the index that process keeps, and says it is read-only."""
+    _, root, db = served
+    second = McpSession(["--db", str(db), "mcp", str(root)], cwd=root.parent)
+    try:
+        status = wait_until(
+            lambda: (
+                (s := second.ok("status"))["workspaces"][0]["indexing"].startswith("read-only")
+                and s
+            )
+        )
+        assert status["writer"] is False and status["holder"].startswith("pid ")
+        hits = second.ok("search", {"query": "passkey challenge", "limit": 1})["hits"]
+        assert hits[0]["path"] == "api/auth.md"
+    finally:
+        second.close()
+
+
 def test_a_folder_that_does_not_exist_is_refused(tmp_path):
     missing = str(tmp_path / "missing")
     out = subprocess.run(

@@ -123,8 +123,9 @@ def _runs(doc: ParsedDocument) -> Iterable[tuple[bool, int, str]]:
 
 
 def _offset_of(text: str, token: str) -> int:
-    """Where the token first occurs as a whole word in the text."""
-    at = text.find(token)
+    """Where the token first occurs as a whole word in the text; else where it first occurs
+    at all (`Create` seen only inside `CWnd::Create`)."""
+    at = first = text.find(token)
     while at >= 0:
         end = at + len(token)
         before = text[at - 1] if at else " "
@@ -132,7 +133,7 @@ def _offset_of(text: str, token: str) -> int:
         if not (before.isalnum() or before in "_:") and not (after.isalnum() or after in "_:"):
             return at
         at = text.find(token, at + 1)
-    return 0
+    return max(first, 0)
 
 
 def _blank(m: re.Match) -> str:

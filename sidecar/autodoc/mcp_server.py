@@ -62,6 +62,7 @@ class AgentServer:
         self.roots = roots
         self.served: dict[str, Path] = {}  # replaced, never mutated: tools read it from threads
         self.indexing: dict[str, str] = {}  # workspace -> "indexing", "ready" or why not
+        self.refused: list[str] = []  # folders that could not become workspaces, and why
         self._lock = threading.Lock()
 
     # -- workspaces --------------------------------------------------------------------------
@@ -76,6 +77,8 @@ class AgentServer:
             name = self.engine.workspace_for_root(root)
         except RpcError as err:
             log.error("cannot serve %s: %s", root, err.message)
+            with self._lock:
+                self.refused = [*self.refused, f"cannot serve {root}: {err.message}"]
             return
         with self._lock:
             self.served = {**self.served, name: root.resolve()}
@@ -84,9 +87,13 @@ class AgentServer:
             self.watcher.watch(name, root)
         try:
             summary = self.engine.index_run(name, wait=False)
+            self.refresher.note_lease(True, "")
             state = "ready"
             log.info("%s: %s documents, %s chunks", name, summary["documents"], summary["chunks"])
-        except StoreBusyError:
+        except StoreBusyError as err:
+            # Served read-only, as indexed by the process that writes; edits seen by the
+            # watcher wait in the refresher until the lease frees.
+            self.refresher.note_lease(False, (err.data or {}).get("holder", ""))
             state = "read-only: another autodoc process is writing this store"
         except RpcError as err:
             state = f"error: {err.message}"
@@ -99,6 +106,8 @@ class AgentServer:
         served = self.served
         if served:
             return next(iter(served))
+        if self.refused:
+            raise RpcError(INVALID_PARAMS, "; ".join(self.refused))
         if self.roots:
             raise RpcError(INVALID_PARAMS, "the workspace is still being added; retry shortly")
         names = [w["name"] for w in self.engine.workspace_list()]
@@ -191,10 +200,7 @@ class AgentServer:
         return self.call("search.find", [ws, name, {"exact": exact, "limit": limit}])
 
     def status(self) -> CallToolResult:
-        try:
-            return self.call("workspace.list", [], self._status)
-        except RpcError as err:  # pragma: no cover - workspace.list does not fail
-            return _error_result(err)
+        return self.call("workspace.list", [], self._status)
 
     def _status(self, listed: list[dict[str, Any]]) -> dict[str, Any]:
         served, indexing = self.served, self.indexing
@@ -216,7 +222,15 @@ class AgentServer:
                 }
             )
         workspaces.sort(key=lambda w: (not w["served"], w["name"]))
-        return {"version": __version__, "writer": self.refresher.writer, "workspaces": workspaces}
+        answer = {
+            "version": __version__,
+            "writer": self.refresher.writer,
+            "holder": self.refresher.holder,
+            "workspaces": workspaces,
+        }
+        if self.refused:
+            answer["refused"] = self.refused
+        return answer
 
 
 def _error_result(err: RpcError) -> CallToolResult:
