@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,12 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from autodoc.mcp_server import HIT_FIELDS
 
-from .conftest import REPO
+from .conftest import REPO, long_count
+from .test_fuzz import DOCUMENTED
 
 API_VAULT = REPO / "tests" / "fixtures" / "api-vault"
 WAIT_S = 60.0
@@ -276,3 +280,48 @@ def test_a_folder_that_does_not_exist_is_refused(tmp_path):
         stdin=subprocess.DEVNULL,
     )
     assert out.returncode == 1 and "-32602" in out.stderr and out.stdout == ""
+
+
+# -- fuzzing the tools: only documented codes, and the server stays up ----------------------
+
+json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=30),
+)
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=8,
+)
+ARGUMENTS = {
+    "search": ["query", "workspace", "limit", "stages", "facets", "paths"],
+    "find": ["name", "workspace", "exact", "limit"],
+    "read_span": ["path", "line_start", "line_end", "workspace"],
+    "status": [],
+}
+
+
+@settings(
+    max_examples=long_count(150, 5_000),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    database=None,
+)
+@given(data=st.data())
+def test_tools_with_any_arguments_answer_documented_codes(served, data):
+    session, _, _ = served
+    tool = data.draw(st.sampled_from([*ARGUMENTS, "bogus"]))
+    names = ARGUMENTS.get(tool, [])
+    args = data.draw(
+        st.dictionaries(st.sampled_from([*names, "extra"]) if names else st.just("extra"),
+                        json_value, max_size=4)
+    )  # fmt: skip
+    result = session.call(tool, args)
+    if result.is_error:
+        code = int(re.match(r"error (-\d+): ", result.content[0].text).group(1))
+        assert code in DOCUMENTED and code != -32603, result.content[0].text
+    else:
+        assert json.loads(result.content[0].text) == result.structured_content

@@ -73,6 +73,8 @@ KEYWORDS = frozenset(
 def subwords(text: str) -> list[str]:
     """Lowercased subwords: `GetWebAuthnSession` → get, web, authn, session; `strcpy_s` →
     strcpy, s; `CWnd::Create` → c, wnd, create."""
+    if text.isascii():  # the humps never span a separator: one pass over the whole name
+        return [w.lower() for w in _CAMEL.findall(text)]
     out: list[str] = []
     for piece in _PIECE.findall(text):
         if piece.isascii():
