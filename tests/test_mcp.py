@@ -24,7 +24,7 @@ from mcp.client.stdio import StdioServerParameters
 from autodoc.mcp_server import HIT_FIELDS
 
 from .conftest import REPO, long_count
-from .test_fuzz import DOCUMENTED
+from .test_fuzz import DOCUMENTED, json_value
 
 API_VAULT = REPO / "tests" / "fixtures" / "api-vault"
 WAIT_S = 60.0
@@ -284,18 +284,6 @@ def test_a_folder_that_does_not_exist_is_refused(tmp_path):
 
 # -- fuzzing the tools: only documented codes, and the server stays up ----------------------
 
-json_leaf = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**63), max_value=2**63),
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=30),
-)
-json_value = st.recursive(
-    json_leaf,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
-    max_leaves=8,
-)
 ARGUMENTS = {
     "search": ["query", "workspace", "limit", "stages", "facets", "paths"],
     "find": ["name", "workspace", "exact", "limit"],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import sys
@@ -114,21 +115,17 @@ def main(argv: list[str] | None = None) -> int:
         args = call.parse_args(argv)
     else:
         args = parser.parse_args(argv)
+    if getattr(args, "command", None) in ("serve", "mcp"):
+        _log_for_server(args.log_file, args.log_level)
     if getattr(args, "command", None) == "serve":
         from .server import serve  # pygls is only needed here
 
-        return serve(args.db, args.log_file, args.log_level)
+        return serve(args.db)
     if getattr(args, "command", None) == "mcp":
         from .mcp_server import serve as serve_mcp  # the MCP SDK is only needed here
 
         try:
-            return serve_mcp(
-                args.db,
-                args.paths,
-                watch=not args.no_watch,
-                log_file=args.log_file,
-                level=args.log_level,
-            )
+            return serve_mcp(args.db, args.paths, watch=not args.no_watch)
         except RpcError as err:
             print(json.dumps({"error": err.to_dict()}, ensure_ascii=False), file=sys.stderr)
             return EXIT_RPC_ERROR
@@ -156,6 +153,17 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         engine.close()
+
+
+def _log_for_server(log_file: str | None, level: str) -> None:
+    """A server's stdout carries its protocol: logs go to stderr or the file, ours at `level`,
+    other libraries' at warnings and above."""
+    handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    logging.getLogger("autodoc").setLevel(level.upper())
 
 
 def _call(dispatcher: Dispatcher, method: str, raw: str | None) -> int:

@@ -27,6 +27,7 @@ from typing import Any
 
 from .document import ParsedDocument
 from .errors import invalid_params
+from .store import Store
 
 # Kinds of site, strongest first: what a name is to the document it occurs in.
 KIND_TITLE, KIND_ALIAS, KIND_HEADING, KIND_CODE = 0, 1, 2, 3
@@ -219,41 +220,30 @@ def document_symbols(doc: ParsedDocument) -> dict[str, tuple[int, int, int]]:
 # -- writing --------------------------------------------------------------------------------
 
 
-def _batches(items: list, size: int = 500):
-    for start in range(0, len(items), size):
-        batch = items[start : start + size]
-        yield batch, ",".join("?" * len(batch))
-
-
 def _detach(conn, doc_ids: list[int]) -> set[int]:
     """Delete these documents' sites; the names they used, to check for orphans after."""
-    used: set[int] = set()
-    for batch, marks in _batches(doc_ids):
-        used.update(
-            r[0]
-            for r in conn.execute(
-                f"SELECT DISTINCT symbol_id FROM symbol_sites WHERE document_id IN ({marks})",
-                batch,
-            )
-        )
-        conn.execute(f"DELETE FROM symbol_sites WHERE document_id IN ({marks})", batch)
+    sql = "SELECT DISTINCT symbol_id FROM symbol_sites WHERE document_id IN ({marks})"
+    used = set(Store.column(conn, sql, doc_ids))
+    conn.executemany("DELETE FROM symbol_sites WHERE document_id = ?", [(d,) for d in doc_ids])
     return used
 
 
 def _drop_orphans(conn, ws_id: int, symbol_ids: set[int]) -> None:
     """Names no document uses any more leave the dictionary (their keys by primary key)."""
-    orphans: list[tuple[int, str]] = []
-    for batch, marks in _batches(sorted(symbol_ids)):
-        orphans += conn.execute(
-            f"SELECT id, name FROM symbols WHERE id IN ({marks}) AND NOT EXISTS"
-            " (SELECT 1 FROM symbol_sites s WHERE s.symbol_id = symbols.id)",
-            batch,
-        ).fetchall()
+    orphans = Store.rows(
+        conn,
+        "SELECT id, name FROM symbols WHERE id IN ({marks}) AND NOT EXISTS"
+        " (SELECT 1 FROM symbol_sites s WHERE s.symbol_id = symbols.id)",
+        sorted(symbol_ids),
+    )
     conn.executemany(
         "DELETE FROM symbol_keys WHERE workspace_id = ? AND key = ? AND pos = ? AND symbol_id = ?",
         [(ws_id, key, pos, sid) for sid, name in orphans for pos, key in suffix_keys(name)],
     )
     conn.executemany("DELETE FROM symbols WHERE id = ?", [(sid,) for sid, _ in orphans])
+
+
+_SYMBOL_IDS = "SELECT name, id FROM symbols WHERE name IN ({marks}) AND workspace_id = ?"
 
 
 def forget_documents(conn, ws_id: int, doc_ids: list[int]) -> None:
@@ -270,26 +260,14 @@ def write_documents(
     """Replace the sites of these documents (`replaced`: those that may have had some)."""
     used = _detach(conn, replaced)
     names = sorted({name for _, sites in docs for name in sites})
-    known: dict[str, int] = {}
-    for batch, marks in _batches(names):
-        known.update(
-            conn.execute(
-                f"SELECT name, id FROM symbols WHERE workspace_id = ? AND name IN ({marks})",
-                (ws_id, *batch),
-            ).fetchall()
-        )
+    known = dict(Store.rows(conn, _SYMBOL_IDS, names, ws_id))
     fresh = [n for n in names if n not in known]
     conn.executemany(
         "INSERT INTO symbols(workspace_id, name) VALUES (?, ?)", [(ws_id, n) for n in fresh]
     )
-    key_rows = []
-    for batch, marks in _batches(fresh):
-        rows = conn.execute(
-            f"SELECT name, id FROM symbols WHERE workspace_id = ? AND name IN ({marks})",
-            (ws_id, *batch),
-        ).fetchall()
-        known.update(rows)
-        key_rows += [(ws_id, key, pos, sid) for name, sid in rows for pos, key in suffix_keys(name)]
+    added = Store.rows(conn, _SYMBOL_IDS, fresh, ws_id)
+    known.update(added)
+    key_rows = [(ws_id, key, pos, sid) for name, sid in added for pos, key in suffix_keys(name)]
     key_rows.sort()  # in key order: B-tree pages fill in sequence
     conn.executemany(
         "INSERT OR IGNORE INTO symbol_keys(workspace_id, key, pos, symbol_id) VALUES (?, ?, ?, ?)",

@@ -139,6 +139,16 @@ class AgentServer:
             content=[TextContent(type="text", text=text)], structured_content=result
         )
 
+    def call_in(
+        self, workspace: str | None, method: str, params: list[Any], shape=None
+    ) -> CallToolResult:
+        """`call` on a workspace (None: the default), its name first in the params."""
+        try:
+            name = self.workspace(workspace)
+        except RpcError as err:
+            return _error_result(err)
+        return self.call(method, [name, *params], shape)
+
     def search(
         self,
         query: Annotated[str, Field(description="What to look for, in words; may hold filters")],
@@ -165,11 +175,7 @@ class AgentServer:
             opts["facets"] = facets
         if paths:
             opts["paths"] = paths
-        try:
-            name = self.workspace(workspace)
-        except RpcError as err:
-            return _error_result(err)
-        return self.call("search.query", [name, query, opts], _compact_search)
+        return self.call_in(workspace, "search.query", [query, opts], _compact_search)
 
     def read_span(
         self,
@@ -180,11 +186,7 @@ class AgentServer:
         ] = None,
         workspace: Workspace = None,
     ) -> CallToolResult:
-        try:
-            name = self.workspace(workspace)
-        except RpcError as err:
-            return _error_result(err)
-        return self.call("doc.read", [name, path, line_start, line_end])
+        return self.call_in(workspace, "doc.read", [path, line_start, line_end])
 
     def find(
         self,
@@ -193,11 +195,7 @@ class AgentServer:
         exact: Annotated[bool, Field(description="Whole-name matches only")] = False,
         limit: Annotated[int, Field(ge=1, le=100, description="Matches to return")] = 20,
     ) -> CallToolResult:
-        try:
-            ws = self.workspace(workspace)
-        except RpcError as err:
-            return _error_result(err)
-        return self.call("search.find", [ws, name, {"exact": exact, "limit": limit}])
+        return self.call_in(workspace, "search.find", [name, {"exact": exact, "limit": limit}])
 
     def status(self) -> CallToolResult:
         return self.call("workspace.list", [], self._status)
@@ -331,23 +329,9 @@ def build_server(agent: AgentServer) -> MCPServer:
     return server
 
 
-def serve(
-    db: str | None,
-    roots: list[str],
-    *,
-    watch: bool = True,
-    log_file: str | None = None,
-    level: str = "INFO",
-) -> int:
-    """Run until the client closes stdin. Nothing but MCP messages ever goes to stdout."""
-    handler: logging.Handler = (
-        logging.FileHandler(log_file) if log_file else logging.StreamHandler()  # stderr
-    )
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root_logger = logging.getLogger()
-    root_logger.handlers[:] = [handler]
-    root_logger.setLevel(logging.WARNING)
-    logging.getLogger("autodoc").setLevel(level.upper())
+def serve(db: str | None, roots: list[str], *, watch: bool = True) -> int:
+    """Run until the client closes stdin. Nothing but MCP messages ever goes to stdout (the
+    CLI sends logs to stderr or `--log-file`)."""
     engine = Engine(db)
     folders = [Path(r) for r in roots] if roots else [_default_root(engine)]
     for folder in folders:

@@ -608,16 +608,9 @@ class _AnsweredErrors(logging.Filter):
         return not isinstance(exc, JsonRpcException)
 
 
-def serve(db: str | None = None, log_file: str | None = None, level: str = "INFO") -> int:
-    """Run until the client says exit. Nothing but LSP messages ever goes to stdout."""
-    handler: logging.Handler = (
-        logging.FileHandler(log_file) if log_file else logging.StreamHandler()  # stderr
-    )
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING)
-    logging.getLogger("autodoc").setLevel(level.upper())
+def serve(db: str | None = None) -> int:
+    """Run until the client says exit. Nothing but LSP messages ever goes to stdout (the CLI
+    sends logs to stderr or `--log-file`)."""
     rpc_log = logging.getLogger("pygls.protocol.json_rpc")
     rpc_log.addFilter(_AnsweredErrors())
     # A picker cancels on every keystroke, often after the answer went out: pygls warns about
