@@ -260,6 +260,10 @@ def hostile_cases(root: Path) -> dict[str, str]:
         "hash-line": "#" * 100_000 + "\n",
         "unclosed-fence": "```\n" + "code line\n" * 5000,
         "nested-quotes": ">" * 10_000 + " deep\n",
+        # nesting over many lines: every level is a block over the chunk budget
+        "nested-quotes-lines": "".join(">" * k + f" level {k}\n" for k in range(1, 3001)),
+        "nested-lists-lines": "".join("  " * k + f"- level {k}\n" for k in range(3000)),
+        "fence-in-comment": "# A\n\n<!--\n```\n-->\n\n## B\n\ntext\n",
         "many-list-items": "".join(f"- item {i}\n" for i in range(50_000)),
         "link-bomb": " ".join(f"[[n{i}]]" for i in range(10_000)) + "\n",
         "tag-bomb": " ".join(f"#t{i}" for i in range(5_000)) + "\n",

@@ -6,14 +6,13 @@ over the `section_tokens` budget are split at paragraph boundaries and keep thei
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 from dataclasses import dataclass
 
-from .document import (
-    SETEXT_UNDERLINE,
-    ParsedDocument,
-)
+from .document import ParsedDocument
+from .markdown import Block
 
 BREADCRUMB_SEP = " › "
 CHARS_PER_TOKEN = 4  # the usual estimate for English prose and code under BPE tokenizers
@@ -39,8 +38,9 @@ class Chunk:
         """What the lexical body and (later) the embedder see: breadcrumb, then the text."""
         return f"{self.breadcrumb}\n\n{self.text}"
 
-    @property
+    @functools.cached_property
     def text_hash(self) -> str:
+        """What identifies the chunk's content across generations (its id, its vector)."""
         return hashlib.sha256(self.embed_text.encode("utf-8", "replace")).hexdigest()[:32]
 
 
@@ -53,7 +53,7 @@ class _Section:
 
 
 def find_sections(doc: ParsedDocument) -> list[_Section]:
-    """Sections between headings (ATX and setext, never inside fenced code)."""
+    """Sections between the parser's top-level headings (ATX and setext)."""
     starts = [_Section(0, "", doc.body_line, 0)]
     starts += [_Section(h.level, h.text, h.line, 0) for h in doc.headings]
     for sec, nxt in itertools.pairwise(starts):
@@ -62,24 +62,16 @@ def find_sections(doc: ParsedDocument) -> list[_Section]:
     return [s for s in starts if s.end > s.start]
 
 
-def _blocks(doc: ParsedDocument, start: int, end: int) -> list[tuple[int, int]]:
-    """Paragraph blocks [start, end) separated by blank lines; a code fence is one block."""
-    blocks: list[tuple[int, int]] = []
-    cur: int | None = None
-    lines, code = doc.lines, doc.code
-    for i in range(start, end):
-        if code[i]:
-            if cur is None:
-                cur = i
-        elif not lines[i].strip():
-            if cur is not None:
-                blocks.append((cur, i))
-                cur = None
-        elif cur is None:
-            cur = i
-    if cur is not None:
-        blocks.append((cur, end))
-    return blocks
+def _subtree_ends(blocks: list[Block]) -> list[int]:
+    """For each block, the index of the first block after it and its descendants (blocks come
+    parents first, in document order): block i's children are i + 1, then each one's end."""
+    ends = [len(blocks)] * len(blocks)
+    open_: list[int] = []
+    for j, block in enumerate(blocks):
+        while open_ and blocks[open_[-1]].depth >= block.depth:
+            ends[open_.pop()] = j
+        open_.append(j)
+    return ends
 
 
 class Chunker:
@@ -90,75 +82,96 @@ class Chunker:
         self.abstract_chunk = abstract_chunk
 
     def chunk(self, doc: ParsedDocument) -> list[Chunk]:
-        chunks: list[Chunk] = []
-        if self.abstract_chunk and doc.frontmatter_span:
-            abstract = doc.meta.get("abstract")
-            if isinstance(abstract, str) and abstract.strip():
-                a, b = doc.frontmatter_span
-                bs, be = doc.byte_span(a, b)
-                chunks.append(
-                    Chunk(
-                        "abstract",
-                        0,
-                        doc.title + BREADCRUMB_SEP + "Abstract",
-                        abstract.strip(),
-                        bs,
-                        be,
-                        a + 1,
-                        b,
-                    )
-                )
-        stack: list[tuple[int, str]] = []
-        for sec in find_sections(doc):
-            if sec.level:
-                while stack and stack[-1][0] >= sec.level:
-                    stack.pop()
-                stack.append((sec.level, sec.heading))
-            crumbs = [doc.title]
-            for level, text in stack:
-                if level == 1 and text.casefold() == doc.title.casefold() and len(crumbs) == 1:
-                    continue
-                if text:
-                    crumbs.append(text)
-            breadcrumb = BREADCRUMB_SEP.join(crumbs)
-            blocks = _blocks(doc, sec.start, sec.end)
-            if not blocks:
-                continue
-            if (
-                sec.level
-                and len(blocks) == 1
-                and blocks[0][1] - blocks[0][0] <= 2
-                and (_is_heading_only(doc, sec, blocks[0]))
-            ):
+        chunks = self._abstract(doc)
+        blocks, top = doc.blocks, doc.top_blocks
+        k = 0  # the next top-level block: sections and blocks are both in document order
+        for sec, breadcrumb in _with_breadcrumbs(doc, find_sections(doc)):
+            units: list[int] = []
+            while k < len(top) and blocks[top[k]].start < sec.end:
+                if blocks[top[k]].start >= sec.start:
+                    units.append(top[k])
+                k += 1
+            if sec.level and len(units) == 1 and blocks[units[0]].kind == "Heading":
                 continue  # a heading with no text of its own lives on in its children's crumbs
-            for bs, be, ls, le in self._pieces(doc, blocks):
+            for bs, be, ls, le in self._pieces(doc, units):
                 text = doc.data[bs:be].decode("utf-8", "replace")
                 if text.strip():
                     chunks.append(Chunk("section", len(chunks), breadcrumb, text, bs, be, ls, le))
         return chunks
 
-    def _pieces(self, doc: ParsedDocument, blocks: list[tuple[int, int]]):
-        """Pack blocks into spans of at most the budget; split a lone oversized block by lines."""
-        units: list[tuple[int, int, int, int]] = []  # byte_start, byte_end, line_start, line_end
-        for a, b in blocks:
+    def _abstract(self, doc: ParsedDocument) -> list[Chunk]:
+        """The frontmatter's `abstract`, as a chunk spanning the frontmatter block."""
+        abstract = doc.meta.get("abstract")
+        if not (self.abstract_chunk and doc.frontmatter_span and isinstance(abstract, str)):
+            return []
+        if not abstract.strip():
+            return []
+        a, b = doc.frontmatter_span
+        bs, be = doc.byte_span(a, b)
+        crumb = doc.title + BREADCRUMB_SEP + "Abstract"
+        return [Chunk("abstract", 0, crumb, abstract.strip(), bs, be, a + 1, b)]
+
+    def _pieces(self, doc: ParsedDocument, units: list[int]) -> list[tuple[int, int, int, int]]:
+        """Pack blocks into spans of at most the budget: (byte_start, byte_end, line_start,
+        line_end), lines 1-based. A block over the budget is split between its children (list
+        items, table rows, quoted blocks), and only one without children (a code block, a
+        paragraph) between its lines; a single line over the budget between characters."""
+        if not units:
+            return []
+        blocks = doc.blocks
+        a, b = blocks[units[0]].start, blocks[units[-1]].end
+        spans: list[tuple[int, int]] = []  # line ranges [a, b) that fit, or single lines
+        if doc.offsets[b] - doc.offsets[a] <= self.budget:  # most sections: one piece
+            spans.append((a, b))
+        else:
+            for i in units:
+                self._fit(doc, i, blocks[i].start, blocks[i].end, spans)
+        pieces: list[tuple[int, int, int, int]] = []
+        for a, b in spans:
+            while a < b and not doc.lines[a].strip():
+                a += 1
+            while b > a and not doc.lines[b - 1].strip():
+                b -= 1
+            if a == b:
+                continue
             bs, be = doc.byte_span(a, b)
             if be - bs <= self.budget:
-                units.append((bs, be, a + 1, b))
-                continue
-            for i in range(a, b):
-                lbs, lbe = doc.byte_span(i, i + 1)
-                if lbe - lbs <= self.budget:
-                    units.append((lbs, lbe, i + 1, i + 1))
+                piece = [(bs, be, a + 1, b)]
+            else:  # a single line
+                piece = list(self._split_line(doc.data, bs, be, a + 1))
+            for unit in piece:
+                if pieces and unit[1] - pieces[-1][0] <= self.budget:
+                    last = pieces[-1]
+                    pieces[-1] = (last[0], unit[1], last[2], unit[3])
                 else:
-                    units.extend(self._split_line(doc.data, lbs, lbe, i + 1))
-        merged: list[tuple[int, int, int, int]] = []
-        for unit in units:
-            if merged and unit[1] - merged[-1][0] <= self.budget:
-                last = merged[-1]
-                merged[-1] = (last[0], unit[1], last[2], unit[3])
-            else:
-                merged.append(unit)
-        return merged
+                    pieces.append(unit)
+        return pieces
+
+    def _fit(self, doc: ParsedDocument, i: int, a: int, b: int, out: list[tuple[int, int]]) -> None:
+        """Lines [a, b) of block i as ranges within the budget, cut at the shallowest block
+        boundaries that make them fit. Iterative: nesting can be thousands deep."""
+        ends: list[int] | None = None
+        todo = [(i, a, b)]
+        while todo:
+            i, a, b = todo.pop()
+            # with its line terminators: at most 2 bytes over the chunk's size, never under
+            if doc.offsets[b] - doc.offsets[a] <= self.budget or b - a < 2:
+                out.append((a, b))
+                continue
+            if ends is None:
+                ends = _subtree_ends(doc.blocks)
+            kids, j = [], i + 1
+            while j < ends[i]:
+                kids.append(j)
+                j = ends[j]
+            if not kids:
+                out.extend((n, n + 1) for n in range(a, b))
+                continue
+            # Children cover the parent: lines between two children (a table's delimiter row,
+            # a blank line) go with the next one, so nothing of the block is lost at a cut.
+            starts = [a] + [max(a, min(b, doc.blocks[k].start)) for k in kids[1:]]
+            parts = zip(kids, starts, [*starts[1:], b], strict=True)
+            todo.extend(reversed([(k, s, e) for k, s, e in parts if e > s]))
 
     def _split_line(self, data: bytes, bs: int, be: int, line_no: int):
         """A single line over budget: cut at spaces (or anywhere) on UTF-8 character starts."""
@@ -175,10 +188,19 @@ class Chunker:
             pos = cut
 
 
-def _is_heading_only(doc: ParsedDocument, sec: _Section, block: tuple[int, int]) -> bool:
-    a, b = block
-    if a != sec.start:
-        return False
-    if b - a == 1:
-        return True
-    return b - a == 2 and bool(SETEXT_UNDERLINE.match(doc.lines[a + 1]))
+def _with_breadcrumbs(doc: ParsedDocument, sections: list[_Section]):
+    """(section, breadcrumb): the title, then the headings above; an H1 repeating the title
+    is not said twice."""
+    stack: list[tuple[int, str]] = []
+    for sec in sections:
+        if sec.level:
+            while stack and stack[-1][0] >= sec.level:
+                stack.pop()
+            stack.append((sec.level, sec.heading))
+        crumbs = [doc.title]
+        for level, text in stack:
+            if level == 1 and text.casefold() == doc.title.casefold() and len(crumbs) == 1:
+                continue
+            if text:
+                crumbs.append(text)
+        yield sec, BREADCRUMB_SEP.join(crumbs)

@@ -10,6 +10,7 @@ import datetime as _dt
 import re
 from dataclasses import dataclass, field
 from itertools import accumulate
+from operator import or_
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote
@@ -17,23 +18,20 @@ from urllib.parse import unquote
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
+from .markdown import Block, Heading, read_structure
+
 _YAML = YAMLHandler()  # python-frontmatter: its delimiter regex and its SafeLoader-based load
 # libyaml's safe loader when PyYAML was built with it: same safety, several times faster.
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FM_MAX_BYTES = 256 * 1024
 _FM_MAX_NODES = 20_000  # YAML aliases can make a 1 KB block expand to billions of nodes
 
-ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-NOT_PARAGRAPH = re.compile(r"^\s*(?:[-*+>|]|\d+[.)]\s|#|$)")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 INLINE_TAG = re.compile(r"(?<!\S)#([A-Za-z0-9_][\w/-]*)")  # Obsidian: after a space
 WIKILINK = re.compile(r"!?\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
 MD_LINK = re.compile(
     r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*(?:<([^<>\n]+)>|([^()\s<>]+))(?:\s+[\"'(][^)]*)?\)"
 )
-_HTML_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
@@ -62,6 +60,13 @@ _SUPERSEDED_BY = re.compile(
 _SUPERSEDES = re.compile(r"^\W*(?:status\W*)?supersedes\b", re.I)
 
 
+_SUPERSED = re.compile("supersed", re.I)  # cheap first look before the two patterns
+
+
+def _blank(m: re.Match) -> str:
+    return " " * len(m.group(0))  # keeps offsets
+
+
 def _relation(line: str) -> str:
     """A line that says the whole document is superseded: "Superseded by [[0007]]",
     "> This decision is **superseded by [ADR-57](0057.md)**", "Supersedes [ADR 3](0003.md)".
@@ -72,13 +77,6 @@ def _relation(line: str) -> str:
     if _SUPERSEDES.match(line):
         return "supersedes"
     return ""
-
-
-@dataclass(frozen=True)
-class Heading:
-    level: int
-    text: str
-    line: int  # 0-based index of the heading's first line (the text line of a setext heading)
 
 
 @dataclass
@@ -92,8 +90,11 @@ class ParsedDocument:
     tags: list[str]
     aliases: list[str]
     links: list[Link]
-    headings: list[Heading] = field(default_factory=list)
-    code: bytearray = field(default_factory=bytearray)  # 1 where a line is fenced code
+    headings: list[Heading] = field(default_factory=list)  # top level, as a reader sees them
+    blocks: list[Block] = field(default_factory=list)  # every block, parents first
+    top_blocks: list[int] = field(default_factory=list)  # indexes of the depth-0 blocks
+    code: bytearray = field(default_factory=bytearray)  # 1 on lines of code blocks
+    html: bytearray = field(default_factory=bytearray)  # 1 on lines of raw HTML blocks
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -110,8 +111,9 @@ class ParsedDocument:
         return b0, max(b0, b1)
 
 
-def split_lines(data: bytes) -> tuple[list[str], list[int], str | None]:
-    """Lines and their byte offsets; invalid UTF-8 is kept byte-exact via surrogateescape."""
+def split_lines(data: bytes) -> tuple[str, list[str], list[int], str | None]:
+    """The text, its lines and their byte offsets; invalid UTF-8 is kept byte-exact via
+    surrogateescape (one surrogate per undecodable byte)."""
     problem = None
     try:
         text = data.decode("utf-8")
@@ -130,7 +132,7 @@ def split_lines(data: bytes) -> tuple[list[str], list[int], str | None]:
         lines = [ln.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for ln in lines]
     if lines and lines[0].startswith("\ufeff"):
         lines[0] = lines[0][1:]
-    return lines, offsets, problem
+    return text, lines, offsets, problem
 
 
 def _json_safe(value: Any, budget: list[int]) -> Any:
@@ -150,34 +152,35 @@ def _json_safe(value: Any, budget: list[int]) -> Any:
     return str(value)
 
 
-def _frontmatter(lines: list[str]) -> tuple[int, dict[str, Any], str | None]:
-    """(first body line, metadata, problem). A block is `---` … `---` at the very top."""
-    if not lines or not _YAML.FM_BOUNDARY.match(lines[0]):
-        return 0, {}, None
-    end = next((i for i in range(1, len(lines)) if _YAML.FM_BOUNDARY.match(lines[i])), None)
-    if end is None:
-        return 0, {}, None
-    block = "\n".join(lines[1:end])
+def _frontmatter(
+    lines: list[str], span: tuple[int, int] | None
+) -> tuple[dict[str, Any], str | None]:
+    """(metadata, problem) of the front matter block the parser found at lines [start, end)."""
+    if span is None:
+        return {}, None
+    start, end = span
+    end -= 1  # the closing delimiter's line
+    block = "\n".join(lines[start + 1 : end])
     if len(block) > _FM_MAX_BYTES:
-        return end + 1, {}, f"frontmatter larger than {_FM_MAX_BYTES // 1024} KB: ignored"
+        return {}, f"frontmatter larger than {_FM_MAX_BYTES // 1024} KB: ignored"
     try:
         loaded = _YAML.load(block, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 2})" if mark is not None else ""
+        where = f" (line {mark.line + start + 2})" if mark is not None else ""
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        return end + 1, {}, f"malformed frontmatter{where}: {reason}"
+        return {}, f"malformed frontmatter{where}: {reason}"
     except (ValueError, TypeError, RecursionError) as exc:  # e.g. dates PyYAML cannot build
-        return end + 1, {}, f"malformed frontmatter: {exc}"
+        return {}, f"malformed frontmatter: {exc}"
     if loaded is None:
-        return end + 1, {}, None
+        return {}, None
     if not isinstance(loaded, dict):
-        return end + 1, {}, "frontmatter is not a mapping: ignored"
+        return {}, "frontmatter is not a mapping: ignored"
     try:
         meta = _json_safe(loaded, [_FM_MAX_NODES])
     except (ValueError, RecursionError) as exc:
-        return end + 1, {}, f"malformed frontmatter: {exc}"
-    return end + 1, meta, None
+        return {}, f"malformed frontmatter: {exc}"
+    return meta, None
 
 
 def _as_list(value: Any) -> list[str]:
@@ -194,96 +197,63 @@ def normalise_tag(tag: str) -> str:
     return tag.strip().lstrip("#").lower()
 
 
-def clean_heading(text: str) -> str:
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [label](url) → label
-    text = _HTML_TAG.sub("", text)  # <a name="x"></a> anchors
-    return text.replace("`", "").replace("**", "").strip()
-
-
-class FenceTracker:
-    """Follows fenced code blocks line by line, so headings and tags inside code are ignored."""
-
-    def __init__(self) -> None:
-        self.fence: str | None = None
-
-    def feed(self, line: str) -> bool:
-        """True when the line opens, closes or lies inside a fenced code block."""
-        m = FENCE_OPEN.match(line)
-        if self.fence is not None:
-            fence = self.fence
-            closes = m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)
-            if closes and not line.strip().strip(fence[0]):
-                self.fence = None
-            return True
-        if m and not (m.group(1)[0] == "`" and "`" in line[m.end() :]):
-            self.fence = m.group(1)
-            return True
-        return False
-
-
-def scan_structure(lines: list[str], start: int) -> tuple[bytearray, list[Heading]]:
-    """One pass over the body: which lines are fenced code, and where the headings are."""
-    n = len(lines)
-    code = bytearray(n)
-    paragraph = bytearray(n)  # a line that could be the text of a setext heading
-    boundary = bytearray(n)  # blank or a heading: what may precede a setext heading's text
-    headings: list[Heading] = []
-    fences = FenceTracker()
-    for i in range(start, n):
+def iter_prose_lines(doc: ParsedDocument):
+    """(index, line) of the body outside code blocks and raw HTML blocks (which a reader sees
+    as code or not at all), with inline code blanked: where tags and links are written."""
+    lines = doc.lines
+    skip = bytes(map(or_, doc.code, doc.html)) if any(doc.html) else doc.code
+    for i in range(doc.body_line, len(lines)):
+        if skip[i]:
+            continue
         line = lines[i]
-        if fences.feed(line):
-            code[i] = 1
-            continue
-        if "#" in line:
-            m = ATX_HEADING.match(line)
-            if m:
-                headings.append(Heading(len(m.group(1)), clean_heading(m.group(2) or ""), i))
-                boundary[i] = 1
-                continue
-        if (
-            i > start
-            and paragraph[i - 1]
-            and (i - 1 == start or boundary[i - 2])
-            and SETEXT_UNDERLINE.match(line)
-        ):
-            level = 1 if line.lstrip()[0] == "=" else 2
-            headings.append(Heading(level, clean_heading(lines[i - 1]), i - 1))
-            boundary[i] = 1
-            continue
-        if not line.strip():
-            boundary[i] = 1
-        elif not line.startswith("    ") and not NOT_PARAGRAPH.match(line):
-            paragraph[i] = 1
-    return code, headings
-
-
-def iter_prose_lines(lines: list[str], start: int, code: bytearray):
-    """(index, line) outside fenced and indented code, with inline code blanked."""
-    for i in range(start, len(lines)):
-        line = lines[i]
-        if code[i] or line.startswith(("    ", "\t")):
-            continue
         if "`" in line:
-            line = _INLINE_CODE.sub(lambda mm: " " * len(mm.group(0)), line)
+            line = _INLINE_CODE.sub(_blank, line)
         yield i, line
 
 
 def parse_document(data: bytes, path: str) -> ParsedDocument:
-    lines, offsets, problem = split_lines(data)
+    text, lines, offsets, problem = split_lines(data)
     problems = [problem] if problem else []
-    body_line, meta, fm_problem = _frontmatter(lines)
+    structure = read_structure(text, offsets, len(lines), lossy=problem is not None)
+    meta, fm_problem = _frontmatter(lines, structure.front_matter)
     if fm_problem:
         problems.append(fm_problem)
+    doc = ParsedDocument(
+        data=data,
+        lines=lines,
+        offsets=offsets,
+        body_line=structure.front_matter[1] if structure.front_matter else 0,
+        meta=meta,
+        title="",
+        tags=[normalise_tag(t) for t in _as_list(meta.get("tags"))],
+        aliases=[a.strip() for a in _as_list(meta.get("aliases")) + _as_list(meta.get("alias"))],
+        links=[],
+        headings=structure.headings,
+        blocks=structure.blocks,
+        top_blocks=structure.top,
+        code=structure.code,
+        html=structure.html,
+        problems=problems,
+    )
+    _read_prose(doc, structure.heading_lines)
+    title = meta.get("title")
+    if not isinstance(title, str) or not title.strip():
+        first_h1 = next((h.text for h in doc.headings if h.level == 1 and h.text), None)
+        title = first_h1 or PurePosixPath(path).stem
+    doc.title = title.strip()
+    doc.aliases = [a for a in doc.aliases if a]
+    seen: set[str] = set()
+    doc.tags = [t for t in doc.tags if t and not (t in seen or seen.add(t))]
+    return doc
 
-    tags: list[str] = [normalise_tag(t) for t in _as_list(meta.get("tags"))]
-    aliases = _as_list(meta.get("aliases")) + _as_list(meta.get("alias"))
-    links: list[Link] = []
-    code, headings = scan_structure(lines, body_line)
-    first_h1 = next((h.text for h in headings if h.level == 1 and h.text), None)
-    for i, line in iter_prose_lines(lines, body_line, code):
-        if "#" in line and not ATX_HEADING.match(line):
+
+def _read_prose(doc: ParsedDocument, heading_lines: bytearray) -> None:
+    """Inline tags (not in headings) and links of the prose, then frontmatter references."""
+    tags, links = doc.tags, doc.links
+    for i, line in iter_prose_lines(doc):
+        if "#" in line and not heading_lines[i]:
             tags.extend(normalise_tag(t) for t in INLINE_TAG.findall(line) if _tagish(t))
-        relation = _relation(line) if "supersed" in line.lower() else ""
+        relation = _relation(line) if _SUPERSED.search(line) else ""
         if "[[" in line:
             for m in WIKILINK.finditer(line):
                 target = m.group(1).strip()
@@ -300,30 +270,10 @@ def parse_document(data: bytes, path: str) -> ParsedDocument:
                 target = unquote(target.split("?", 1)[0])
                 if target:
                     links.append(Link("md", target, heading, i + 1, relation))
-
+    meta = doc.meta
     for key, relation in SUPERSEDE_FIELDS.items():
         for target in _as_list(meta.get(key)):
             links.append(Link("meta", target.strip(), "", 1, relation))
-
-    title = meta.get("title")
-    if not isinstance(title, str) or not title.strip():
-        title = first_h1 or PurePosixPath(path).stem
-    seen: set[str] = set()
-    tags = [t for t in tags if t and not (t in seen or seen.add(t))]
-    return ParsedDocument(
-        data=data,
-        lines=lines,
-        offsets=offsets,
-        body_line=body_line,
-        meta=meta,
-        title=title.strip(),
-        tags=tags,
-        aliases=[a.strip() for a in aliases if a.strip()],
-        links=links,
-        headings=headings,
-        code=code,
-        problems=problems,
-    )
 
 
 def _tagish(tag: str) -> bool:

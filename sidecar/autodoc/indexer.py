@@ -28,6 +28,7 @@ from . import config, facets, lookup
 from .chunking import Chunk, Chunker
 from .document import ParsedDocument, parse_document
 from .lexical import LexicalDoc, LexicalIndex
+from .markdown import STRUCTURE_FORMAT
 from .store import (
     DEAD,
     LIVE,
@@ -124,9 +125,11 @@ class Indexer:
         self.lexical = lexical
         self.ws = ws
         self.chunker = Chunker(ws.options["section_tokens"], ws.options["abstract_chunk"])
-        # How a document is cut and which names it yields: a document read under another
+        # How a document is read, cut and which names it yields: a document read under another
         # fingerprint is read again.
-        self.chunk_fp = f"{config.chunking_fingerprint(ws.options)},{lookup.INDEX_FORMAT}"
+        self.chunk_fp = (
+            f"{config.chunking_fingerprint(ws.options)},{STRUCTURE_FORMAT},{lookup.INDEX_FORMAT}"
+        )
         self.max_bytes = ws.options["max_file_mb"] * 1_000_000
         self.schema = facets.EMPTY
 
