@@ -5,6 +5,7 @@ scanner got wrong."""
 from __future__ import annotations
 
 import json
+import operator
 import re
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 
 from autodoc import lookup
 from autodoc.chunking import Chunker, estimate_tokens, find_sections
-from autodoc.document import iter_prose_lines, parse_document
+from autodoc.document import parse_document, prose_runs
 from autodoc.markdown import STRUCTURE_FORMAT
 
 from .conftest import LONG, REPO, corpus, write
@@ -329,8 +330,9 @@ def test_tags_and_links_are_read_only_where_a_reader_sees_prose():
     )
     assert doc.tags == ["visible", "nested"]
     assert [ln.target for ln in doc.links] == ["Seen", "seen.md", "Nested"]
-    prose = [i for i, _ in iter_prose_lines(doc)]
-    assert 4 not in prose and 6 not in prose and 7 not in prose
+    runs = list(prose_runs(doc, bytes(map(operator.or_, doc.code, doc.html))))
+    prose = {first + k for first, text in runs for k in range(text.count("\n") + 1)}
+    assert prose == set(range(len(doc.lines))) - {4, 6, 7, 8, 10}
 
 
 # -- splitting long sections between blocks --------------------------------------------------

@@ -62,16 +62,27 @@ def find_sections(doc: ParsedDocument) -> list[_Section]:
     return [s for s in starts if s.end > s.start]
 
 
-def _subtree_ends(blocks: list[Block]) -> list[int]:
-    """For each block, the index of the first block after it and its descendants (blocks come
-    parents first, in document order): block i's children are i + 1, then each one's end."""
-    ends = [len(blocks)] * len(blocks)
-    open_: list[int] = []
-    for j, block in enumerate(blocks):
-        while open_ and blocks[open_[-1]].depth >= block.depth:
-            ends[open_.pop()] = j
-        open_.append(j)
-    return ends
+class _BlockTree:
+    """The children of a document's blocks (which come parents first, in document order),
+    worked out once per document, when a block first needs splitting."""
+
+    def __init__(self, blocks: list[Block]) -> None:
+        self.blocks = blocks
+        self.after: list[int] | None = None  # per block: the first block past its subtree
+
+    def children(self, i: int) -> list[int]:
+        if self.after is None:
+            blocks, after, open_ = self.blocks, [len(self.blocks)] * len(self.blocks), []
+            for j, block in enumerate(blocks):
+                while open_ and blocks[open_[-1]].depth >= block.depth:
+                    after[open_.pop()] = j
+                open_.append(j)
+            self.after = after
+        kids, j = [], i + 1
+        while j < self.after[i]:
+            kids.append(j)
+            j = self.after[j]
+        return kids
 
 
 class Chunker:
@@ -83,7 +94,7 @@ class Chunker:
 
     def chunk(self, doc: ParsedDocument) -> list[Chunk]:
         chunks = self._abstract(doc)
-        blocks, top = doc.blocks, doc.top_blocks
+        blocks, top, tree = doc.blocks, doc.top_blocks, _BlockTree(doc.blocks)
         k = 0  # the next top-level block: sections and blocks are both in document order
         for sec, breadcrumb in _with_breadcrumbs(doc, find_sections(doc)):
             units: list[int] = []
@@ -93,7 +104,7 @@ class Chunker:
                 k += 1
             if sec.level and len(units) == 1 and blocks[units[0]].kind == "Heading":
                 continue  # a heading with no text of its own lives on in its children's crumbs
-            for bs, be, ls, le in self._pieces(doc, units):
+            for bs, be, ls, le in self._pieces(doc, units, tree):
                 text = doc.data[bs:be].decode("utf-8", "replace")
                 if text.strip():
                     chunks.append(Chunk("section", len(chunks), breadcrumb, text, bs, be, ls, le))
@@ -111,7 +122,9 @@ class Chunker:
         crumb = doc.title + BREADCRUMB_SEP + "Abstract"
         return [Chunk("abstract", 0, crumb, abstract.strip(), bs, be, a + 1, b)]
 
-    def _pieces(self, doc: ParsedDocument, units: list[int]) -> list[tuple[int, int, int, int]]:
+    def _pieces(
+        self, doc: ParsedDocument, units: list[int], tree: _BlockTree
+    ) -> list[tuple[int, int, int, int]]:
         """Pack blocks into spans of at most the budget: (byte_start, byte_end, line_start,
         line_end), lines 1-based. A block over the budget is split between its children (list
         items, table rows, quoted blocks), and only one without children (a code block, a
@@ -125,7 +138,7 @@ class Chunker:
             spans.append((a, b))
         else:
             for i in units:
-                self._fit(doc, i, blocks[i].start, blocks[i].end, spans)
+                self._fit(doc, tree, i, spans)
         pieces: list[tuple[int, int, int, int]] = []
         for a, b in spans:
             while a < b and not doc.lines[a].strip():
@@ -147,23 +160,17 @@ class Chunker:
                     pieces.append(unit)
         return pieces
 
-    def _fit(self, doc: ParsedDocument, i: int, a: int, b: int, out: list[tuple[int, int]]) -> None:
-        """Lines [a, b) of block i as ranges within the budget, cut at the shallowest block
-        boundaries that make them fit. Iterative: nesting can be thousands deep."""
-        ends: list[int] | None = None
-        todo = [(i, a, b)]
+    def _fit(self, doc: ParsedDocument, tree: _BlockTree, i: int, out: list[tuple[int, int]]):
+        """Block i's lines as ranges within the budget, cut at the shallowest block boundaries
+        that make them fit. Iterative: nesting can be thousands deep."""
+        todo = [(i, doc.blocks[i].start, doc.blocks[i].end)]
         while todo:
             i, a, b = todo.pop()
             # with its line terminators: at most 2 bytes over the chunk's size, never under
             if doc.offsets[b] - doc.offsets[a] <= self.budget or b - a < 2:
                 out.append((a, b))
                 continue
-            if ends is None:
-                ends = _subtree_ends(doc.blocks)
-            kids, j = [], i + 1
-            while j < ends[i]:
-                kids.append(j)
-                j = ends[j]
+            kids = tree.children(i)
             if not kids:
                 out.extend((n, n + 1) for n in range(a, b))
                 continue

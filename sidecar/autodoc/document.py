@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import or_
@@ -26,11 +27,19 @@ _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FM_MAX_BYTES = 256 * 1024
 _FM_MAX_NODES = 20_000  # YAML aliases can make a 1 KB block expand to billions of nodes
 
-_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
-INLINE_TAG = re.compile(r"(?<!\S)#([A-Za-z0-9_][\w/-]*)")  # Obsidian: after a space
-WIKILINK = re.compile(r"!?\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
+# Inline code, on one line: a run of backticks, text, the same run. Starting with a literal
+# and taking non-backticks whole keeps the scan fast.
+_INLINE_CODE = re.compile(r"`(`*)(?:[^`\n]++|(?!`\1)`)+?`\1")
+# Obsidian: `#tag` after a space or at a line's start (the lookbehind sees the character
+# before the `#`).
+INLINE_TAG = re.compile(r"#(?<!\S#)([A-Za-z0-9_][\w/-]*)")
+WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
+# Tags and links never cross a line (prose is scanned a run of lines at a time), and each
+# pattern starts with a literal, so a scan jumps from one `#` or `[` to the next (`![[x]]` and
+# `![image](x)` match from their `[`). The possessive repeats never backtrack.
 MD_LINK = re.compile(
-    r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*(?:<([^<>\n]+)>|([^()\s<>]+))(?:\s+[\"'(][^)]*)?\)"
+    r"\[(?:[^\[\]\n]++|\[[^\[\]\n]*+\])*+\]\([ \t]*(?:<([^<>\n]+)>|([^()\s<>]+))"
+    r"(?:[ \t]+[\"'(][^)\n]*)?\)"
 )
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -197,18 +206,19 @@ def normalise_tag(tag: str) -> str:
     return tag.strip().lstrip("#").lower()
 
 
-def iter_prose_lines(doc: ParsedDocument):
-    """(index, line) of the body outside code blocks and raw HTML blocks (which a reader sees
-    as code or not at all), with inline code blanked: where tags and links are written."""
-    lines = doc.lines
-    skip = bytes(map(or_, doc.code, doc.html)) if any(doc.html) else doc.code
-    for i in range(doc.body_line, len(lines)):
-        if skip[i]:
-            continue
-        line = lines[i]
-        if "`" in line:
-            line = _INLINE_CODE.sub(_blank, line)
-        yield i, line
+def prose_runs(doc: ParsedDocument, skip: bytes | bytearray) -> Iterator[tuple[int, str]]:
+    """(first line index, text) of each run of body lines where `skip` is 0, inline code
+    blanked: the prose where tags and links are written. Worked per run, not per line."""
+    lines, n = doc.lines, len(doc.lines)
+    i = skip.find(0, doc.body_line)
+    while 0 <= i < n:
+        j = skip.find(1, i)
+        j = n if j < 0 else j
+        text = "\n".join(lines[i:j])
+        if "`" in text:
+            text = _INLINE_CODE.sub(_blank, text)  # the pattern never crosses a line end
+        yield i, text
+        i = skip.find(0, j)
 
 
 def parse_document(data: bytes, path: str) -> ParsedDocument:
@@ -248,32 +258,64 @@ def parse_document(data: bytes, path: str) -> ParsedDocument:
 
 
 def _read_prose(doc: ParsedDocument, heading_lines: bytearray) -> None:
-    """Inline tags (not in headings) and links of the prose, then frontmatter references."""
-    tags, links = doc.tags, doc.links
-    for i, line in iter_prose_lines(doc):
-        if "#" in line and not heading_lines[i]:
-            tags.extend(normalise_tag(t) for t in INLINE_TAG.findall(line) if _tagish(t))
-        relation = _relation(line) if _SUPERSED.search(line) else ""
-        if "[[" in line:
-            for m in WIKILINK.finditer(line):
-                target = m.group(1).strip()
-                if target:
-                    links.append(Link("wiki", target, (m.group(2) or "").strip(), i + 1, relation))
-        if "](" in line:
-            for m in MD_LINK.finditer(line):
-                target = m.group(1) or m.group(2)
-                if _SCHEME.match(target) or target.startswith("#"):
-                    continue
-                heading = ""
-                if "#" in target:
-                    target, heading = target.split("#", 1)
-                target = unquote(target.split("?", 1)[0])
-                if target:
-                    links.append(Link("md", target, heading, i + 1, relation))
+    """Inline tags and links of the prose, outside code blocks and raw HTML blocks (which a
+    reader sees as code or not at all), then frontmatter references. Tags in headings are
+    not tags."""
+    skip = doc.code
+    if 1 in doc.html:
+        skip = bytes(map(or_, skip, doc.html))
+    links = doc.links
+    for first, text in prose_runs(doc, bytes(map(or_, skip, heading_lines))):
+        if "#" in text:
+            doc.tags.extend(normalise_tag(t) for t in INLINE_TAG.findall(text) if _tagish(t))
+        _find_links(text, first, links)
+    for h in doc.headings:
+        for i in range(h.line, h.end):
+            if not skip[i]:
+                _find_links(_INLINE_CODE.sub(_blank, doc.lines[i]), i, links)
+    links.sort(key=lambda ln: ln.line)  # stable: on a line, wiki links then the others
     meta = doc.meta
     for key, relation in SUPERSEDE_FIELDS.items():
         for target in _as_list(meta.get(key)):
             links.append(Link("meta", target.strip(), "", 1, relation))
+
+
+def _find_links(text: str, first: int, out: list[Link]) -> None:
+    """Wiki and relative Markdown links in lines of prose that start at line index `first`;
+    a link on a line that says the document is superseded carries that relation."""
+    if "[[" in text:
+        for m, line in _at_lines(WIKILINK.finditer(text), text, first):
+            target = m.group(1).strip()
+            if target:
+                heading = (m.group(2) or "").strip()
+                out.append(Link("wiki", target, heading, line + 1, _line_relation(text, m)))
+    if "](" in text:
+        for m, line in _at_lines(MD_LINK.finditer(text), text, first):
+            target = m.group(1) or m.group(2)
+            if _SCHEME.match(target) or target.startswith("#"):
+                continue
+            heading = ""
+            if "#" in target:
+                target, heading = target.split("#", 1)
+            target = unquote(target.split("?", 1)[0])
+            if target:
+                out.append(Link("md", target, heading, line + 1, _line_relation(text, m)))
+
+
+def _at_lines(matches: Iterator[re.Match], text: str, first: int):
+    """Each match with the index of the line it starts on (matches come in order)."""
+    line, pos = first, 0
+    for m in matches:
+        line += text.count("\n", pos, m.start())
+        pos = m.start()
+        yield m, line
+
+
+def _line_relation(text: str, m: re.Match) -> str:
+    start = text.rfind("\n", 0, m.start()) + 1
+    end = text.find("\n", m.start())
+    line = text[start : end if end >= 0 else len(text)]
+    return _relation(line) if _SUPERSED.search(line) else ""
 
 
 def _tagish(tag: str) -> bool:

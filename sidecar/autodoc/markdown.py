@@ -161,6 +161,9 @@ def read_structure(text: str, offsets: list[int], n_lines: int, *, lossy: bool) 
     heading: _HeadingText | None = None  # the top-level heading being read
     for event, rng in pyromark.events_with_range(text, options=OPTIONS):
         if heading is not None:
+            if "Text" in event and not heading.hidden:  # most of a heading: plain words
+                heading.parts.append(event["Text"])
+                continue
             if heading.feed(event):
                 continue
             found.headings.append(heading.heading())
@@ -174,13 +177,13 @@ def read_structure(text: str, offsets: list[int], n_lines: int, *, lossy: bool) 
             kind = "Rule"
         else:
             continue
-        start = rng["start"]
+        start, end = rng["start"], rng["end"]
         while ends and ends[-1] <= start:
             ends.pop()
         if not ends:
             top.append(len(blocks))
         a = bisect_right(offsets, start + base) - 1
-        b = bisect_right(offsets, max(start, rng["end"] - 1) + base)
+        b = bisect_right(offsets, end - 1 + base, a) if end > start else a + 1
         blocks.append(new_block(Block, (kind, len(ends), a, b)))  # Block(...) without its __new__
         if kind == "Rule":
             continue
@@ -191,5 +194,5 @@ def read_structure(text: str, offsets: list[int], n_lines: int, *, lossy: bool) 
             found.heading_lines[a:b] = b"\x01" * (b - a)
         elif kind == "MetadataBlock" and a == 0:  # only on the first line, as in Jekyll
             found.front_matter = (a, b)
-        ends.append(rng["end"])
+        ends.append(end)
     return found
