@@ -301,6 +301,37 @@ def test_front_matter_is_the_parsers_block():
     assert_spans_exact(bom.data, Chunker().chunk(bom))
 
 
+def test_a_dash_pair_after_the_top_is_not_front_matter():
+    # cometbft's ADR 075: a rule, then headings, then a `---` under a paragraph; the parser's
+    # metadata extension would take all of it for YAML if it read past the first line.
+    doc = parse(
+        """
+        ---
+        title: Top
+        ---
+        # ADR 075
+
+        ## Changelog
+
+        - 01-Mar-2022: Update.
+
+        ---
+        ## Status
+
+        Accepted
+
+        ---
+
+        ## Context
+
+        text
+        """
+    )
+    assert doc.meta == {"title": "Top"} and doc.body_line == 3
+    assert sections(doc) == [(1, "ADR 075"), (2, "Changelog"), (2, "Status"), (2, "Context")]
+    assert not any(b.kind == "MetadataBlock" for b in doc.blocks[1:])
+
+
 def test_invalid_utf8_keeps_offsets_and_structure():
     data = b"# Bad \xff byte\n\ntext \x80\n\n## Next\n\nmore \xe2\x82\n"
     doc = parse_document(data, "bad.md")

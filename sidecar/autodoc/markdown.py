@@ -25,20 +25,24 @@ from typing import Any, NamedTuple
 
 import pyromark
 
-# YAML front matter and the syntax of GitHub and Obsidian-style vaults. Heading attributes
-# (`{#id}`) stay off: GitHub shows them as text.
+# The syntax of GitHub and Obsidian-style vaults. Heading attributes (`{#id}`) stay off:
+# GitHub shows them as text.
 OPTIONS = (
-    pyromark.Options.ENABLE_YAML_STYLE_METADATA_BLOCKS
-    | pyromark.Options.ENABLE_TABLES
+    pyromark.Options.ENABLE_TABLES
     | pyromark.Options.ENABLE_FOOTNOTES
     | pyromark.Options.ENABLE_STRIKETHROUGH
     | pyromark.Options.ENABLE_TASKLISTS
     | pyromark.Options.ENABLE_WIKILINKS
 )
+# YAML front matter is read only where Jekyll, Obsidian and GitHub read it: from the first
+# line. The parser also takes a `---` … `---` pair after a blank line anywhere in a document
+# for metadata (a rule, a heading and a paragraph to a reader), so the body is parsed
+# without it.
+FRONT_MATTER_OPTIONS = OPTIONS | pyromark.Options.ENABLE_YAML_STYLE_METADATA_BLOCKS
 # Part of every document's chunk fingerprint: when how a file is read changes (this code, or
 # the parser's version), every document is read again once; chunks whose text is unchanged
 # keep their ids and vectors.
-STRUCTURE_FORMAT = f"cmark=1/{pyromark.__version__}"
+STRUCTURE_FORMAT = f"cmark=2/{pyromark.__version__}"
 
 # Elements that are blocks. Anything else with a Start/End pair (emphasis, links, images,
 # table cells) is inline, for our purposes.
@@ -63,6 +67,7 @@ BLOCK_KINDS = frozenset(
 )
 _TEXT_EVENTS = ("Text", "Code", "InlineMath", "DisplayMath")  # words a reader sees
 _LEVELS = {"H1": 1, "H2": 2, "H3": 3, "H4": 4, "H5": 5, "H6": 6}
+_CLOSING = re.compile(r"^(?:---|\.\.\.)[ \t\r]*$", re.M)  # a line that may close front matter
 _SURROGATE = re.compile("[\udc80-\udcff]")
 # A wiki link's part that names a note or URL rather than showing words (Dendron writes
 # `[[label|target]]`, Obsidian `[[target|label]]`).
@@ -144,6 +149,30 @@ class _HeadingText:
         return Heading(self.level, " ".join("".join(self.parts).split()), self.line, self.end)
 
 
+def _front_matter(text: str, base: int, offsets: list[int], found: Structure) -> tuple[str, int]:
+    """A front matter block on the first line: recorded in `found`; returns the text after it
+    and that text's byte offset."""
+    # The parser reads the whole text it is given before its first event: give it the lines up
+    # to the first that could close the block, which is as far as its decision depends on.
+    close = _CLOSING.search(text, 3)
+    head = text[: close.end()] if close else text
+    first = next(pyromark.events_with_range(head, options=FRONT_MATTER_OPTIONS), None)
+    tag = first[0].get("Start") if first is not None and type(first[0]) is dict else None
+    if type(tag) is not dict or "MetadataBlock" not in tag:
+        return text, base
+    end = first[1]["end"]
+    b = bisect_right(offsets, end - 1 + base)  # the line after the closing delimiter
+    found.front_matter = (0, b)
+    found.top.append(0)
+    found.blocks.append(new_block(Block, ("MetadataBlock", 0, 0, b)))
+    cut = 0
+    for _ in range(b):  # the text of the lines after it (a character offset, not a byte one)
+        cut = text.find("\n", cut) + 1
+        if cut == 0:
+            return "", offsets[-1]
+    return text[cut:], offsets[b]
+
+
 def read_structure(text: str, offsets: list[int], n_lines: int, *, lossy: bool) -> Structure:
     """Parse `text` (the file decoded; `lossy` when invalid bytes were decoded as surrogates)
     and place every block on the lines whose byte offsets are `offsets`."""
@@ -154,6 +183,8 @@ def read_structure(text: str, offsets: list[int], n_lines: int, *, lossy: bool) 
         text = _SURROGATE.sub("?", text)
     found = Structure(None, [], [], [], bytearray(n_lines), bytearray(n_lines), bytearray(n_lines))
     blocks, top = found.blocks, found.top
+    if text.startswith("---"):
+        text, base = _front_matter(text, base, offsets, found)
     marks = {"CodeBlock": found.code, "HtmlBlock": found.html}
     # A block's depth is the number of open blocks around it: those whose byte range ends
     # after it starts (siblings never overlap), so End events need no bookkeeping.
@@ -192,7 +223,5 @@ def read_structure(text: str, offsets: list[int], n_lines: int, *, lossy: bool) 
         elif kind == "Heading" and not ends:
             heading = _HeadingText(_LEVELS[tag["Heading"]["level"]], a, b)  # type: ignore[index]
             found.heading_lines[a:b] = b"\x01" * (b - a)
-        elif kind == "MetadataBlock" and a == 0:  # only on the first line, as in Jekyll
-            found.front_matter = (a, b)
         ends.append(end)
     return found
