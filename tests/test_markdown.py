@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import textwrap
+import time
 from html.parser import HTMLParser
 
 import pytest
@@ -473,3 +474,16 @@ def test_every_chunk_of_the_corpora_cuts_its_file_exactly(name):
         assert_spans_exact(data, chunker.chunk(doc))
         files += 1
     assert files > 500 and sections_seen > 5000
+
+
+def test_ten_thousand_links_on_a_line_are_read_in_linear_time():
+    # Each link's line was cut out of its run again (quadratic): seconds, not 0.13 s.
+    line = " ".join(f"[[n{i}]]" for i in range(10_000))
+    md = " ".join(f"[l{i}](n{i}.md)" for i in range(10_000))
+    data = f"# Links\n\nSuperseded by {line}\n{md}\n".encode()
+    started = time.perf_counter()
+    doc = parse_document(data, "bomb.md")
+    assert time.perf_counter() - started < 3.0
+    assert len(doc.links) == 20_000
+    assert {ln.relation for ln in doc.links if ln.kind == "wiki"} == {"superseded_by"}
+    assert {ln.relation for ln in doc.links if ln.kind == "md"} == {""}

@@ -283,12 +283,19 @@ def _read_prose(doc: ParsedDocument, heading_lines: bytearray) -> None:
 def _find_links(text: str, first: int, out: list[Link]) -> None:
     """Wiki and relative Markdown links in lines of prose that start at line index `first`;
     a link on a line that says the document is superseded carries that relation."""
+    relations: dict[int, str] = {}  # per line, worked out once (a line may hold 10,000 links)
+
+    def relation(m: re.Match, line: int) -> str:
+        if line not in relations:
+            relations[line] = _line_relation(text, m)
+        return relations[line]
+
     if "[[" in text:
         for m, line in _at_lines(WIKILINK.finditer(text), text, first):
             target = m.group(1).strip()
             if target:
                 heading = (m.group(2) or "").strip()
-                out.append(Link("wiki", target, heading, line + 1, _line_relation(text, m)))
+                out.append(Link("wiki", target, heading, line + 1, relation(m, line)))
     if "](" in text:
         for m, line in _at_lines(MD_LINK.finditer(text), text, first):
             target = m.group(1) or m.group(2)
@@ -299,7 +306,7 @@ def _find_links(text: str, first: int, out: list[Link]) -> None:
                 target, heading = target.split("#", 1)
             target = unquote(target.split("?", 1)[0])
             if target:
-                out.append(Link("md", target, heading, line + 1, _line_relation(text, m)))
+                out.append(Link("md", target, heading, line + 1, relation(m, line)))
 
 
 def _at_lines(matches: Iterator[re.Match], text: str, first: int):
@@ -312,6 +319,7 @@ def _at_lines(matches: Iterator[re.Match], text: str, first: int):
 
 
 def _line_relation(text: str, m: re.Match) -> str:
+    """The relation a whole line of `text` (the one where `m` starts) states, if any."""
     start = text.rfind("\n", 0, m.start()) + 1
     end = text.find("\n", m.start())
     line = text[start : end if end >= 0 else len(text)]
