@@ -100,7 +100,7 @@ class Structure:
     heading_lines: bytearray  # 1 on the lines of top-level headings
 
 
-new_block = tuple.__new__
+_new_tuple = tuple.__new__  # builds a Block without NamedTuple's Python-level __new__
 
 
 def _wiki_text(dest: str, shown: str) -> str:
@@ -164,7 +164,7 @@ def _front_matter(text: str, base: int, offsets: list[int], found: Structure) ->
     b = bisect_right(offsets, end - 1 + base)  # the line after the closing delimiter
     found.front_matter = (0, b)
     found.top.append(0)
-    found.blocks.append(new_block(Block, ("MetadataBlock", 0, 0, b)))
+    found.blocks.append(Block("MetadataBlock", 0, 0, b))
     cut = 0
     for _ in range(b):  # the text of the lines after it (a character offset, not a byte one)
         cut = text.find("\n", cut) + 1
@@ -215,7 +215,7 @@ def read_structure(text: str, offsets: list[int], n_lines: int, *, lossy: bool) 
             top.append(len(blocks))
         a = bisect_right(offsets, start + base) - 1
         b = bisect_right(offsets, end - 1 + base, a) if end > start else a + 1
-        blocks.append(new_block(Block, (kind, len(ends), a, b)))  # Block(...) without its __new__
+        blocks.append(_new_tuple(Block, (kind, len(ends), a, b)))
         if kind == "Rule":
             continue
         if kind in marks:
