@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 import textwrap
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -48,10 +51,29 @@ def vault(tmp_path: Path) -> Path:
     return root
 
 
+# Groups of tests that must run, not skip, in this run (the README's test command names the
+# tools it installs): AUTODOC_REQUIRE=nvim,commonmark[,corpus].
+REQUIRED = {g.strip() for g in os.environ.get("AUTODOC_REQUIRE", "").split(",") if g.strip()}
+
+
+def missing(group: str, reason: str) -> NoReturn:
+    """Skip a test whose tool or data is absent, saying what is missing; fail instead where
+    the run requires the group, so a whole group cannot go silently unrun."""
+    if group in REQUIRED:
+        pytest.fail(f"{reason} (AUTODOC_REQUIRE has {group!r})", pytrace=False)
+    pytest.skip(reason)
+
+
+def tool(name: str) -> str | None:
+    """An executable beside the running interpreter (a virtual environment's bin/, even when
+    it is not on PATH), else on PATH."""
+    return shutil.which(name, path=os.path.dirname(sys.executable)) or shutil.which(name)
+
+
 def corpus(name: str) -> Path:
     path = CORPORA / name
     if not path.is_dir():
-        pytest.skip(f"shared corpus {path} is absent (set AUTODOC_SHARED to the shared/ folder)")
+        missing("corpus", f"shared corpus {path} is absent (set AUTODOC_SHARED to shared/)")
     return path
 
 

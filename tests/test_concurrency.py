@@ -38,17 +38,23 @@ def test_no_answer_mixes_generations_while_a_writer_edits(engine, vault):
     thread = threading.Thread(target=writer)
     thread.start()
     answers = mixed = 0
-    while not stop.is_set() or answers < 50:
-        hits = engine.search("v", "sentinel", {"limit": 20, "stages": ["lexical"]})["hits"]
+    per_stage = {"lexical": 0, "semantic": 0, "lexical+semantic": 0}
+    while not stop.is_set() or answers < 60:
+        # every stage set in turn: retired chunks must stay out of each (issue 19)
+        stages = list(per_stage)[answers % 3].split("+")
+        answer = engine.search("v", "sentinel text for section", {"limit": 20, "stages": stages})
+        hits = answer["hits"]
+        per_stage["+".join(answer["stages"]["performed"])] += bool(hits)
         doc_hits = [h for h in hits if h["path"] == "doc.md"]
         markers = {m for h in doc_hits for m in re.findall(r"mk(\d+)", h["snippet"])}
         generations = {h["generation"] for h in doc_hits}
         answers += 1
         if len(markers) > 1 or len(generations) > 1:
             mixed += 1
-        if stop.is_set() and answers >= 50:
+        if stop.is_set() and answers >= 60:
             break
     thread.join()
     assert not errors
-    assert answers >= 50
+    assert answers >= 60
     assert mixed == 0
+    assert all(n >= 10 for n in per_stage.values()), per_stage  # each stage answered

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from autodoc.errors import INVALID_PARAMS, UNSUPPORTED, RpcError
@@ -119,9 +121,17 @@ def test_the_same_words_score_higher_in_a_title_than_in_a_body(rpc, vault):
 
 
 def test_operators_and_punctuation_are_plain_words(kb):
-    for q in ["AND OR NOT", "title: (parens)", "NEAR(", '"unclosed', "a:b c* *", "((("]:
+    # Every operator-looking query is words: the note that has those words answers it; `c*`
+    # is a prefix scan; punctuation alone has no words and finds nothing rather than failing.
+    for q, expected in [("AND OR NOT", "notes/cpp.md"), ("title: (parens)", "notes/cpp.md"),
+                        ("NEAR(", "notes/cpp.md"), ('"must not', "notes/cpp.md")]:  # fmt: skip
         answer = kb.call("search.query", ["kb", q, {"stages": ["lexical"]}])
-        assert isinstance(answer["hits"], list)
+        assert answer["stages"]["performed"] == ["lexical"], q
+        assert answer["hits"] and answer["hits"][0]["path"] == expected, q
+    prefix = kb.call("search.query", ["kb", "a:b c* *", {"stages": ["lexical"]}])["hits"]
+    words = [re.findall(r"\w+", f"{h['breadcrumb']} {h['snippet']}".lower()) for h in prefix]
+    assert prefix and all(any(w.startswith("c") for w in ws) for ws in words)
+    assert kb.call("search.query", ["kb", "(((", {"stages": ["lexical"]}])["hits"] == []
     hits, _ = top(kb, "AND OR NOT NEAR")
     assert hits[0][0] == "notes/cpp.md"
 

@@ -6,6 +6,7 @@ import asyncio
 import os
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -315,15 +316,64 @@ def test_superseding_is_per_client_and_stops_at_the_next_stage(engine, tmp_path)
         server.readers.shutdown()
 
 
-async def test_cancel_request_answers_request_cancelled(client: LanguageClient):
-    future = client.protocol.send_request("autodoc/search.query", ["vault", "sqlite"])
-    msg_id = next(reversed(client.protocol._request_futures))
-    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+async def test_a_cancelled_request_stops_its_read_at_the_next_stage(engine):
+    """Server side of `$/cancelRequest`: the awaiting handler is cancelled, and the read in
+    the worker thread sees its token cancelled and stops instead of running to the end."""
+    from autodoc.errors import Cancelled, CancelToken
+    from autodoc.server import AutodocServer
+
+    server = AutodocServer(engine)
+    token, started, release = CancelToken(), threading.Event(), threading.Event()
+    outcome: list[str] = []
+
+    def read() -> str:
+        started.set()
+        release.wait(10)
+        try:
+            token.check()  # a stage boundary
+        except Cancelled:
+            outcome.append("stopped")
+            raise
+        outcome.append("ran to the end")
+        return "answer"
+
     try:
-        await asyncio.wrap_future(future)
-    except JsonRpcException as exc:
-        assert exc.code == -32800
-    # Either way the server goes on answering.
+        task = asyncio.ensure_future(server.in_reader(read, token))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert token.cancelled and token.reason == "cancelled by the client"
+        release.set()
+        for _ in range(100):
+            if outcome:
+                break
+            await asyncio.sleep(0.01)
+        assert outcome == ["stopped"]
+    finally:
+        release.set()
+        server.refresher.close()
+        server.readers.shutdown()
+
+
+async def test_cancel_request_answers_request_cancelled(client: LanguageClient):
+    """`$/cancelRequest` stops a search: -32800 saying so (not a normal answer, not the
+    superseding of a newer search). A search may finish before the cancel arrives, so the
+    round is repeated (at most ten times) until one was cancelled in flight."""
+    cancelled = []
+    for i in range(10):
+        future = client.protocol.send_request("autodoc/search.query", ["vault", f"sqlite {i}"])
+        msg_id = next(reversed(client.protocol._request_futures))
+        client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+        try:
+            answer = await asyncio.wrap_future(future)
+        except JsonRpcException as exc:
+            assert exc.code == -32800 and "superseded" not in str(exc), exc
+            cancelled.append(exc)
+            break
+        assert answer.hits is not None  # finished before the cancel: a whole answer
+    assert cancelled
+    # The server goes on answering.
     assert (await call(client, "search.query", "vault", "reclaimBatch"))["hits"]
 
 

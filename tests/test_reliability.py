@@ -26,6 +26,7 @@ from autodoc.indexer import Indexer
 from autodoc.store import DEAD, LIVE, PENDING
 from autodoc.walker import printable
 
+from . import limits
 from .conftest import REPO, fake_openai_engine, long_count
 from .crash_child import body
 from .fake_openai import FakeOpenAI
@@ -397,7 +398,7 @@ def test_hostile_input_is_indexed_or_skipped_with_a_reason(tmp_path):
         status = engine.index_status("v")
     finally:
         engine.close()
-    assert peak_mb < 1024, f"indexing peaked at {peak_mb:.0f} MB"
+    assert peak_mb < limits.HOSTILE_INDEX_PEAK_MB, f"indexing peaked at {peak_mb:.0f} MB"
     report = tmp_path.parent / "hostile-report.json"
     report.write_text(json.dumps({"cases": outcome, "peak_mb": peak_mb}, indent=2))
     print(f"\nhostile cases {len(cases)}, peak RSS {peak_mb:.0f} MB, problems "
@@ -417,21 +418,38 @@ def test_no_method_reads_outside_the_workspace_root(tmp_path):
     os.symlink("../outside/secret.md", root / "link.md")
     os.symlink("../outside", root / "dirlink")
     os.symlink(str(outside / "secret.md"), root / "sub" / "abs.md")
+    # A sibling whose name starts with the root's: a string-prefix check would let it in.
+    sibling = tmp_path / "vault-secret"
+    sibling.mkdir()
+    (sibling / "secret.md").write_text("# Secret\n\nsecret outside words\n")
+    os.symlink("../vault-secret/secret.md", root / "prefix.md")
+    os.symlink("../vault-secret", root / "prefixdir")
     engine = Engine(tmp_path / "store" / "autodoc.db")
     try:
         engine.workspace_add("v", str(root))
         engine.workspace_configure("v", {"embedding": "none"})
         summary = engine.index_run("v")
-        assert {s["path"] for s in summary["skipped"]} >= {"link.md", "dirlink", "sub/abs.md"}
+        assert {s["path"] for s in summary["skipped"]} >= {
+            "link.md",
+            "dirlink",
+            "sub/abs.md",
+            "prefix.md",
+            "prefixdir",
+        }
         assert engine.doc_read("v", "a.md")["text"].startswith("# A")
         for path in ["../outside/secret.md", str(outside / "secret.md"), "/etc/passwd",
                      "link.md", "dirlink/secret.md", "sub/abs.md", "sub/../../outside/secret.md",
-                     "./../outside/secret.md", "a.md\x00", "", ".", "sub"]:  # fmt: skip
+                     "./../outside/secret.md", "a.md\x00", "", ".", "sub",
+                     "../vault-secret/secret.md", "prefix.md", "prefixdir/secret.md",
+                     "sub/../../vault-secret/secret.md"]:  # fmt: skip
             try:
                 engine.doc_read("v", path)
             except RpcError as err:
-                assert err.code == -32602
+                assert err.code == -32602, (path, err.to_dict())
                 assert "secret outside" not in json.dumps(err.to_dict())
+                # nor any outside path but the one the client sent
+                echoed = json.dumps(err.to_dict()).replace(json.dumps(path)[1:-1], "")
+                assert str(tmp_path) not in echoed, (path, err.to_dict())
             else:
                 raise AssertionError(f"doc.read({path!r}) read outside the root")
         for q in ("secret outside words", "secret"):
@@ -501,7 +519,13 @@ def test_hostile_text_through_the_bundled_model(tmp_path):
         engine.workspace_add("v", str(root))
         summary = engine.index_run("v")
         assert summary["embedding"]["coverage"]["embedded"] == summary["chunks"]
+        expected = {"broken bytes": "bad-utf8.md", "token token": "long-line.md"}
         for q in ("broken bytes", "\u202e", "\U0001f680 launch", "token token", "\x00"):
-            engine.search("v", q, {"stages": ["semantic"]})
+            answer = engine.search("v", q, {"stages": ["semantic"]})
+            assert answer["stages"]["performed"] == ["semantic"], q
+            paths = [h["path"] for h in answer["hits"]]
+            assert set(paths) <= set(texts), (q, paths)
+            if q.strip("\u202e\x00"):  # words: nearest neighbours, the expected one first
+                assert paths and paths[0] == expected.get(q, paths[0]), (q, paths)
     finally:
         engine.close()

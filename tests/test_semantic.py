@@ -301,6 +301,7 @@ def test_superseded_document_moves_below_its_successor(sample):
     assert off["hits"][0]["path"] == old and "superseded_by" not in off["hits"][0]
 
 
+@pytest.mark.corpus
 def test_superseded_demotion_on_real_adrs(rpc):
     root = corpus("adr") / "alphagov__govuk-aws"
     rpc.call("workspace.add", ["gov", str(root)])
@@ -633,3 +634,81 @@ def test_a_documents_exact_title_or_alias_comes_first(sample):
     # A filter that leaves the document out leaves its pin out too.
     filtered = search(rpc, "kb", "storage decision", paths=["notes/"])
     assert all(h["path"].startswith("notes/") for h in filtered["hits"])
+
+
+@pytest.mark.parametrize("stages", [["lexical"], ["semantic"], ["lexical", "semantic"]])
+def test_an_answer_after_an_edit_never_shows_the_retired_generation(rpc, vault, stages):
+    """Retired chunks stay in the store for a grace period (readers mid-query may still hold
+    them): no stage may hand them out."""
+    old = "# Retention\n\nKafka keeps events for seven days before compaction removes them.\n"
+    new = "# Retention\n\nThe archive keeps invoices for ten years in cold storage.\n"
+    write(vault, "a.md", old)
+    write(vault, "b.md", "# Other\n\nSomething unrelated about gardening and tomatoes.\n")
+    rpc.call("workspace.add", ["kb", str(vault)])
+    rpc.call("index.run", ["kb"])
+    write(vault, "a.md", new)
+    assert rpc.call("index.run", ["kb"])["modified"] == 1
+    with rpc.engine.store.snapshot() as conn:  # the old chunk is still there, retired
+        states = conn.execute(
+            "SELECT c.state, count(*) FROM chunks c JOIN documents d ON d.id = c.document_id"
+            " WHERE d.path = 'a.md' GROUP BY c.state"
+        ).fetchall()
+        generation = conn.execute("SELECT generation FROM documents WHERE path = 'a.md'")
+        generation = generation.fetchone()[0]
+    assert dict(map(tuple, states)) == {1: 1, 2: 1}
+    for query in ("Kafka keeps events for seven days", "archive keeps invoices for ten years"):
+        answer = search(rpc, "kb", query, stages=stages, limit=10)
+        assert answer["stages"]["performed"] == stages, answer["stages"]
+        hits = [h for h in answer["hits"] if h["path"] == "a.md"]
+        assert all(h["generation"] == generation for h in hits), hits
+        assert not any("Kafka" in h["snippet"] for h in hits)
+    assert any(h["path"] == "a.md" for h in answer["hits"])  # the new text is found
+
+
+FUSION_NOTES = {
+    "kafka.md": "Kafka keeps the event log; consumers read the log at their own pace.",
+    "postgres.md": "Postgres stores the orders; a nightly job copies the log of changes.",
+    "sqlite.md": "SQLite holds the index beside the vault, one file, no server to run.",
+    "redis.md": "Redis caches sessions for a day; nothing durable lives there.",
+    "s3.md": "Object storage keeps the nightly backups and the audit log for a year.",
+    "logging.md": "Application logging goes to stdout; the collector ships each log line.",
+    "retention.md": "Retention: events are deleted after seven days, backups after a year.",
+    "queue.md": "A message queue decouples the writers from the slow consumers.",
+}
+
+
+@pytest.fixture
+def fusion_vault(rpc, vault):
+    """One section a document (no tags, links or supersession): nothing but fusion orders."""
+    for name, text in FUSION_NOTES.items():
+        write(vault, name, f"# {name[:-3].title()} notes\n\n{text}\n")
+    rpc.call("workspace.add", ["kb", str(vault)])
+    rpc.call("index.run", ["kb"])
+    return rpc
+
+
+@pytest.mark.parametrize("fusion", ["confidence", "rrf"])
+def test_fused_order_and_relevance_follow_the_reported_weights_and_k(fusion_vault, fusion):
+    """The hybrid answer is recomputed by hand from each stage's own ranking with the weights
+    and k the answer reports: scores, order and relevance must all match."""
+    rpc, query = fusion_vault, "where is the log kept"
+    ranks = {}
+    for stage in ("lexical", "semantic"):
+        alone = search(rpc, "kb", query, stages=[stage], limit=50)["hits"]
+        ranks[stage] = {h["chunk_id"]: n for n, h in enumerate(alone, 1)}
+    assert len(ranks["lexical"]) >= 4 and len(ranks["semantic"]) == len(FUSION_NOTES)
+    answer = search(rpc, "kb", query, fusion=fusion, limit=50)
+    k, weights = answer["fusion"]["k"], answer["fusion"]["weights"]
+    assert k == (20 if fusion == "confidence" else 60)
+    if fusion == "confidence":  # a query where the votes differ, or the test proves nothing
+        assert abs(weights["lexical"] - weights["semantic"]) > 0.2, weights
+    expected = {
+        cid: sum(weights[s] / (k + ranks[s][cid]) for s in ranks if cid in ranks[s])
+        for cid in set(ranks["lexical"]) | set(ranks["semantic"])
+    }
+    got = [h["chunk_id"] for h in answer["hits"]]
+    assert got == sorted(expected, key=lambda c: (-expected[c], got.index(c)))
+    top_possible = sum(weights.values()) / (k + 1)
+    for h in answer["hits"]:
+        assert h["score"] == pytest.approx(expected[h["chunk_id"]], abs=1e-6)
+        assert h["relevance"] == pytest.approx(min(1.0, h["score"] / top_possible), abs=1e-4)
