@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import textwrap
+
+import pytest
 
 from autodoc.chunking import Chunker, estimate_tokens
 from autodoc.document import parse_document
@@ -173,3 +176,105 @@ def test_ten_thousand_headings():
     data, chunks = chunks_of(text)
     assert len(chunks) == 10_000
     assert_spans_exact(data, chunks[:50] + chunks[-50:])
+
+
+# -- exact packing (mutation testing's survivors, doc/testing.md) ---------------------------
+
+
+def spans(data: bytes, tokens: int) -> list[tuple[int, int]]:
+    chunks = Chunker(tokens).chunk(parse_document(data, "doc.md"))
+    assert_spans_exact(data, chunks)
+    starts = [c.byte_start for c in chunks]
+    assert starts == sorted(starts)
+    assert all(a.byte_end < b.byte_start for a, b in itertools.pairwise(chunks))
+    return [(c.line_start, c.line_end) for c in chunks]
+
+
+def test_estimate_tokens_rounds_up():
+    assert [estimate_tokens("x" * n) for n in (0, 1, 4, 5, 8)] == [0, 1, 1, 2, 2]
+
+
+def test_paragraphs_are_packed_greedily_up_to_the_budget():
+    paras = "\n\n".join(f"P{i:02d} " + "x" * 86 for i in range(10))  # 90 bytes each
+    data = f"# T\n\n{paras}\n".encode()
+    assert spans(data, 100) == [(1, 9), (11, 17), (19, 21)]  # 4 + 4 + 2 paragraphs
+
+
+def test_a_long_list_is_cut_between_items_and_its_neighbours_packed_with_it():
+    items = "\n".join(f"- item {i} " + "y" * 140 for i in range(6))
+    data = f"# T\n\nintro\n\n{items}\n\nafter\n".encode()
+    assert spans(data, 100) == [(1, 6), (7, 8), (9, 12)]
+
+
+def test_an_item_over_the_budget_is_cut_between_its_sub_items():
+    sub = "\n".join(f"  - sub {i} " + "z" * 100 for i in range(5))
+    data = ("# T\n\n- top item\n" + sub + "\n- second " + "w" * 50 + "\n").encode()
+    assert spans(data, 100) == [(1, 6), (7, 9)]
+
+
+def test_an_oversized_code_block_is_cut_between_lines_and_loses_none():
+    code = "\n".join("" if i % 4 == 3 else f"line {i:02d} " + "c" * 60 for i in range(24))
+    data = f"# T\n\nintro words\n\n```\n{code}\n```\n\n## Next\n\nafter\n".encode()
+    chunks = Chunker(100).chunk(parse_document(data, "doc.md"))
+    spans(data, 100)
+    covered = {n for c in chunks for n in range(c.line_start, c.line_end + 1)}
+    text_lines = {n for n, line in enumerate(data.decode().split("\n"), 1) if line.strip()}
+    assert text_lines <= covered
+    assert len(chunks) >= 4 and all(estimate_tokens(c.text) <= 100 for c in chunks)
+
+
+def test_a_section_of_exactly_the_budget_is_one_chunk():
+    head = "# T\n\n"
+    body = "w" * (400 - len(head))
+    for data in ((head + body).encode(), (head + body[:190] + "\n\n" + body[192:]).encode()):
+        assert len(data) == 400
+        assert spans(data, 100) == [(1, data.count(b"\n") + 1)]
+
+
+def test_a_long_line_is_cut_after_a_space_on_character_boundaries():
+    words = " ".join(f"wörd{i:05d}" for i in range(400))  # 11 bytes a word: 400 cuts one
+    data = f"# T\n\n{words}\n".encode()
+    chunks = Chunker(100).chunk(parse_document(data, "doc.md"))[1:]
+    assert len(chunks) > 5
+    for c in chunks[:-1]:
+        raw = data[c.byte_start : c.byte_end]
+        assert raw.endswith(b" ") and 200 < len(raw) <= 400
+        assert "\ufffd" not in c.text
+    joined = b"".join(data[c.byte_start : c.byte_end] for c in chunks)
+    assert joined == words.encode()
+    solid = "€" * 700  # no space, 3-byte characters: cut anywhere but inside a character
+    data = f"# T\n\n{solid}\n".encode()
+    pieces = Chunker(100).chunk(parse_document(data, "doc.md"))[1:]
+    assert all("\ufffd" not in c.text and len(c.text.encode()) <= 400 for c in pieces)
+    assert "".join(c.text for c in pieces) == solid
+
+
+def test_the_abstract_chunk_is_the_front_matter_block():
+    text = "---\ntitle: Seven\nabstract: One file holds everything.\n---\n# Seven\n\nBody.\n"
+    data = text.encode()
+    chunks = Chunker().chunk(parse_document(data, "doc.md"))
+    a = chunks[0]
+    assert (a.kind, a.ordinal, a.breadcrumb) == ("abstract", 0, "Seven › Abstract")
+    assert (a.byte_start, a.byte_end, a.line_start, a.line_end) == (0, text.index("\n# "), 1, 4)
+    assert [c.ordinal for c in chunks] == [0, 1]
+
+
+def test_an_oversized_first_block_takes_nothing_from_before_it():
+    code = "\n".join(f"line {i:02d} " + "c" * 60 for i in range(12))
+    data = f"---\ntitle: Front\n---\n```\n{code}\n```\n".encode()
+    assert spans(data, 100) == [(4, 9), (10, 14), (15, 17)]  # not the front matter
+
+
+def test_an_oversized_item_does_not_end_its_lists_split():
+    item = "- first " + "a" * 190 + "\n  " + "b" * 198 + "\n  " + "c" * 198
+    data = f"# T\n\n{item}\n- second item\n- third item\n".encode()
+    assert spans(data, 100) == [(1, 3), (4, 4), (5, 7)]  # the items after it are kept
+
+
+@pytest.mark.parametrize("space_at", [50, 150])
+def test_a_space_early_in_the_window_is_not_used_for_a_cut(space_at):
+    # Cutting there would leave a sliver: a space counts only in the second half of the budget.
+    line = "a" * space_at + " " + "b" * 900
+    data = f"# T\n\n{line}\n".encode()
+    pieces = Chunker(100).chunk(parse_document(data, "doc.md"))[1:]
+    assert [len(c.text) for c in pieces] == [400, 400, len(line) - 800]

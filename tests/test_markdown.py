@@ -126,6 +126,7 @@ def test_every_spec_example_is_sectioned_as_the_spec_renders_it():
         if sections(doc) != expected:
             wrong.append((ex["number"], sections(doc), expected))
         assert_spans_exact(doc.data, chunker.chunk(doc))
+        assert all(b.start < b.end for b in doc.blocks), ex["number"]
     assert not wrong, wrong
     # spec 0.31.2: 35 examples have top-level headings (40 have any), 652 examples in all
     assert sum(1 for ex in examples if reference_headings(ex["html"])) >= 35
@@ -332,7 +333,7 @@ def test_a_dash_pair_after_the_top_is_not_front_matter():
     )
     assert doc.meta == {"title": "Top"} and doc.body_line == 3
     assert sections(doc) == [(1, "ADR 075"), (2, "Changelog"), (2, "Status"), (2, "Context")]
-    assert not any(b.kind == "MetadataBlock" for b in doc.blocks[1:])
+    assert not any(b.kind == "MetadataBlock" for b in doc.blocks)
 
 
 def test_invalid_utf8_keeps_offsets_and_structure():
@@ -489,3 +490,77 @@ def test_ten_thousand_links_on_a_line_are_read_in_linear_time():
     assert len(doc.links) == 20_000
     assert {ln.relation for ln in doc.links if ln.kind == "wiki"} == {"superseded_by"}
     assert {ln.relation for ln in doc.links if ln.kind == "md"} == {""}
+
+
+# -- the parser's blocks, exactly (mutation testing's survivors, doc/testing.md) -------------
+
+
+def test_blocks_with_their_depth_and_lines():
+    data = b"# T\n\npara\n\n- a\n- b\n\n---\n\n> q\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\n    code\n"
+    doc = parse_document(data, "doc.md")
+    assert [tuple(b) for b in doc.blocks] == [
+        ("Heading", 0, 0, 1),
+        ("Paragraph", 0, 2, 3),
+        ("List", 0, 4, 7),  # a list and its last item end after the blank line below them
+        ("Item", 1, 4, 5),
+        ("Item", 1, 5, 7),
+        ("Rule", 0, 7, 8),
+        ("BlockQuote", 0, 9, 10),
+        ("Paragraph", 1, 9, 10),
+        ("Table", 0, 11, 14),
+        ("TableHead", 1, 11, 12),
+        ("TableRow", 1, 13, 14),
+        ("CodeBlock", 0, 15, 16),
+    ]
+    assert doc.top_blocks == [0, 1, 2, 5, 6, 8, 11]
+    assert [i for i, flag in enumerate(doc.code) if flag] == [15]
+    chunk = Chunker().chunk(doc)[0]
+    assert chunk.text.endswith("    code") and "---" in chunk.text
+
+
+def test_a_rule_closing_a_section_stays_in_its_chunk():
+    doc = parse("# A\n\ntext\n\n---\n\n## B\n\nmore\n")
+    assert [c.text for c in Chunker().chunk(doc)] == ["# A\n\ntext\n\n---", "## B\n\nmore"]
+
+
+def test_front_matter_edge_cases():
+    unterminated = parse("---\ntitle: x\nno end\n")
+    assert unterminated.meta == {} and unterminated.body_line == 0
+    assert Chunker().chunk(unterminated)  # its lines are text
+    only = parse_document(b"---\ntitle: Only\n---", "only.md")  # no line end after it
+    assert only.meta == {"title": "Only"} and only.body_line == 3
+    assert only.blocks == [] and Chunker().chunk(only) == []
+
+
+def test_the_last_line_counts_even_without_a_line_end():
+    data = b"# T\n\nword\nz"
+    chunks = Chunker().chunk(parse_document(data, "doc.md"))
+    assert chunks[-1].text.endswith("word\nz") and chunks[-1].line_end == 4
+
+
+def test_a_bom_does_not_shift_a_block_onto_the_next_line():
+    doc = parse_document("\ufeff# T\ntext #tag\n## U\nmore\n".encode(), "bom.md")
+    assert [(h.line, h.end) for h in doc.headings] == [(0, 1), (2, 3)]
+    assert doc.tags == ["tag"]  # the line under the heading is prose, not heading
+
+
+def test_heading_text_edge_cases():
+    doc = parse(
+        """
+        ## [[note|Shown Label]]
+
+        ## [[note|Shown `code` Label]]
+
+        ## Logo ![outer ![inner](i.png) tail](o.png) end
+
+        Two\\
+        lines
+        =====
+        """
+    )
+    assert [h.text for h in doc.headings] == [
+        "Shown Label",  # Obsidian order, the target not path-like
+        "Shown code Label",
+        "Logo end",  # no alt text, even of an image inside an image
+        "Two lines",  # a hard break is a space
+    ]

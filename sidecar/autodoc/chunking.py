@@ -189,8 +189,8 @@ class Chunker:
                 space = data.rfind(b" ", pos + self.budget // 2, cut)
                 if space > pos:
                     cut = space + 1
-                while cut < be and (data[cut] & 0xC0) == 0x80:
-                    cut += 1  # never inside a multi-byte character
+                while cut > pos + 1 and (data[cut] & 0xC0) == 0x80:
+                    cut -= 1  # back to a character's first byte: never over the budget
             yield pos, cut, line_no, line_no
             pos = cut
 

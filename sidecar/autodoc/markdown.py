@@ -110,6 +110,9 @@ def _wiki_text(dest: str, shown: str) -> str:
     return shown
 
 
+_PLAIN, _IMAGE = ("", 0, ""), ("Image", 0, "")  # inline elements opened in a heading
+
+
 class _HeadingText:
     """Collects the words a reader sees in one heading from its inline events."""
 
@@ -131,13 +134,13 @@ class _HeadingText:
                 self.parts[at:] = [_wiki_text(dest, "".join(self.parts[at:]))]
         elif "Start" in event:
             tag = event["Start"]
-            kind = tag if type(tag) is str else next(iter(tag))
-            if kind == "Image":
+            if type(tag) is dict and "Image" in tag:
                 self.hidden += 1
-            elif kind == "Link" and "WikiLink" in tag["Link"]["link_type"]:
+                self.open.append(_IMAGE)
+            elif type(tag) is dict and "Link" in tag and "WikiLink" in tag["Link"]["link_type"]:
                 self.open.append(("WikiLink", len(self.parts), tag["Link"]["dest_url"]))
-                return True
-            self.open.append((kind, 0, ""))
+            else:
+                self.open.append(_PLAIN)
         elif not self.hidden:
             if event == "SoftBreak" or event == "HardBreak":
                 self.parts.append(" ")
@@ -163,14 +166,8 @@ def _front_matter(text: str, base: int, offsets: list[int], found: Structure) ->
     end = first[1]["end"]
     b = bisect_right(offsets, end - 1 + base)  # the line after the closing delimiter
     found.front_matter = (0, b)
-    found.top.append(0)
-    found.blocks.append(Block("MetadataBlock", 0, 0, b))
-    cut = 0
-    for _ in range(b):  # the text of the lines after it (a character offset, not a byte one)
-        cut = text.find("\n", cut) + 1
-        if cut == 0:
-            return "", offsets[-1]
-    return text[cut:], offsets[b]
+    lines = text.split("\n", b)  # the text after it: what follows the b-th line end
+    return (lines[b] if len(lines) > b else ""), offsets[b]
 
 
 def read_structure(text: str, offsets: list[int], n_lines: int, *, lossy: bool) -> Structure:
@@ -214,10 +211,8 @@ def read_structure(text: str, offsets: list[int], n_lines: int, *, lossy: bool) 
         if not ends:
             top.append(len(blocks))
         a = bisect_right(offsets, start + base) - 1
-        b = bisect_right(offsets, end - 1 + base, a) if end > start else a + 1
+        b = bisect_right(offsets, end - 1 + base, a)
         blocks.append(_new_tuple(Block, (kind, len(ends), a, b)))
-        if kind == "Rule":
-            continue
         if kind in marks:
             marks[kind][a:b] = b"\x01" * (b - a)
         elif kind == "Heading" and not ends:

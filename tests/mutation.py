@@ -1,0 +1,150 @@
+"""Mutation testing of AutoDoc's core modules with mutmut, a module (or a function) at a time.
+
+    python tests/mutation.py fuse [lookup search:x_make_snippet* ...] [--work DIR] [--jobs 2]
+
+mutmut names a mutant by its file's path from where it runs, and imports the mutated package
+from a copy of that path; AutoDoc's package lives in `sidecar/`, so the run happens in a work
+folder holding the package as `autodoc/`, the tests, what they read, and a pyproject.toml whose
+`[tool.mutmut]` names the module and the in-process tests that exercise it (a test that starts
+an `autodoc` process runs the unmutated package there, so it cannot kill a mutant). Prints,
+per module, mutants, killed, survived, without a covering test, and timeouts, then every
+survivor; `mutmut show NAME` in the work folder shows one. Not part of CI (doc/testing.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import fnmatch
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# module → the in-process test files that exercise it
+MODULES: dict[str, list[str]] = {
+    "markdown": ["test_markdown.py", "test_chunking.py", "test_document.py"],
+    "document": ["test_markdown.py", "test_document.py", "test_links.py", "test_chunking.py"],
+    "chunking": ["test_chunking.py", "test_markdown.py"],
+    "query": ["test_lexical.py", "test_facets.py"],
+    "lexical": ["test_lexical.py", "test_indexer.py"],
+    "fuse": ["test_fuse.py", "test_semantic.py", "test_lexical.py"],
+    "semantic": ["test_semantic.py"],
+    "search": ["test_lexical.py", "test_semantic.py", "test_facets.py", "test_dispatcher.py"],
+    "lookup": ["test_lookup.py"],
+    "facets": ["test_facets.py"],
+    "store": ["test_indexer.py", "test_concurrency.py", "test_dispatcher.py"],
+    "engine": ["test_dispatcher.py", "test_reliability.py"],
+}
+# what the tests read besides themselves
+ALSO_COPY = ["examples", ".tools", "doc", "README.md", "lua", "plugin", "lsp", ".ci", "bench"]
+STATUSES = ("killed", "survived", "no tests", "timeout", "suspicious", "skipped", "not checked")
+
+
+def prepare(work: Path, targets: list[tuple[str, str]]) -> None:
+    """The work folder: the package as autodoc/, the tests, and the mutmut settings."""
+    for name in ("autodoc", "tests"):
+        shutil.rmtree(work / name, ignore_errors=True)
+    shutil.copytree(REPO / "sidecar" / "autodoc", work / "autodoc")
+    shutil.copytree(REPO / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    for rel in ALSO_COPY:
+        src, dst = REPO / rel, work / rel
+        if src.is_dir():
+            shutil.copytree(src, dst, dirs_exist_ok=True, symlinks=True)
+        elif src.is_file():
+            shutil.copy2(src, dst)
+    tests = sorted({f"tests/{t}" for module, _ in targets for t in MODULES[module]})
+    modules = sorted({f"autodoc/{module}.py" for module, _ in targets})
+    settings = "\n".join(
+        [
+            "",
+            "[tool.mutmut]",
+            'source_paths = ["autodoc"]',
+            f"only_mutate = {modules!r}".replace("'", '"'),
+            f"also_copy = {ALSO_COPY!r}".replace("'", '"'),
+            f"pytest_add_cli_args_test_selection = {tests!r}".replace("'", '"'),
+            'pytest_add_cli_args = ["-p", "no:cacheprovider"]',
+            "",
+        ]
+    )
+    (work / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text() + settings)
+
+
+def results(work: Path, mutmut: str) -> dict[str, str]:
+    out = subprocess.run(
+        [mutmut, "results", "--all", "true"], cwd=work, capture_output=True, text=True
+    ).stdout
+    found = {}
+    for line in out.splitlines():
+        name, sep, status = line.strip().rpartition(": ")
+        if sep and status in STATUSES:
+            found[name] = status
+    return found
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("targets", nargs="+", help=f"MODULE[:FUNCTION-GLOB] of {sorted(MODULES)}")
+    ap.add_argument("--work", help="the work folder (kept; default: a temporary one)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    args = ap.parse_args()
+    targets = []
+    for t in args.targets:
+        module, _, glob = t.partition(":")
+        if module not in MODULES:
+            ap.error(f"unknown module {module!r}: one of {', '.join(sorted(MODULES))}")
+        targets.append((module, glob or "*"))
+    mutmut = shutil.which("mutmut", path=os.path.dirname(sys.executable)) or "mutmut"
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="autodoc-mutants-"))
+    work.mkdir(parents=True, exist_ok=True)
+    prepare(work, targets)
+    env = {**os.environ, "AUTODOC_SHARED": str(REPO.parent / "shared")}
+    env.pop("PYTHONPATH", None)
+    started = time.monotonic()
+    names = [f"autodoc.{module}.{glob}" for module, glob in targets]
+    run = subprocess.run(
+        [mutmut, "run", "--max-children", str(args.jobs), *names],
+        cwd=work,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    took = time.monotonic() - started
+    found = results(work, mutmut)
+    report(found, targets, took, work, run)
+
+
+def report(found: dict[str, str], targets, took: float, work: Path, run) -> None:
+    print("| module | mutants | killed | survived | no tests | timeout | killed of tested |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    survivors = []
+    for module, glob in targets:
+        prefix = f"autodoc.{module}."
+        mine = {n: s for n, s in found.items() if n.startswith(prefix)}
+        if glob != "*":
+            mine = {n: s for n, s in mine.items() if fnmatch.fnmatch(n, prefix + glob)}
+        c = collections.Counter(mine.values())
+        tested = c["killed"] + c["survived"] + c["timeout"]
+        share = f"{(c['killed'] + c['timeout']) / tested:.1%}" if tested else "–"
+        label = module if glob == "*" else f"{module}:{glob}"
+        print(
+            f"| {label} | {len(mine)} | {c['killed']} | {c['survived']} | {c['no tests']} "
+            f"| {c['timeout']} | {share} |"
+        )
+        survivors += sorted(n for n, s in mine.items() if s == "survived")
+    print(f"\n{took:.0f} s; work folder {work}")
+    if run.returncode != 0:
+        print(f"mutmut exited {run.returncode}: {run.stderr[-2000:]}")
+    if survivors:
+        print("\nsurvivors (`mutmut show NAME` in the work folder):")
+        print("\n".join(f"- {n}" for n in survivors))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Fusion's arithmetic, against hand-computed values: scores, ranks, relevance, the confidence
+votes, boosts and superseded demotion (the survivors of mutation testing, doc/testing.md)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from autodoc import fuse
+from autodoc.fuse import Fused
+
+
+def test_rrf_scores_ranks_and_stages_of_every_chunk():
+    ranked = [
+        ("lexical", [(10, 1), (11, 2), (12, 3)]),
+        ("semantic", [(12, 3), (13, 4), (10, 1)]),
+    ]
+    fused = {f.chunk_id: f for f in fuse.rrf(ranked, k=20, weights=(1.5, 0.5))}
+    assert fused[10].score == pytest.approx(1.5 / 21 + 0.5 / 23)
+    assert fused[11].score == pytest.approx(1.5 / 22)
+    assert fused[12].score == pytest.approx(1.5 / 23 + 0.5 / 21)
+    assert fused[13].score == pytest.approx(0.5 / 22)
+    assert {c: f.ranks for c, f in fused.items()} == {
+        10: (1, 3), 11: (2, 0), 12: (3, 1), 13: (0, 2)
+    }  # fmt: skip
+    assert fused[12].via == ["lexical", "semantic"] and fused[13].via == ["semantic"]
+    plain = fuse.rrf(ranked)  # k 60, one vote each
+    assert [f.chunk_id for f in plain] == [10, 12, 11, 13]
+    assert plain[0].score == pytest.approx(1 / 61 + 1 / 63)
+
+
+def test_equal_scores_are_ordered_by_the_first_stages_rank():
+    ranked = [("lexical", [(1, 1), (2, 2)]), ("semantic", [(2, 2), (1, 1)])]
+    fused = fuse.rrf(ranked)
+    assert fused[0].score == fused[1].score
+    assert [f.chunk_id for f in fused] == [1, 2]  # lexical rank 1 before lexical rank 2
+
+
+def test_relevance_is_the_score_over_the_best_possible():
+    assert fuse.relevance(2 / 61, 2.0) == 1.0
+    assert fuse.relevance(1 / 61, 2.0) == pytest.approx(0.5)
+    assert fuse.relevance(1 / 30, 1.0, k=20) == pytest.approx(21 / 30)
+    assert fuse.relevance(5.0, 1.0) == 1.0  # boosts never push past 1
+    assert fuse.relevance(0.01, 0.0) == 0.0  # no stage ran
+    assert fuse.relevance(0.01, -1.0) == 0.0
+
+
+def votes(gap: float, cosine: float) -> tuple[float, float]:
+    """The documented formula: exp(12 (gap - 0.45)) and exp(8 (cosine - 0.5)), scaled to 2."""
+    w_lex, w_sem = math.exp(12 * (gap - 0.45)), math.exp(8 * (cosine - 0.5))
+    return 2 * w_lex / (w_lex + w_sem), 2 * w_sem / (w_lex + w_sem)
+
+
+@pytest.mark.parametrize(
+    ("lexical", "semantic", "gap", "cosine"),
+    [
+        ([12.0, 3.0, 2.0], [0.35], 1.0, 0.35),  # fewer than ten: the tail is 0
+        ([10.0, 9.8, 9.7, 9.6, 9.5, 9.4, 9.3, 9.2, 9.1, 9.0], [0.75], 0.1, 0.75),
+        ([0.8, 0.7, 0.6, 0.5, 0.4, 0.4, 0.4, 0.4, 0.4, 0.2], [0.6], 0.75, 0.6),  # BM25 below 1
+        ([], [0.7], 0.0, 0.7),  # no lexical match: no lexical confidence
+        ([5.0], [], 1.0, 0.0),  # no vector: no semantic confidence
+        ([], [], 0.0, 0.0),
+    ],
+)
+def test_confidence_votes_follow_the_formula(lexical, semantic, gap, cosine):
+    got = fuse.confidence_weights(lexical, semantic)
+    assert got == pytest.approx(votes(gap, cosine))
+    assert sum(got) == pytest.approx(2.0)
+
+
+def test_link_factor_values():
+    assert fuse.link_factor(0) == 1.0
+    assert fuse.link_factor(-3) == 1.0
+    assert fuse.link_factor(1) == pytest.approx(1.02)  # 1 + 0.1 × log2(2) / 5
+    assert fuse.link_factor(3) == pytest.approx(1.04)
+    assert fuse.link_factor(31) == pytest.approx(1.1)
+    assert fuse.link_factor(10_000) == pytest.approx(1.1)
+
+
+def test_boosts_multiply_the_score_and_reorder():
+    hits = [Fused(1, 1, 0.030), Fused(2, 2, 0.029), Fused(3, 3, 0.028)]
+    out = fuse.apply_boosts(hits, tagged={3}, inbound={2: 3, 9: 100})
+    assert {h.chunk_id: h.score for h in out} == pytest.approx(
+        {1: 0.030, 2: 0.029 * 1.04, 3: 0.028 * 1.2}
+    )
+    assert [h.chunk_id for h in out] == [3, 2, 1]
+
+
+def doc_order(hits: list[Fused]) -> list[int]:
+    return [h.document_id for h in hits]
+
+
+def test_a_superseded_document_moves_right_below_its_successor():
+    # old = 1, new = 2; others 3..5
+    hits = [Fused(i, d) for i, d in enumerate([1, 3, 2, 4, 5, 1])]
+    moved = fuse.demote_superseded(hits, {1: 2})
+    assert doc_order(hits) == [3, 2, 1, 1, 4, 5]
+    assert moved == {0: 2, 5: 2}
+
+
+def test_demotion_goes_below_the_successors_last_hit():
+    hits = [Fused(i, d) for i, d in enumerate([2, 2, 1, 2, 3])]
+    fuse.demote_superseded(hits, {1: 2})
+    assert doc_order(hits) == [2, 2, 2, 1, 3]
+
+
+def test_demotion_leaves_a_document_already_below_and_goes_on_to_the_next_pair():
+    hits = [Fused(i, d) for i, d in enumerate([2, 3, 1, 5, 4])]
+    moved = fuse.demote_superseded(hits, {7: 8, 1: 2, 9: 4, 5: 4})
+    # 7 → 8: neither present; 1 → 2: already below, only annotated; 9 → 4: the old one is
+    # absent; 5 → 4: moved below 4
+    assert doc_order(hits) == [2, 3, 1, 4, 5]
+    assert moved == {2: 2, 3: 4}
+
+
+def test_no_successor_in_the_answer_no_move():
+    hits = [Fused(i, d) for i, d in enumerate([1, 3])]
+    assert fuse.demote_superseded(hits, {1: 2}) == {}
+    assert doc_order(hits) == [1, 3]
