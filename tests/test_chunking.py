@@ -242,7 +242,7 @@ def test_a_long_line_is_cut_after_a_space_on_character_boundaries():
         assert "\ufffd" not in c.text
     joined = b"".join(data[c.byte_start : c.byte_end] for c in chunks)
     assert joined == words.encode()
-    solid = "€" * 700  # no space, 3-byte characters: cut anywhere but inside a character
+    solid = "é€" * 350  # no space, 2- and 3-byte characters: never cut inside one
     data = f"# T\n\n{solid}\n".encode()
     pieces = Chunker(100).chunk(parse_document(data, "doc.md"))[1:]
     assert all("\ufffd" not in c.text and len(c.text.encode()) <= 400 for c in pieces)
@@ -278,3 +278,16 @@ def test_a_space_early_in_the_window_is_not_used_for_a_cut(space_at):
     data = f"# T\n\n{line}\n".encode()
     pieces = Chunker(100).chunk(parse_document(data, "doc.md"))[1:]
     assert [len(c.text) for c in pieces] == [400, 400, len(line) - 800]
+
+
+def test_a_piece_that_fits_at_the_end_of_a_line_is_not_cut_again():
+    line = "x" * 399 + " " + "x" * 399 + " " + "y" * 200 + " " + "z" * 199
+    data = f"# T\n\n{line}\n".encode()
+    pieces = Chunker(100).chunk(parse_document(data, "doc.md"))[1:]
+    assert [len(c.text) for c in pieces] == [400, 400, 400]
+
+
+def test_invalid_utf8_without_character_starts_is_cut_at_the_budget():
+    data = b"# T\n\n" + b"\x80" * 1000 + b"\n"
+    pieces = Chunker(100).chunk(parse_document(data, "doc.md"))[1:]
+    assert [c.byte_end - c.byte_start for c in pieces] == [400, 400, 200]

@@ -189,8 +189,11 @@ class Chunker:
                 space = data.rfind(b" ", pos + self.budget // 2, cut)
                 if space > pos:
                     cut = space + 1
-                while cut > pos + 1 and (data[cut] & 0xC0) == 0x80:
+                start = cut
+                while cut > pos and (data[cut] & 0xC0) == 0x80:
                     cut -= 1  # back to a character's first byte: never over the budget
+                if cut == pos:  # no character starts here (invalid UTF-8): cut the bytes
+                    cut = start
             yield pos, cut, line_no, line_no
             pos = cut
 
