@@ -242,11 +242,12 @@ def test_a_long_line_is_cut_after_a_space_on_character_boundaries():
         assert "\ufffd" not in c.text
     joined = b"".join(data[c.byte_start : c.byte_end] for c in chunks)
     assert joined == words.encode()
-    solid = "é€" * 350  # no space, 2- and 3-byte characters: never cut inside one
-    data = f"# T\n\n{solid}\n".encode()
-    pieces = Chunker(100).chunk(parse_document(data, "doc.md"))[1:]
-    assert all("\ufffd" not in c.text and len(c.text.encode()) <= 400 for c in pieces)
-    assert "".join(c.text for c in pieces) == solid
+    for shift in range(5):  # no space, 2- and 3-byte characters, every alignment of the cut
+        solid = "a" * shift + "é€" * 350
+        data = f"# T\n\n{solid}\n".encode()
+        pieces = Chunker(100).chunk(parse_document(data, "doc.md"))[1:]
+        assert all("\ufffd" not in c.text and len(c.text.encode()) <= 400 for c in pieces)
+        assert "".join(c.text for c in pieces) == solid
 
 
 def test_the_abstract_chunk_is_the_front_matter_block():
@@ -291,3 +292,8 @@ def test_invalid_utf8_without_character_starts_is_cut_at_the_budget():
     data = b"# T\n\n" + b"\x80" * 1000 + b"\n"
     pieces = Chunker(100).chunk(parse_document(data, "doc.md"))[1:]
     assert [c.byte_end - c.byte_start for c in pieces] == [400, 400, 200]
+
+
+def test_units_that_make_exactly_the_budget_are_one_chunk():
+    data = ("```\n" + "a" * 396 + "\n" + "b" * 300 + "\n```\n").encode()  # over: cut by lines
+    assert spans(data, 100) == [(1, 2), (3, 4)]  # fence + first line is 400 bytes: together
