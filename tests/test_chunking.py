@@ -186,6 +186,7 @@ def spans(data: bytes, tokens: int) -> list[tuple[int, int]]:
     assert_spans_exact(data, chunks)
     starts = [c.byte_start for c in chunks]
     assert starts == sorted(starts)
+    assert all(c.text == c.text.strip("\r\n") for c in chunks)  # no blank line at an edge
     assert all(a.byte_end < b.byte_start for a, b in itertools.pairwise(chunks))
     return [(c.line_start, c.line_end) for c in chunks]
 

@@ -140,9 +140,7 @@ class Chunker:
             for i in units:
                 self._fit(doc, tree, i, spans)
         pieces: list[tuple[int, int, int, int]] = []
-        for a, b in spans:
-            while a < b and not doc.lines[a].strip():
-                a += 1
+        for a, b in spans:  # each starts on a block's first line, so only its end is trimmed
             while b > a and not doc.lines[b - 1].strip():
                 b -= 1
             if a == b:
