@@ -553,6 +553,8 @@ def test_heading_text_edge_cases():
 
         ## Logo ![outer ![inner](i.png) tail](o.png) end
 
+        ## Read [setup.py](install)
+
         Two\\
         lines
         =====
@@ -562,5 +564,6 @@ def test_heading_text_edge_cases():
         "Shown Label",  # Obsidian order, the target not path-like
         "Shown code Label",
         "Logo end",  # no alt text, even of an image inside an image
+        "Read setup.py",  # a link shows its text, whatever the text looks like
         "Two lines",  # a hard break is a space
     ]
