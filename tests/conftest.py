@@ -97,6 +97,13 @@ def fake_openai_engine(db: Path, root: Path, url: str, name: str = "v", dim: int
     return engine
 
 
+def lexical_workspace(rpc: Dispatcher, root: Path, name: str = "v") -> dict:
+    """Add `root` as workspace `name` without embeddings and index it; the run's summary."""
+    rpc.call("workspace.add", [name, str(root)])
+    rpc.call("workspace.configure", [name, {"embedding": "none"}])
+    return rpc.call("index.run", [name])
+
+
 def corpus_workspace(tmp_path_factory, name: str, options: dict) -> tuple[Dispatcher, Path]:
     """A dispatcher over a fresh store holding shared corpus `name` as workspace `name`, with
     `options`, indexed. The caller closes `rpc.engine`."""

@@ -20,7 +20,7 @@ from autodoc.document import parse_document, prose_runs
 from autodoc.markdown import STRUCTURE_FORMAT
 
 from . import limits
-from .conftest import LONG, REPO, corpus, missing, tool, write
+from .conftest import LONG, REPO, corpus, lexical_workspace, missing, tool, write
 
 SPEC_PACKAGE = REPO / ".tools" / "node_modules" / "commonmark-spec"
 
@@ -254,9 +254,7 @@ def test_a_heading_with_code_is_found_by_lookup_and_in_breadcrumbs(rpc, vault):
     write(vault, "cli.md", "# CLI\n\n## The `--force` flag\n\nOverwrites without asking.\n")
     doc = parse_document((vault / "cli.md").read_bytes(), "cli.md")
     assert "The --force flag" in lookup.document_symbols(doc)
-    rpc.call("workspace.add", ["v", str(vault)])
-    rpc.call("workspace.configure", ["v", {"embedding": "none"}])
-    rpc.call("index.run", ["v"])
+    lexical_workspace(rpc, vault)
     found = rpc.call("search.find", ["v", "The --force flag"])["matches"]
     assert (found[0]["match"], found[0]["kind"], found[0]["line"]) == ("exact", "heading", 3)
     assert found[0]["breadcrumb"] == "CLI › The --force flag"
@@ -443,9 +441,7 @@ def test_deep_nesting_is_chunked_without_recursion():
 def test_a_store_cut_by_the_old_scanner_is_read_again_once_keeping_unchanged_chunks(rpc, vault):
     write(vault, "a.md", "# Alpha\n\n## One\n\ntext one\n\n## Two\n\ntext two\n")
     write(vault, "b.md", "---\ntitle: Beta\n---\n# Beta\n\nbody <!-- ``` --> here\n")
-    rpc.call("workspace.add", ["v", str(vault)])
-    rpc.call("workspace.configure", ["v", {"embedding": "none"}])
-    rpc.call("index.run", ["v"])
+    lexical_workspace(rpc, vault)
     query = "SELECT id, text_hash FROM chunks WHERE state = 1 ORDER BY id"
     with rpc.engine.store.transaction() as conn:  # as the hand-written scanner's version left it
         before = conn.execute(query).fetchall()

@@ -245,7 +245,7 @@ def parse_document(data: bytes, path: str) -> ParsedDocument:
         html=structure.html,
         problems=problems,
     )
-    _read_prose(doc, structure.heading_lines)
+    _read_prose(doc)
     title = meta.get("title")
     if not isinstance(title, str) or not title.strip():
         first_h1 = next((h.text for h in doc.headings if h.level == 1 and h.text), None)
@@ -257,15 +257,18 @@ def parse_document(data: bytes, path: str) -> ParsedDocument:
     return doc
 
 
-def _read_prose(doc: ParsedDocument, heading_lines: bytearray) -> None:
+def _read_prose(doc: ParsedDocument) -> None:
     """Inline tags and links of the prose, outside code blocks and raw HTML blocks (which a
     reader sees as code or not at all), then frontmatter references. Tags in headings are
     not tags."""
     skip = doc.code
     if 1 in doc.html:
         skip = bytes(map(or_, skip, doc.html))
+    untagged = bytearray(skip)  # and the headings' lines, for tags
+    for h in doc.headings:
+        untagged[h.line : h.end] = b"\x01" * (h.end - h.line)
     links = doc.links
-    for first, text in prose_runs(doc, bytes(map(or_, skip, heading_lines))):
+    for first, text in prose_runs(doc, untagged):
         if "#" in text:
             doc.tags.extend(normalise_tag(t) for t in INLINE_TAG.findall(text) if _tagish(t))
         _find_links(text, first, links)

@@ -97,7 +97,6 @@ class Structure:
     top: list[int]  # indexes of the blocks of the document itself (depth 0)
     code: bytearray  # 1 on lines of fenced or indented code blocks
     html: bytearray  # 1 on lines of raw HTML blocks (comments included)
-    heading_lines: bytearray  # 1 on the lines of top-level headings
 
 
 _new_tuple = tuple.__new__  # builds a Block without NamedTuple's Python-level __new__
@@ -178,7 +177,7 @@ def read_structure(text: str, offsets: list[int], n_lines: int, *, lossy: bool) 
         text, base = text[1:], 3
     if lossy:  # each undecodable byte became one surrogate: one '?' keeps every offset
         text = _SURROGATE.sub("?", text)
-    found = Structure(None, [], [], [], bytearray(n_lines), bytearray(n_lines), bytearray(n_lines))
+    found = Structure(None, [], [], [], bytearray(n_lines), bytearray(n_lines))
     blocks, top = found.blocks, found.top
     if text.startswith("---"):
         text, base = _front_matter(text, base, offsets, found)
@@ -217,6 +216,5 @@ def read_structure(text: str, offsets: list[int], n_lines: int, *, lossy: bool) 
             marks[kind][a:b] = b"\x01" * (b - a)
         elif kind == "Heading" and not ends:
             heading = _HeadingText(_LEVELS[tag["Heading"]["level"]], a, b)  # type: ignore[index]
-            found.heading_lines[a:b] = b"\x01" * (b - a)
         ends.append(end)
     return found
