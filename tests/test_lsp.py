@@ -249,24 +249,51 @@ async def test_a_schema_edited_on_disk_reloads_and_filters(client: LanguageClien
     assert browse["mode_used"] == "facet" and browse["matched"] == 3
 
 
-async def test_a_stale_span_is_never_served(client: LanguageClient, vault: Path):
-    """A file rewritten on disk: its old hit is dropped, then re-indexed and found anew."""
-    path = vault / "adr" / "0003-embedded-sqlite-store.md"
-    text = path.read_text()
-    path.write_text("# Moved\n\n" + "padding line\n" * 30 + text)
-    answer = await call(client, "search.query", "vault", "reclaimBatch", {"stages": ["lexical"]})
-    for hit in answer["hits"]:
-        if hit["path"] == "adr/0003-embedded-sqlite-store.md":
-            lines = path.read_text().split("\n")[hit["line_start"] - 1 : hit["line_end"]]
-            assert "reclaimBatch" in "\n".join(lines)  # the span matches the file
+STAGE_SETS = [["lexical"], ["semantic"], ["lexical", "semantic"]]
 
-    async def found_again():
-        answer = await call(client, "search.query", "vault", "reclaimBatch")
-        return [h for h in answer["hits"] if h["path"] == "adr/0003-embedded-sqlite-store.md"]
 
-    [hit, *_] = await until(found_again)
-    lines = path.read_text().split("\n")[hit["line_start"] - 1 : hit["line_end"]]
-    assert "reclaimBatch" in "\n".join(lines)
+def span_matches(root: Path, hit: dict) -> bool:
+    """The hit's snippet (whitespace collapsed, without its ellipses) is in the file's lines
+    at the hit's span as they are now."""
+    lines = (root / hit["path"]).read_text().split("\n")[hit["line_start"] - 1 : hit["line_end"]]
+    return hit["snippet"].strip("…") in " ".join("\n".join(lines).split())
+
+
+async def test_a_stale_span_is_never_served(vault: Path):
+    """A file rewritten on disk: whichever stages answer, its old hits are dropped (or already
+    re-indexed), never served at the old span; then it is re-indexed and found anew. With the
+    bundled model, so the semantic stage answers too."""
+    client = make_test_lsp_client()
+    ready = await _start(client, [vault], {"embedding": "bundled"})
+    try:
+        await asyncio.wait_for(ready, 60)
+
+        async def semantic_ready():
+            return (await call(client, "index.status", "vault"))["semantic"] == "ready"
+
+        await until(semantic_ready, timeout=120)
+        path = vault / "adr" / "0003-embedded-sqlite-store.md"
+        path.write_text("# Moved\n\n" + "padding line\n" * 30 + path.read_text())
+        for stages in STAGE_SETS:
+            opts = {"stages": stages}
+            answer = await call(client, "search.query", "vault", "reclaimBatch", opts)
+            assert answer["stages"]["performed"] == stages
+            for hit in answer["hits"]:
+                assert span_matches(vault, hit), (stages, hit)
+
+        async def found_again():
+            answer = await call(client, "search.query", "vault", "reclaimBatch")
+            return [h for h in answer["hits"] if h["path"] == "adr/0003-embedded-sqlite-store.md"]
+
+        [hit, *_] = await until(found_again)
+        lines = path.read_text().split("\n")[hit["line_start"] - 1 : hit["line_end"]]
+        assert "reclaimBatch" in "\n".join(lines)
+        for stages in STAGE_SETS:
+            opts = {"stages": stages}
+            answer = await call(client, "search.query", "vault", "embedded store", opts)
+            assert answer["hits"] and all(span_matches(vault, h) for h in answer["hits"]), stages
+    finally:
+        await _stop(client)
 
 
 async def test_a_newer_search_supersedes_the_older(client: LanguageClient):

@@ -251,6 +251,29 @@ def test_edits_on_disk_reach_the_agent(served):
     )
 
 
+def test_a_span_served_to_an_agent_is_never_stale(served):
+    """A file rewritten on disk after the server started: whichever stages answer, no hit
+    points at its old lines, and `read_span` of every hit holds the hit's snippet."""
+    session, root, _ = served
+    path = root / "guides" / "checkout.md"
+    path.write_text("# Moved\n\n" + "padding line\n" * 30 + path.read_text())
+
+    def spans_hold(stages: list[str]) -> bool:
+        answer = session.ok("search", {"query": "test card staging", "stages": stages})
+        assert answer["stages"]["performed"] == stages
+        for hit in answer["hits"]:
+            args = {k: hit[k] for k in ("path", "line_start", "line_end")}
+            text = " ".join(session.ok("read_span", args)["text"].split())
+            assert hit["snippet"].strip("…") in text, (stages, hit)
+        return any(h["path"] == "guides/checkout.md" for h in answer["hits"])
+
+    for stages in (["lexical"], ["semantic"], ["lexical", "semantic"]):
+        spans_hold(stages)
+    # the new text is indexed (and embedded) in the background, then found at its new lines
+    for stages in (["lexical"], ["semantic"], ["lexical", "semantic"]):
+        wait_until(lambda s=stages: spans_hold(s))
+
+
 def test_a_second_server_on_a_held_store_serves_reads(served):
     """Another process (the module's server) holds the writer lease: this one answers from
     the index that process keeps, and says it is read-only."""
