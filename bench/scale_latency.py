@@ -90,8 +90,7 @@ def perturbed(chunks, n: int, seed: int, vocab: list[str]):
             for j in range(0, len(words), 6):
                 words[j] = rng.choice(vocab)
             text = " ".join(words) + f" copy{copy}"
-        yield LexicalDoc(i + 1, i // 10 + 1, 1, 1, f"p{i // 10}.md", "section", title, crumb,
-                         [], [], text)  # fmt: skip
+        yield LexicalDoc(i + 1, i // 10 + 1, title, crumb, [], [], text)
 
 
 def lexical_at(chunks, n: int, queries: list[str], seed: int) -> dict:

@@ -31,7 +31,7 @@ MODULES: dict[str, list[str]] = {
     "markdown": ["test_markdown.py", "test_chunking.py", "test_document.py"],
     "document": ["test_markdown.py", "test_document.py", "test_links.py", "test_chunking.py"],
     "chunking": ["test_chunking.py", "test_markdown.py"],
-    "query": ["test_lexical.py", "test_facets.py"],
+    "query": ["test_query.py", "test_lexical.py", "test_facets.py"],
     "lexical": ["test_lexical.py", "test_indexer.py"],
     "fuse": ["test_fuse.py", "test_semantic.py", "test_lexical.py"],
     "semantic": ["test_semantic.py"],

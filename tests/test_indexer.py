@@ -167,13 +167,7 @@ def test_crash_leftovers_are_reconciled(indexed, engine, vault):
             " VALUES (?, ?, ?, 99, 'section', 0, 'X', 'zombie words', 'h', 0, 1, 1, 1)",
             (doc_id, ws.id, PENDING),
         ).lastrowid
-    lex.add(
-        [
-            LexicalDoc(
-                cid, doc_id, ws.id, 99, "design.md", "section", "X", "X", [], [], "zombie words"
-            )
-        ]
-    )
+    lex.add([LexicalDoc(cid, doc_id, "X", "X", [], [], "zombie words")])
     lex.commit()
     assert paths(indexed, "zombie") == []  # invisible: SQLite says PENDING
     report = Indexer(engine.store, lex, ws).reconcile()

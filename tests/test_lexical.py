@@ -250,7 +250,7 @@ def test_a_file_left_by_a_killed_writer_does_not_block_the_next_commit(tmp_path)
     from autodoc.lexical import LexicalDoc, LexicalIndex
 
     def docs(n):
-        return [LexicalDoc(i, i, 1, 1, f"d{i}.md", "section", "T", "T", [], [], f"word {i}")
+        return [LexicalDoc(i, i, "T", "T", [], [], f"word {i}")
                 for i in range(1, n + 1)]  # fmt: skip
 
     a = LexicalIndex(tmp_path / "a")

@@ -209,8 +209,8 @@ class Indexer:
         self.lexical.delete_all()
         with self.store.snapshot() as conn:
             rows = conn.execute(
-                "SELECT c.id, c.document_id, c.generation, c.kind, c.breadcrumb, c.text,"
-                " d.path, d.title, d.aliases, d.tags FROM chunks c"
+                "SELECT c.id, c.document_id, c.breadcrumb, c.text,"
+                " d.title, d.aliases, d.tags FROM chunks c"
                 " JOIN documents d ON d.id = c.document_id"
                 " WHERE c.workspace_id = ? AND c.state != ?",
                 (self.ws.id, PENDING),
@@ -219,10 +219,6 @@ class Indexer:
                 LexicalDoc(
                     r["id"],
                     r["document_id"],
-                    self.ws.id,
-                    r["generation"],
-                    r["path"],
-                    r["kind"],
                     r["title"],
                     r["breadcrumb"],
                     json.loads(r["aliases"]),
@@ -405,9 +401,8 @@ class Indexer:
                 ],
             )  # fmt: skip
         added = self.lexical.add(  # step 2
-            LexicalDoc(cid, p.doc_id, self.ws.id, p.generation, p.update.file.rel, ch.kind,
-                       p.update.parsed.title, ch.breadcrumb, p.update.parsed.aliases,
-                       p.update.parsed.tags, ch.text)
+            LexicalDoc(cid, p.doc_id, p.update.parsed.title, ch.breadcrumb,
+                       p.update.parsed.aliases, p.update.parsed.tags, ch.text)
             for p in plans
             for cid, ch in p.new
         )  # fmt: skip

@@ -42,7 +42,7 @@ TIE_BREAKER = 0.0
 # and `breadcrumb`.
 TEXT_FIELDS = ("title", "aliases", "breadcrumb", "tags", "body")
 # Bumped when what is indexed changes; a writer rebuilds an index of another format from SQLite.
-LEXICAL_FORMAT = "2"
+LEXICAL_FORMAT = "3"
 _FORMAT_FILE = "autodoc-format"
 
 _HEX = re.compile(r"^(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")
@@ -62,7 +62,8 @@ def _analyzer(stem: bool) -> tantivy.TextAnalyzer:
 
 STEMMED = _analyzer(stem=True)
 UNSTEMMED = _analyzer(stem=False)
-# A word that this analyzer drops is an English stopword ("why", "did", "we").
+# A word that this analyzer drops is an English stopword (Lucene's list: "the", "of", "is";
+# not "why", "did" or "we").
 _STOP = (
     TextAnalyzerBuilder(Tokenizer.simple())
     .filter(Filter.lowercase())
@@ -80,13 +81,12 @@ def is_stopword(word: str) -> bool:
 
 
 def build_schema() -> tantivy.Schema:
+    """Only what a query reads: `chunk_id` (a fast field, read per hit, and indexed for
+    deletes), `document_id` (indexed, for filters) and the scored text. Nothing is stored:
+    SQLite holds every chunk's row, and a hit is read from there."""
     sb = tantivy.SchemaBuilder()
-    sb.add_unsigned_field("chunk_id", stored=True, indexed=True, fast=True)
-    sb.add_unsigned_field("document_id", stored=True, indexed=True, fast=True)
-    sb.add_unsigned_field("workspace_id", stored=True)
-    sb.add_unsigned_field("generation", stored=True, fast=True)
-    sb.add_text_field("path", tokenizer_name="raw")
-    sb.add_text_field("kind", tokenizer_name="raw")
+    sb.add_unsigned_field("chunk_id", indexed=True, fast=True)
+    sb.add_unsigned_field("document_id", indexed=True)
     for name in TEXT_FIELDS:
         sb.add_text_field(name, tokenizer_name=ANALYZER_NAME)
     return sb.build()
@@ -96,10 +96,6 @@ def build_schema() -> tantivy.Schema:
 class LexicalDoc:
     chunk_id: int
     document_id: int
-    workspace_id: int
-    generation: int
-    path: str
-    kind: str
     title: str
     breadcrumb: str
     aliases: list[str]
@@ -162,10 +158,6 @@ class LexicalIndex:
             doc = tantivy.Document()
             doc.add_unsigned("chunk_id", d.chunk_id)
             doc.add_unsigned("document_id", d.document_id)
-            doc.add_unsigned("workspace_id", d.workspace_id)
-            doc.add_unsigned("generation", d.generation)
-            doc.add_text("path", d.path)
-            doc.add_text("kind", d.kind)
             doc.add_text("title", d.title)
             doc.add_text("breadcrumb", d.breadcrumb)
             for alias in d.aliases:
@@ -275,10 +267,11 @@ class LexicalIndex:
             per_field.append(Query.boost_query(q, weight))
         return Query.disjunction_max_query(per_field, TIE_BREAKER)
 
-    def search(self, q: Query, limit: int, offset: int = 0) -> list[tuple[int, float]]:
-        """(chunk_id, bm25) best first; ties broken by chunk id so the order is stable."""
+    def search(self, q: Query, limit: int) -> list[tuple[int, float]]:
+        """The top `limit` (chunk_id, bm25) best first; ties broken by chunk id so the order is
+        stable. (No offset: Tantivy pages ties in its own document order, not ours.)"""
         searcher = self.index.searcher()
-        result = searcher.search(q, limit, count=False, offset=offset)
+        result = searcher.search(q, limit, count=False)
         if not result.hits:
             return []
         ids = searcher.fast_field_values("chunk_id", [addr for _, addr in result.hits])
