@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from autodoc.lexical import (
+    FIELD_WEIGHTS,
     STEMMED,
     UNSTEMMED,
     LexicalDoc,
@@ -17,14 +18,16 @@ from autodoc.lexical import (
 from autodoc.query import parse_query
 
 
-def doc(chunk_id: int, body: str, *, title: str = "", breadcrumb: str = "", document_id=None):
+def doc(
+    chunk_id: int, body: str, *, title="", breadcrumb="", aliases=(), tags=(), document_id=None
+):
     return LexicalDoc(
         chunk_id=chunk_id,
         document_id=chunk_id if document_id is None else document_id,
         title=title,
         breadcrumb=breadcrumb,
-        aliases=[],
-        tags=[],
+        aliases=list(aliases),
+        tags=list(tags),
         body=body,
     )
 
@@ -210,3 +213,36 @@ def test_an_index_of_another_schema_starts_over_on_disk(tmp_path):
         assert ids(again, "new") == [1] and again.format_ok
     finally:
         again.close()
+
+
+def test_a_word_scores_by_its_best_field_times_that_fields_weight(index):
+    filled(
+        index,
+        doc(1, "filler", title="zebra", breadcrumb="filler"),
+        doc(2, "filler", title="filler", breadcrumb="zebra"),
+        doc(3, "zebra", title="filler", breadcrumb="filler"),
+    )
+    scores = dict(index.search(index.build(parse_query("zebra"), True), 10))
+    assert list(scores) == [1, 2, 3]  # every field has one word: only the weights differ
+    assert scores[1] / scores[3] == pytest.approx(FIELD_WEIGHTS["title"], rel=1e-5)
+    assert scores[2] / scores[3] == pytest.approx(FIELD_WEIGHTS["breadcrumb"], rel=1e-5)
+
+
+def test_aliases_are_scored_as_title_words_and_tags_as_breadcrumb_words(index):
+    filled(
+        index,
+        doc(1, "filler", title="filler", breadcrumb="filler", aliases=["okapi"]),
+        doc(2, "filler", title="filler", breadcrumb="filler", tags=["okapi"]),
+        doc(3, "okapi", title="filler", breadcrumb="filler"),
+    )
+    assert sorted(ids(index, "okapi")) == [1, 2, 3]
+
+
+def test_add_counts_what_it_added_and_a_closed_writer_opens_again(index):
+    assert index.add([doc(1, "one"), doc(2, "two")]) == 2
+    assert index.add([]) == 0
+    index.commit()
+    index.close()  # the writer's uncommitted work is dropped, the index stays usable
+    assert index.add([doc(3, "three")]) == 1
+    index.commit()
+    assert index.all_chunk_ids() == {1, 2, 3}

@@ -38,9 +38,8 @@ FIELD_WEIGHTS: dict[str, float] = {
 TIE_BREAKER = 0.0
 
 # The schema's text fields, in a fixed order (Tantivy refuses a schema that differs from the one
-# on disk). `aliases` and `tags` hold the raw values for filters; they are scored in `title`
-# and `breadcrumb`.
-TEXT_FIELDS = ("title", "aliases", "breadcrumb", "tags", "body")
+# on disk): the scored ones. Filters by alias or tag read SQLite, not this index.
+TEXT_FIELDS = tuple(FIELD_WEIGHTS)
 # Bumped when what is indexed changes; a writer rebuilds an index of another format from SQLite.
 LEXICAL_FORMAT = "3"
 _FORMAT_FILE = "autodoc-format"
@@ -161,10 +160,8 @@ class LexicalIndex:
             doc.add_text("title", d.title)
             doc.add_text("breadcrumb", d.breadcrumb)
             for alias in d.aliases:
-                doc.add_text("aliases", alias)
                 doc.add_text("title", alias)
             for tag in d.tags:
-                doc.add_text("tags", tag)
                 doc.add_text("breadcrumb", tag)
             doc.add_text("body", d.body)
             w.add_document(doc)
