@@ -1,6 +1,7 @@
 """Mutation testing of AutoDoc's core modules with mutmut, a module (or a function) at a time.
 
     python tests/mutation.py fuse [lookup search:x_make_snippet* ...] [--work DIR] [--jobs 2]
+    python tests/mutation.py lookup --work DIR --report    # the last run's report again
 
 mutmut names a mutant by its file's path from where it runs, and imports the mutated package
 from a copy of that path; AutoDoc's package lives in `sidecar/`, so the run happens in a work
@@ -8,7 +9,8 @@ folder holding the package as `autodoc/`, the tests, what they read, and a pypro
 `[tool.mutmut]` names the module and the in-process tests that exercise it (a test that starts
 an `autodoc` process runs the unmutated package there, so it cannot kill a mutant). Prints,
 per module, mutants, killed, survived, without a covering test, and timeouts, then every
-survivor; `mutmut show NAME` in the work folder shows one. Not part of CI (doc/testing.md).
+survivor; `mutmut show NAME` in the work folder shows one. A survivor that only changes the
+case of SQL is counted as equivalent on its own line. Not part of CI (doc/testing.md).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import collections
 import fnmatch
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -92,6 +95,7 @@ def main() -> None:
     ap.add_argument("targets", nargs="+", help=f"MODULE[:FUNCTION-GLOB] of {sorted(MODULES)}")
     ap.add_argument("--work", help="the work folder (kept; default: a temporary one)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--report", action="store_true", help="report on --work's last run only")
     args = ap.parse_args()
     targets = []
     for t in args.targets:
@@ -101,6 +105,12 @@ def main() -> None:
         targets.append((module, glob or "*"))
     mutmut = shutil.which("mutmut", path=os.path.dirname(sys.executable)) or "mutmut"
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="autodoc-mutants-"))
+    if args.report:
+        if not args.work:
+            ap.error("--report needs --work")
+        done = subprocess.CompletedProcess([], 0, "", "")
+        report(results(work, mutmut), targets, 0.0, work, done, mutmut)
+        return
     work.mkdir(parents=True, exist_ok=True)
     prepare(work, targets)
     env = {**os.environ, "AUTODOC_SHARED": str(REPO.parent / "shared")}
@@ -117,33 +127,65 @@ def main() -> None:
     )
     took = time.monotonic() - started
     found = results(work, mutmut)
-    report(found, targets, took, work, run)
+    report(found, targets, took, work, run, mutmut)
 
 
-def report(found: dict[str, str], targets, took: float, work: Path, run) -> None:
-    print("| module | mutants | killed | survived | no tests | timeout | killed of tested |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+# SQL keywords and identifiers are case-insensitive in SQLite: a mutant that only changes the
+# case of a string holding SQL behaves the same, and is counted as equivalent, not survived.
+_SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|WHERE|FROM|JOIN|VALUES)\b", re.I)
+
+
+def diff_lines(work: Path, mutmut: str, name: str) -> tuple[list[str], list[str]]:
+    """The lines a mutant removes and adds (`mutmut show`)."""
+    out = subprocess.run([mutmut, "show", name], cwd=work, capture_output=True, text=True).stdout
+    lines = out.splitlines()
+    removed = [ln[1:] for ln in lines if ln.startswith("-") and not ln.startswith("---")]
+    added = [ln[1:] for ln in lines if ln.startswith("+") and not ln.startswith("+++")]
+    return removed, added
+
+
+_SQL_TEXT = re.compile(r"'[^']*'")  # a literal inside SQL: its case matters
+
+
+def sql_case_only(removed: list[str], added: list[str]) -> bool:
+    return (
+        bool(removed)
+        and [r.lower() for r in removed] == [a.lower() for a in added]
+        and [_SQL_TEXT.findall(r) for r in removed] == [_SQL_TEXT.findall(a) for a in added]
+        and all(_SQL.search(r) for r in removed)
+    )
+
+
+def report(found: dict[str, str], targets, took: float, work: Path, run, mutmut: str) -> None:
+    print(
+        "| module | mutants | killed | survived | SQL case (equivalent) | no tests | timeout"
+        " | killed of tested |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     survivors = []
     for module, glob in targets:
         prefix = f"autodoc.{module}."
         mine = {n: s for n, s in found.items() if n.startswith(prefix)}
         if glob != "*":
             mine = {n: s for n, s in mine.items() if fnmatch.fnmatch(n, prefix + glob)}
+        for n, s in mine.items():
+            if s == "survived" and sql_case_only(*diff_lines(work, mutmut, n)):
+                mine[n] = "sql case"
         c = collections.Counter(mine.values())
         tested = c["killed"] + c["survived"] + c["timeout"]
         share = f"{(c['killed'] + c['timeout']) / tested:.1%}" if tested else "–"
         label = module if glob == "*" else f"{module}:{glob}"
         print(
-            f"| {label} | {len(mine)} | {c['killed']} | {c['survived']} | {c['no tests']} "
-            f"| {c['timeout']} | {share} |"
+            f"| {label} | {len(mine)} | {c['killed']} | {c['survived']} | {c['sql case']}"
+            f" | {c['no tests']} | {c['timeout']} | {share} |"
         )
-        survivors += sorted(n for n, s in mine.items() if s == "survived")
+        survivors += sorted(n for n, s in mine.items() if s in ("survived", "no tests"))
     print(f"\n{took:.0f} s; work folder {work}")
     if run.returncode != 0:
         print(f"mutmut exited {run.returncode}: {run.stderr[-2000:]}")
     if survivors:
-        print("\nsurvivors (`mutmut show NAME` in the work folder):")
-        print("\n".join(f"- {n}" for n in survivors))
+        print("\nsurvivors and mutants no test runs (`mutmut show NAME` in the work folder):")
+        print("\n".join(f"- {n}: {found[n]}" for n in survivors))
 
 
 if __name__ == "__main__":

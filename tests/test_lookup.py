@@ -13,7 +13,7 @@ from autodoc.engine import Engine
 from autodoc.errors import RpcError
 
 from . import limits
-from .conftest import REPO, corpus, write
+from .conftest import REPO, corpus, lexical_workspace, write
 
 API_VAULT = REPO / "tests" / "fixtures" / "api-vault"
 
@@ -212,21 +212,47 @@ def test_lookup_reads_a_key_range_not_the_table(api):
     assert "SEARCH symbol_keys USING PRIMARY KEY" in plan and "SCAN" not in plan
 
 
-def test_bad_requests_are_invalid_params(api):
-    for params in (
-        ["api", ""],
-        ["api", 7],
-        ["api", "::"],
-        ["api", "x", {"fuzzy": True}],
-        ["api", "x", {"limit": 0}],
-        ["api", "x", {"exact": "yes"}],
-    ):
-        with pytest.raises(RpcError) as exc:
-            api.call("search.find", params)
-        assert exc.value.code == -32602
+@pytest.mark.parametrize(
+    ("params", "message", "field"),
+    [
+        (["api", ""], "name must be a non-empty string", "name"),
+        (["api", "  "], "name must be a non-empty string", "name"),
+        (["api", 7], "name must be a non-empty string", "name"),
+        (["api", "::"], "name has no letters or digits to look up", "name"),
+        (["api", "x", []], "options must be an object: {exact, limit}", "opts"),
+        (["api", "x", {"fuzzy": True}], "unknown option 'fuzzy' (known: exact, limit)", "fuzzy"),
+        (["api", "x", {"limit": 0}], "limit must be an integer from 1 to 500", "limit"),
+        (["api", "x", {"limit": 501}], "limit must be an integer from 1 to 500", "limit"),
+        (["api", "x", {"limit": True}], "limit must be an integer from 1 to 500", "limit"),
+        (["api", "x", {"limit": 2.0}], "limit must be an integer from 1 to 500", "limit"),
+        (["api", "x", {"exact": "yes"}], "exact must be true or false", "exact"),
+    ],
+)
+def test_bad_requests_are_invalid_params_naming_the_field(api, params, message, field):
+    with pytest.raises(RpcError) as exc:
+        api.call("search.find", params)
+    assert exc.value.to_dict() == {"code": -32602, "message": message, "data": {"field": field}}
+
+
+def test_an_unknown_workspace_is_invalid_params(api):
     with pytest.raises(RpcError) as exc:
         api.call("search.find", ["nope", "x"])
     assert exc.value.code == -32602
+
+
+def test_the_limits_of_a_find_hold_at_their_edges(api):
+    assert len(find(api, "order", limit=1)["matches"]) == 1
+    assert len(find(api, "order", limit=500)["matches"]) == len(find(api, "order")["matches"])
+    assert find(api, "order", exact=False)["matches"] == find(api, "order")["matches"]
+
+
+def test_a_find_answers_20_matches_unless_asked_for_more(rpc, vault):
+    for i in range(30):
+        write(vault, f"n{i:02}.md", f"# Note {i}\n\n## widgetPart{i:02}\n\ntext\n")
+    lexical_workspace(rpc, vault)
+    default = rpc.call("search.find", ["v", "widget"])["matches"]
+    assert [m["name"] for m in default] == [f"widgetPart{i:02}" for i in range(20)]
+    assert len(rpc.call("search.find", ["v", "widget", {"limit": 21}])["matches"]) == 21
 
 
 # -- freshness --------------------------------------------------------------------------------

@@ -307,7 +307,7 @@ def parse_options(opts: Any) -> tuple[bool, int]:
     return exact, limit
 
 
-def find(conn, ws_id: int, name: Any, *, exact: bool = False, limit: int = DEFAULT_LIMIT):
+def find(conn, ws_id: int, name: Any, *, exact: bool, limit: int):
     """Names that match and the documents holding them, a row per name and document: exact →
     prefix → partial, then title → alias → heading → identifier, shorter names first, then
     names from shorter titles and headings.
