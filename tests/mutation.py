@@ -132,7 +132,9 @@ def main() -> None:
 
 # SQL keywords and identifiers are case-insensitive in SQLite: a mutant that only changes the
 # case of a string holding SQL behaves the same, and is counted as equivalent, not survived.
-_SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|WHERE|FROM|JOIN|VALUES)\b", re.I)
+# Our SQL writes its keywords in capitals and our messages are lower case: the original line
+# must hold a capitalised keyword.
+_SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|WHERE|FROM|JOIN|VALUES|AND|ORDER BY|LIMIT)\b")
 
 
 def diff_lines(work: Path, mutmut: str, name: str) -> tuple[list[str], list[str]]:

@@ -362,3 +362,51 @@ def test_cpp_docs_lookup_is_fast(cpp):
         took.append(time.perf_counter() - started)
     took.sort()
     assert took[len(took) // 2] < limits.FIND_P50_S, took
+
+
+def test_an_answer_carries_the_name_the_options_and_each_matchs_document(rpc, vault):
+    text = "---\ntitle: Billing API\n---\n# Billing API\n\n## chargeCard\n\nCharges.\n"
+    write(vault, "api.md", text)
+    lexical_workspace(rpc, vault)
+    answer = rpc.call("search.find", ["v", "charge_card", {"exact": True}])
+    assert answer.pop("took_ms") >= 0
+    assert answer == {
+        "workspace": "v",
+        "name": "charge_card",
+        "exact": True,
+        "matches": [
+            {
+                "name": "chargeCard",
+                "match": "exact",
+                "kind": "heading",
+                "path": "api.md",
+                "title": "Billing API",
+                "line": 6,
+                "line_start": 6,
+                "line_end": 8,
+                "breadcrumb": "Billing API › chargeCard",
+            }
+        ],
+        "truncated": False,
+    }
+
+
+def test_a_heading_at_the_end_with_no_text_points_at_the_last_section(rpc, vault):
+    write(vault, "a.md", "# Alpha\n\nFirst words.\n\n## Beta\n\nMore words.\n\n## Gamma Tail\n")
+    lexical_workspace(rpc, vault)
+    [match] = rpc.call("search.find", ["v", "Gamma Tail"])["matches"]
+    assert (match["line"], match["line_start"], match["breadcrumb"]) == (9, 5, "Alpha › Beta")
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_truncated_says_when_more_keys_matched_than_were_read(rpc, vault, monkeypatch, exact):
+    """At most CANDIDATES key rows are read; one more than that and the answer says so."""
+    names = ["fooBar", "foo_bar", "FOO_BAR", "foo-bar"]  # four names, one key
+    write(vault, "a.md", "# A\n\n" + "".join(f"## {n}\n\ntext\n\n" for n in names))
+    lexical_workspace(rpc, vault)
+    monkeypatch.setattr(lookup, "CANDIDATES", 4)
+    answer = rpc.call("search.find", ["v", "foobar", {"exact": exact}])
+    assert answer["truncated"] is False and len(answer["matches"]) == 4
+    monkeypatch.setattr(lookup, "CANDIDATES", 3)
+    answer = rpc.call("search.find", ["v", "foobar", {"exact": exact}])
+    assert answer["truncated"] is True and len(answer["matches"]) == 3
