@@ -42,7 +42,7 @@ MODULES: dict[str, list[str]] = {
     "lookup": ["test_lookup.py"],
     "facets": ["test_facets.py"],
     "store": ["test_indexer.py", "test_concurrency.py", "test_dispatcher.py"],
-    "engine": ["test_dispatcher.py", "test_reliability.py"],
+    "engine": ["test_read_path.py", "test_dispatcher.py", "test_reliability.py"],
 }
 # what the tests read besides themselves
 ALSO_COPY = ["examples", ".tools", "doc", "README.md", "lua", "plugin", "lsp", ".ci", "bench"]

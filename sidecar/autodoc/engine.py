@@ -464,7 +464,8 @@ class Engine:
     def doc_read(
         self, name: Any, path: Any, line_start: Any = 1, line_end: Any = None
     ) -> dict[str, Any]:
-        """Lines line_start..line_end (1-based, inclusive) of a file inside the workspace."""
+        """Lines line_start..line_end (1-based, inclusive) of a file inside the workspace; a
+        null line_start is the first line, a null line_end the last."""
         ws = self.workspace(name)
         target = resolve_inside(ws.root, path)
         for field, value in (("line_start", line_start), ("line_end", line_end)):
@@ -472,6 +473,8 @@ class Engine:
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
             ):
                 raise invalid_params(f"{field} must be a positive integer", field=field)
+        if line_start is None:
+            line_start = 1
         if line_end is not None and line_end < line_start:
             raise invalid_params("line_end is before line_start", field="line_end")
         try:
