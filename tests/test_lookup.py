@@ -410,3 +410,25 @@ def test_truncated_says_when_more_keys_matched_than_were_read(rpc, vault, monkey
     monkeypatch.setattr(lookup, "CANDIDATES", 3)
     answer = rpc.call("search.find", ["v", "foobar", {"exact": exact}])
     assert answer["truncated"] is True and len(answer["matches"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "token", "at"),
+    [
+        ("foo", "foo", 0),  # at the very start
+        ("foo foo", "foo", 0),  # the first whole word
+        ("foo x foo", "foo", 0),
+        ("a foo b", "foo", 2),
+        ("xfoo foo", "foo", 5),  # inside a longer word first
+        ("foox foo", "foo", 5),
+        ("xfoo a foo", "foo", 7),
+        ("foo_x foo", "foo", 6),  # an underscore or a colon joins words
+        ("_foo foo", "foo", 5),
+        ("a:foo foo", "foo", 6),
+        ("foo: foo", "foo", 5),
+        ("CWnd::Create x", "Create", 6),  # only inside a qualified name: its first place
+        ("ab", "zz", 0),  # absent: the start
+    ],
+)
+def test_a_names_offset_is_its_first_whole_word_else_its_first_place(text, token, at):
+    assert lookup._offset_of(text, token) == at
