@@ -432,3 +432,31 @@ def test_truncated_says_when_more_keys_matched_than_were_read(rpc, vault, monkey
 )
 def test_a_names_offset_is_its_first_whole_word_else_its_first_place(text, token, at):
     assert lookup._offset_of(text, token) == at
+
+
+@pytest.mark.parametrize(
+    ("token", "is_name"),
+    [
+        ("x", False),  # one character
+        ("ab", True),
+        ("_a", True),
+        ("__", False),  # underscores only
+        ("X_X", True),
+        ("if", False),  # a keyword, any case
+        ("IF", False),
+        ("Class", False),
+        ("classy", True),
+    ],
+)
+def test_which_code_tokens_are_names(token, is_name):
+    assert lookup._code_name(token) is is_name
+
+
+def test_code_between_prose_is_read_as_code_and_prose_after_it_as_prose():
+    from autodoc.document import parse_document
+
+    text = "# T\n\nprose words\n\n```\nplainname = 1\n```\n\nthen fooBar here\n"
+    sites = lookup.document_symbols(parse_document(text.encode(), "t.md"))
+    assert sites["plainname"] == (lookup.KIND_CODE, 0, 6)  # not shaped like code: from code
+    assert sites["fooBar"] == (lookup.KIND_CODE, 0, 9)
+    assert "prose" not in sites and "then" not in sites
