@@ -460,3 +460,82 @@ def test_code_between_prose_is_read_as_code_and_prose_after_it_as_prose():
     assert sites["plainname"] == (lookup.KIND_CODE, 0, 6)  # not shaped like code: from code
     assert sites["fooBar"] == (lookup.KIND_CODE, 0, 9)
     assert "prose" not in sites and "then" not in sites
+
+
+SYMBOLS_DOC = """\
+---
+title: Orders API
+aliases: [order service, "checkout; cart", "alpha, beta"]
+---
+# Orders API
+
+The order service keeps `placeOrder` and `if` calls and `inlineonly` `twoA` `twoB`; see
+the snake_case_name helper and CWnd::Create, HTTPServer and URLs
+on a later line: parseJSON and CWnd::Destroy.
+
+[the docs](https://example.com/linkTarget) and more words,
+https://bare.example/bareUrl_part are links, not names. fooBar twice: fooBar.
+
+```python
+def plainname(arg):
+    return arg
+```
+
+An autolink <https://x.y/autoLink> alone.
+
+## placeOrder, cancelOrder; refund
+
+### A heading about renderHTML
+
+## !!!
+
+## plainname
+
+## CWnd::Attach method
+"""
+
+
+def test_document_symbols_are_exactly_these_names_kinds_labels_and_lines():
+    """One document with every source of a name; each expected site checked by reading it:
+    the strongest kind wins (a heading over code), list-like labels split, link targets and
+    URLs skipped, keywords and prose words left out, the first code site of a name kept."""
+    from autodoc.document import parse_document
+
+    text = SYMBOLS_DOC + "\n## " + "a" * 200 + "\n\n## " + "b" * 201 + "\n"  # the longest name
+    sites = lookup.document_symbols(parse_document(text.encode(), "o.md"))
+    t, a, h, c = lookup.KIND_TITLE, lookup.KIND_ALIAS, lookup.KIND_HEADING, lookup.KIND_CODE
+    assert sites == {
+        "Orders API": (t, 10, 5),
+        "alpha, beta": (a, 11, 1),
+        "alpha": (a, 11, 1),
+        "beta": (a, 11, 1),
+        "order service": (a, 13, 1),
+        "checkout; cart": (a, 14, 1),
+        "checkout": (a, 14, 1),
+        "cart": (a, 14, 1),
+        "plainname": (h, 9, 27),  # code first, then a heading: the heading's site
+        "CWnd": (h, 19, 29),
+        "CWnd::Attach": (h, 19, 29),
+        "CWnd::Attach method": (h, 19, 29),
+        "renderHTML": (h, 26, 23),
+        "A heading about renderHTML": (h, 26, 23),
+        "placeOrder": (h, 31, 21),
+        "cancelOrder": (h, 31, 21),
+        "placeOrder, cancelOrder; refund": (h, 31, 21),
+        "refund": (h, 31, 21),
+        "a" * 200: (h, 200, 31),
+        "inlineonly": (c, 0, 7),
+        "twoA": (c, 0, 7),
+        "twoB": (c, 0, 7),
+        "snake_case_name": (c, 0, 8),
+        "CWnd::Create": (c, 0, 8),
+        "Create": (c, 0, 8),
+        "HTTPServer": (c, 0, 8),
+        "parseJSON": (c, 0, 9),
+        "CWnd::Destroy": (c, 0, 9),
+        "Destroy": (c, 0, 9),
+        "fooBar": (c, 0, 12),
+        "python": (c, 0, 14),  # the fence's info string is read as code (see doc/testing.md)
+        "arg": (c, 0, 15),
+        "Attach": (c, 0, 29),  # a part of a qualified name in a heading is an identifier
+    }
