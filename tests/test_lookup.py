@@ -539,3 +539,12 @@ def test_document_symbols_are_exactly_these_names_kinds_labels_and_lines():
         "arg": (c, 0, 15),
         "Attach": (c, 0, 29),  # a part of a qualified name in a heading is an identifier
     }
+
+
+def test_a_title_no_h1_repeats_is_sited_on_the_first_line():
+    from autodoc.document import parse_document
+
+    text = "---\ntitle: Orders API\n---\n# Overview\n\n## Orders API\n\ntext\n"
+    sites = lookup.document_symbols(parse_document(text.encode(), "o.md"))
+    assert sites["Orders API"] == (lookup.KIND_TITLE, 10, 1)
+    assert sites["Overview"] == (lookup.KIND_HEADING, 8, 4)
