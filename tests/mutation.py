@@ -47,7 +47,7 @@ MODULES: dict[str, list[str]] = {
         "test_fuse.py",
     ],
     "lookup": ["test_lookup.py"],
-    "facets": ["test_facets.py"],
+    "facets": ["test_facets_rules.py", "test_facets.py"],
     "store": ["test_indexer.py", "test_concurrency.py", "test_dispatcher.py"],
     "engine": ["test_read_path.py", "test_dispatcher.py", "test_reliability.py"],
 }

@@ -58,7 +58,7 @@ _BOOLEANS.update({"false": False, "no": False, "off": False, "0": False})
 class SchemaError(Exception):
     """A schema that cannot be used; `line` is 1-based within the schema file."""
 
-    def __init__(self, message: str, line: int = 1) -> None:
+    def __init__(self, message: str, line: int) -> None:
         super().__init__(f"line {line}: {message}")
         self.message = message
         self.line = line
@@ -118,6 +118,9 @@ class Schema:
         return {**self.common, **(self.types.get(type_name, {}) if type_name else {})}
 
     def to_json(self) -> str:
+        """In declaration order: the first type whose `match` takes a path wins, and an enum
+        lists its values as declared, after a reload from the store too."""
+
         def fields(d: dict[str, Field]) -> dict[str, Any]:
             return {n: [f.type, list(f.values), f.required] for n, f in d.items()}
 
@@ -127,8 +130,7 @@ class Schema:
                 "types": {t: fields(d) for t, d in self.types.items()},
                 "match": {t: list(g) for t, g in self.match.items()},
                 "type_field": self.type_field,
-            },
-            sort_keys=True,
+            }
         )
 
     @classmethod
@@ -455,14 +457,14 @@ class FacetFilter:
         for name, matches in self.exclude.items():
             drop |= self._matching(conn, ws_id, name, matches)
         if keep is None:  # only exclusions: facet rows belong to live documents
-            return DocumentSet(total - len(drop), total, drop=drop)
+            return DocumentSet(total - len(drop), drop=drop)
         keep -= drop
         if len(keep) * 2 > total and len(keep) > TERM_SET_SMALL:
             live = conn.execute(
                 "SELECT id FROM documents WHERE workspace_id = ? AND deleted = 0", (ws_id,)
             )
-            return DocumentSet(len(keep), total, drop={r[0] for r in live if r[0] not in keep})
-        return DocumentSet(len(keep), total, keep=keep)
+            return DocumentSet(len(keep), drop={r[0] for r in live if r[0] not in keep})
+        return DocumentSet(len(keep), keep=keep)
 
     @staticmethod
     def _matching(conn, ws_id: int, name: str, matches: list[Match]) -> set[int]:
@@ -478,13 +480,13 @@ class FacetFilter:
                 )
             )
         for m in matches:
-            if m.prefix:  # a year or a month: the value itself, or any date under it
+            if m.prefix:  # a year or a month (digits, nothing GLOB reads): itself or under it
                 ids.update(
                     r[0]
                     for r in conn.execute(
                         "SELECT document_id FROM facets WHERE workspace_id = ? AND field = ?"
                         " AND (value = ? OR value GLOB ?)",
-                        (ws_id, name, m.value, _glob_escape(m.value) + "-*"),
+                        (ws_id, name, m.value, m.value + "-*"),
                     )
                 )
         return ids
@@ -514,7 +516,6 @@ class DocumentSet:
     """The documents a filter keeps: `keep` holds them, or `drop` holds the live others."""
 
     size: int  # how many are kept
-    total: int  # live documents in the workspace
     keep: set[int] | None = None
     drop: set[int] | None = None
 
@@ -522,10 +523,6 @@ class DocumentSet:
         if self.keep is not None:
             return doc_id in self.keep
         return doc_id not in (self.drop or ())
-
-
-def _glob_escape(text: str) -> str:
-    return re.sub(r"([*?\[])", r"[\1]", text)
 
 
 def coerce(schema: Schema, name: str, raw: Any, *, source: str) -> Match:
