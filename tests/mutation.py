@@ -37,7 +37,7 @@ MODULES: dict[str, list[str]] = {
     "query": ["test_query.py", "test_lexical.py", "test_facets.py"],
     "lexical": ["test_lexical_index.py", "test_lexical.py", "test_indexer.py"],
     "fuse": ["test_fuse.py", "test_semantic.py", "test_lexical.py"],
-    "semantic": ["test_semantic.py"],
+    "semantic": ["test_semantic_stage.py", "test_semantic.py"],
     "search": [
         "test_lexical.py",
         "test_semantic.py",

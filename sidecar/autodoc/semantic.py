@@ -179,6 +179,8 @@ class _Codes:
         n = len(rows)
         keys = np.fromiter((r[0] for r in rows), dtype=np.uint64, count=n)
         prefix = _hash_prefixes([r[1] for r in rows])
+        if not n:  # no vectors yet (a first fill under way): reshape cannot infer a width
+            return cls(keys, prefix, np.zeros((0, 0), dtype=np.uint8))
         bits = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.uint8).reshape(n, -1)
         return cls(keys, prefix, bits)
 
@@ -316,8 +318,9 @@ def semantic_candidates(
     qvec: np.ndarray,
     allowed: DocumentSet | None = None,
     need: int = RETRIEVER_TOP,
-    complete: bool = False,
-    chunks: int = 0,
+    *,
+    complete: bool,
+    chunks: int,
 ) -> tuple[list[tuple[int, int, float]], bool]:
     """Visible (chunk_id, document_id, cosine) best first; (hits, truncated).
 
@@ -333,9 +336,7 @@ def semantic_candidates(
     if allowed is not None:
         if not allowed.size:
             return [], False
-        if allowed.keep is not None and _chunk_count(conn, store, allowed.keep) <= (
-            chunks * SUBSET_SHARE
-        ):
+        if allowed.keep is not None and _chunk_count(conn, allowed.keep) <= (chunks * SUBSET_SHARE):
             return _subset(*args, allowed.keep, allowed, need, complete)
     read = max(SHORTLIST, need * 2)
     while True:
@@ -354,7 +355,7 @@ def semantic_candidates(
         read = MAX_READ
 
 
-def _chunk_count(conn, store: Store, docs: set[int]) -> int:
+def _chunk_count(conn, docs: set[int]) -> int:
     """Live chunks of these documents (an index-only count)."""
     return sum(
         Store.column(
