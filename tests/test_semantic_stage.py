@@ -260,3 +260,10 @@ def test_a_filtered_search_before_any_vector_exists_answers(tmp_path):
             assert answer["semantic"] == "partial"
         finally:
             engine.close()
+
+
+def test_a_sign_bit_is_set_only_for_a_positive_component():
+    vectors = np.array(
+        [[0.5, -0.1, 0.0, 2.0, 1.0, -3.0, 0.25, 1e-9], [-0.5] * 4 + [0.5] * 4], dtype=np.float32
+    )
+    assert semantic.sign_bits(vectors).tolist() == [[0b10011011], [0b00001111]]
