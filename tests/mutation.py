@@ -56,7 +56,7 @@ ALSO_COPY = ["examples", ".tools", "doc", "README.md", "lua", "plugin", "lsp", "
 STATUSES = ("killed", "survived", "no tests", "timeout", "suspicious", "skipped", "not checked")
 
 
-def prepare(work: Path, targets: list[tuple[str, str]]) -> None:
+def prepare(work: Path, targets: list[tuple[str, str]], only: list[str] | None = None) -> None:
     """The work folder: the package as autodoc/, the tests, and the mutmut settings."""
     for name in ("autodoc", "tests"):
         shutil.rmtree(work / name, ignore_errors=True)
@@ -68,7 +68,7 @@ def prepare(work: Path, targets: list[tuple[str, str]]) -> None:
             shutil.copytree(src, dst, dirs_exist_ok=True, symlinks=True)
         elif src.is_file():
             shutil.copy2(src, dst)
-    tests = sorted({f"tests/{t}" for module, _ in targets for t in MODULES[module]})
+    tests = sorted({f"tests/{t}" for module, _ in targets for t in only or MODULES[module]})
     modules = sorted({f"autodoc/{module}.py" for module, _ in targets})
     settings = "\n".join(
         [
@@ -103,6 +103,7 @@ def main() -> None:
     ap.add_argument("--work", help="the work folder (kept; default: a temporary one)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--report", action="store_true", help="report on --work's last run only")
+    ap.add_argument("--tests", nargs="+", help="these test files instead of the MODULES table's")
     args = ap.parse_args()
     targets = []
     for t in args.targets:
@@ -119,7 +120,7 @@ def main() -> None:
         report(results(work, mutmut), targets, 0.0, work, done, mutmut)
         return
     work.mkdir(parents=True, exist_ok=True)
-    prepare(work, targets)
+    prepare(work, targets, args.tests)
     env = {**os.environ, "AUTODOC_SHARED": str(REPO.parent / "shared")}
     env.pop("PYTHONPATH", None)
     started = time.monotonic()
