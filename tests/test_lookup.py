@@ -498,7 +498,8 @@ An autolink <https://x.y/autoLink> alone.
 def test_document_symbols_are_exactly_these_names_kinds_labels_and_lines():
     """One document with every source of a name; each expected site checked by reading it:
     the strongest kind wins (a heading over code), list-like labels split, link targets and
-    URLs skipped, keywords and prose words left out, the first code site of a name kept."""
+    URLs skipped, keywords, prose words and a fence's info string left out, the first code
+    site of a name kept."""
     from autodoc.document import parse_document
 
     text = SYMBOLS_DOC + "\n## " + "a" * 200 + "\n\n## " + "b" * 201 + "\n"  # the longest name
@@ -535,7 +536,6 @@ def test_document_symbols_are_exactly_these_names_kinds_labels_and_lines():
         "CWnd::Destroy": (c, 0, 9),
         "Destroy": (c, 0, 9),
         "fooBar": (c, 0, 12),
-        "python": (c, 0, 14),  # the fence's info string is read as code (see doc/testing.md)
         "arg": (c, 0, 15),
         "Attach": (c, 0, 29),  # a part of a qualified name in a heading is an identifier
     }
@@ -548,3 +548,19 @@ def test_a_title_no_h1_repeats_is_sited_on_the_first_line():
     sites = lookup.document_symbols(parse_document(text.encode(), "o.md"))
     assert sites["Orders API"] == (lookup.KIND_TITLE, 10, 1)
     assert sites["Overview"] == (lookup.KIND_HEADING, 8, 4)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# T\n\n```cpp\nint realName;\n```\n",
+        "# T\n\n~~~ {.cpp title=x}\nint realName;\n~~~\n",
+        "# T\n\n- item\n\n      ```cpp\n      int realName;\n      ```\n",
+        "# T\n\n> ```cpp\n> int realName;\n> ```\n",
+    ],
+)
+def test_a_fences_info_string_is_no_name(text):
+    from autodoc.document import parse_document
+
+    sites = lookup.document_symbols(parse_document(text.encode(), "t.md"))
+    assert "realName" in sites and not {"cpp", "title", "x"} & set(sites)

@@ -39,12 +39,14 @@ MAX_KEYS = 12  # suffix joins stored per name: headings of many words stay cheap
 CANDIDATES = 5000  # key rows read per lookup; past this the answer says `truncated`
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 500
-INDEX_FORMAT = "names=1"  # bump when extraction changes: documents are re-read once
+INDEX_FORMAT = "names=2"  # bump when extraction changes: documents are re-read once
 
 _PIECE = re.compile(r"[^\W_]+")  # letters and digits, any script
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*")
 _INLINE_CODE = re.compile(r"(`+)(.+?)\1")
+# A fenced block's own fence lines: its info string (```python) names a language, not code.
+_FENCE_LINE = re.compile(r"^[ \t>]*(?:`{3,}|~{3,}).*$", re.M)  # in items and quotes too
 _LINK_TARGET = re.compile(r"\]\([^)\n]*\)|<[a-z][a-z0-9+.-]*:[^>\n]*>", re.I)
 _BARE_URL = re.compile(r"[a-z][a-z0-9+.-]*://\S+", re.I)
 # Prose tokens that may look like code: qualified, leading underscore, or with an upper-case
@@ -154,6 +156,8 @@ def document_symbols(doc: ParsedDocument) -> dict[str, tuple[int, int, int]]:
     for is_code, first, text in _runs(doc):
         found: list[tuple[str, str]] = []  # (token, the text to find its line in)
         if is_code:
+            if "``" in text or "~~" in text:
+                text = _FENCE_LINE.sub(_blank, text)
             tokens = dict.fromkeys(_IDENT.findall(text))
             code_words.update(tokens)
             found = [(t, text) for t in tokens if t not in sites and t not in rejected]
