@@ -64,6 +64,7 @@ def find(rpc: Dispatcher, name: str, **opts) -> dict:
         ("utf8Decode", ["utf", "8", "decode"]),
         ("place order", ["place", "order"]),
         ("Café crème", ["café", "crème"]),
+        ("Größe_maxValue", ["grösse", "max", "value"]),  # casefolded; its ASCII parts split
     ],
 )
 def test_names_split_into_subwords(name, words):
@@ -398,18 +399,19 @@ def test_a_heading_at_the_end_with_no_text_points_at_the_last_section(rpc, vault
     assert (match["line"], match["line_start"], match["breadcrumb"]) == (9, 5, "Alpha › Beta")
 
 
-@pytest.mark.parametrize("exact", [True, False])
-def test_truncated_says_when_more_keys_matched_than_were_read(rpc, vault, monkeypatch, exact):
-    """At most CANDIDATES key rows are read; one more than that and the answer says so."""
-    names = ["fooBar", "foo_bar", "FOO_BAR", "foo-bar"]  # four names, one key
+@pytest.mark.parametrize(("exact", "n"), [(True, 4), (False, 5)])
+def test_truncated_says_when_more_keys_matched_than_were_read(rpc, vault, monkeypatch, exact, n):
+    """At most CANDIDATES key rows are read; one more than that and the answer says so. Four
+    names share the key `foobar`; `foobarBaz` only begins with it (a prefix, not exact)."""
+    names = ["fooBar", "foo_bar", "FOO_BAR", "foo-bar", "foobarBaz"]
     write(vault, "a.md", "# A\n\n" + "".join(f"## {n}\n\ntext\n\n" for n in names))
     lexical_workspace(rpc, vault)
-    monkeypatch.setattr(lookup, "CANDIDATES", 4)
+    monkeypatch.setattr(lookup, "CANDIDATES", n)
     answer = rpc.call("search.find", ["v", "foobar", {"exact": exact}])
-    assert answer["truncated"] is False and len(answer["matches"]) == 4
-    monkeypatch.setattr(lookup, "CANDIDATES", 3)
+    assert answer["truncated"] is False and len(answer["matches"]) == n
+    monkeypatch.setattr(lookup, "CANDIDATES", n - 1)
     answer = rpc.call("search.find", ["v", "foobar", {"exact": exact}])
-    assert answer["truncated"] is True and len(answer["matches"]) == 3
+    assert answer["truncated"] is True and len(answer["matches"]) == n - 1
 
 
 @pytest.mark.parametrize(
@@ -422,6 +424,7 @@ def test_truncated_says_when_more_keys_matched_than_were_read(rpc, vault, monkey
         ("xfoo foo", "foo", 5),  # inside a longer word first
         ("foox foo", "foo", 5),
         ("xfoo a foo", "foo", 7),
+        ("xfoo foo foo", "foo", 5),  # the first whole word after, not the last
         ("foo_x foo", "foo", 6),  # an underscore or a colon joins words
         ("_foo foo", "foo", 5),
         ("a:foo foo", "foo", 6),
@@ -564,3 +567,23 @@ def test_a_fences_info_string_is_no_name(text):
 
     sites = lookup.document_symbols(parse_document(text.encode(), "t.md"))
     assert "realName" in sites and not {"cpp", "title", "x"} & set(sites)
+
+
+def test_a_name_and_its_parts_keep_their_first_sites_and_links_are_no_names():
+    from autodoc.document import parse_document
+
+    text = (
+        "# T\n\nCWnd::Create first,\nthen CWnd::Destroy later.\n\n"
+        "See [the guide](docs/someGuide.md) for more.\n\n```\ncode\n```\n\n"
+        "Write to <mailto:mailUser@example.com> then.\n"
+    )
+    sites = lookup.document_symbols(parse_document(text.encode(), "t.md"))
+    c = lookup.KIND_CODE
+    assert {k: v for k, v in sites.items() if k != "T"} == {
+        "CWnd::Create": (c, 0, 3),
+        "CWnd": (c, 0, 3),  # not moved to line 4 by CWnd::Destroy
+        "Create": (c, 0, 3),
+        "CWnd::Destroy": (c, 0, 4),
+        "Destroy": (c, 0, 4),
+        "code": (c, 0, 9),
+    }
