@@ -573,17 +573,18 @@ def test_a_name_and_its_parts_keep_their_first_sites_and_links_are_no_names():
     from autodoc.document import parse_document
 
     text = (
-        "# T\n\nCWnd::Create first,\nthen CWnd::Destroy later.\n\n"
+        "# T\n\nCWnd::Create first.\n\n"
         "See [the guide](docs/someGuide.md) for more.\n\n```\ncode\n```\n\n"
-        "Write to <mailto:mailUser@example.com> then.\n"
+        "Then CWnd::Destroy later.\n"
+        "Write to <mailto:someone@example.com?subject=helloWorld> then.\n"
     )
     sites = lookup.document_symbols(parse_document(text.encode(), "t.md"))
     c = lookup.KIND_CODE
     assert {k: v for k, v in sites.items() if k != "T"} == {
         "CWnd::Create": (c, 0, 3),
-        "CWnd": (c, 0, 3),  # not moved to line 4 by CWnd::Destroy
+        "CWnd": (c, 0, 3),  # not moved to line 11 by CWnd::Destroy
         "Create": (c, 0, 3),
-        "CWnd::Destroy": (c, 0, 4),
-        "Destroy": (c, 0, 4),
-        "code": (c, 0, 9),
+        "code": (c, 0, 8),
+        "CWnd::Destroy": (c, 0, 11),
+        "Destroy": (c, 0, 11),
     }
