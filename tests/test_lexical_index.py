@@ -246,3 +246,14 @@ def test_add_counts_what_it_added_and_a_closed_writer_opens_again(index):
     assert index.add([doc(3, "three")]) == 1
     index.commit()
     assert index.all_chunk_ids() == {1, 2, 3}
+
+
+def test_a_word_in_two_fields_scores_by_the_best_one_alone(index):
+    """Max, not sum (TIE_BREAKER 0): the body's copy of a title word adds nothing."""
+    filled(
+        index,
+        doc(1, "zebra", title="zebra", breadcrumb="filler"),
+        doc(2, "filler", title="zebra", breadcrumb="filler"),
+    )
+    scores = dict(index.search(index.build(parse_query("zebra"), True), 10))
+    assert scores[1] == pytest.approx(scores[2], rel=1e-6)
