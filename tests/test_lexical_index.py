@@ -215,14 +215,15 @@ def test_an_index_of_another_schema_starts_over_on_disk(tmp_path):
         again.close()
 
 
+def zebra_scores(index: LexicalIndex, *where: tuple[str, str, str]) -> dict[int, float]:
+    """BM25 of "zebra" for documents 1, 2, ... holding (body, title, breadcrumb)."""
+    filled(index, *(doc(i, b, title=t, breadcrumb=c) for i, (b, t, c) in enumerate(where, 1)))
+    return dict(index.search(index.build(parse_query("zebra"), True), 10))
+
+
 def test_a_word_scores_by_its_best_field_times_that_fields_weight(index):
-    filled(
-        index,
-        doc(1, "filler", title="zebra", breadcrumb="filler"),
-        doc(2, "filler", title="filler", breadcrumb="zebra"),
-        doc(3, "zebra", title="filler", breadcrumb="filler"),
-    )
-    scores = dict(index.search(index.build(parse_query("zebra"), True), 10))
+    f, z = "filler", "zebra"
+    scores = zebra_scores(index, (f, z, f), (f, f, z), (z, f, f))
     assert list(scores) == [1, 2, 3]  # every field has one word: only the weights differ
     assert scores[1] / scores[3] == pytest.approx(FIELD_WEIGHTS["title"], rel=1e-5)
     assert scores[2] / scores[3] == pytest.approx(FIELD_WEIGHTS["breadcrumb"], rel=1e-5)
@@ -251,12 +252,7 @@ def test_add_counts_what_it_added_and_a_closed_writer_opens_again(index):
 def test_a_word_in_two_fields_scores_by_the_best_one_alone(index):
     """Max, not sum (TIE_BREAKER 0): the body's copy of a title word adds nothing. Each field
     holds the word in two of three one-word documents, so a field's BM25 is the same b."""
-    filled(
-        index,
-        doc(1, "zebra", title="zebra", breadcrumb="filler"),
-        doc(2, "filler", title="zebra", breadcrumb="filler"),
-        doc(3, "zebra", title="filler", breadcrumb="filler"),
-    )
-    scores = dict(index.search(index.build(parse_query("zebra"), True), 10))
+    f, z = "filler", "zebra"
+    scores = zebra_scores(index, (z, z, f), (f, z, f), (z, f, f))
     assert scores[1] == pytest.approx(scores[2], rel=1e-6)  # 1.2 b, not 1.2 b + b
     assert scores[3] / scores[2] == pytest.approx(1 / FIELD_WEIGHTS["title"], rel=1e-5)
