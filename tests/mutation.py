@@ -2,6 +2,7 @@
 
     python tests/mutation.py fuse [lookup search:x_make_snippet* ...] [--work DIR] [--jobs 2]
     python tests/mutation.py lookup --work DIR --report    # the last run's report again
+    python tests/mutation.py lookup --work DIR --plant     # its survivors in today's source
 
 mutmut names a mutant by its file's path from where it runs, and imports the mutated package
 from a copy of that path; AutoDoc's package lives in `sidecar/`, so the run happens in a work
@@ -104,6 +105,11 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--report", action="store_true", help="report on --work's last run only")
     ap.add_argument("--tests", nargs="+", help="these test files instead of the MODULES table's")
+    ap.add_argument(
+        "--plant",
+        action="store_true",
+        help="plant --work's survivors into a copy of the current source, one at a time",
+    )
     args = ap.parse_args()
     targets = []
     for t in args.targets:
@@ -113,6 +119,11 @@ def main() -> None:
         targets.append((module, glob or "*"))
     mutmut = shutil.which("mutmut", path=os.path.dirname(sys.executable)) or "mutmut"
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="autodoc-mutants-"))
+    if args.plant:
+        if not args.work:
+            ap.error("--plant needs --work")
+        plant(work, targets, args.tests, mutmut)
+        return
     if args.report:
         if not args.work:
             ap.error("--report needs --work")
@@ -167,6 +178,50 @@ def sql_case_only(removed: list[str], added: list[str]) -> bool:
         and [_SQL_TEXT.findall(r) for r in removed] == [_SQL_TEXT.findall(a) for a in added]
         and all(_SQL.search(r) for r in removed)
     )
+
+
+def plant(work: Path, targets, only: list[str] | None, mutmut: str) -> None:
+    """Each survivor of the last run in `work`, planted by its diff into a copy of the current
+    source, against the module's tests: for a module whose source changed since that run (the
+    mutants' names no longer match), so its survivors are still checked one by one."""
+    found = results(work, mutmut)
+    scratch = Path(tempfile.mkdtemp(prefix="autodoc-plant-"))
+    for rel in ("sidecar", "tests", "examples", ".tools", "pyproject.toml"):
+        src = REPO / rel
+        if src.is_dir():
+            shutil.copytree(src, scratch / rel, symlinks=True)
+        elif src.is_file():
+            shutil.copy2(src, scratch / rel)
+    env = {**os.environ, "PYTHONPATH": str(scratch / "sidecar")}
+    env["AUTODOC_SHARED"] = str(REPO.parent / "shared")
+    for module, glob in targets:
+        source = scratch / "sidecar" / "autodoc" / f"{module}.py"
+        original = source.read_text()
+        tests = [f"tests/{t}" for t in only or MODULES[module]]
+        prefix = f"autodoc.{module}."
+        for name in sorted(found):
+            if not name.startswith(prefix) or found[name] != "survived":
+                continue
+            if not fnmatch.fnmatch(name, prefix + glob):
+                continue
+            removed, added = diff_lines(work, mutmut, name)
+            old, new = "\n".join(removed), "\n".join(added)
+            if sql_case_only(removed, added):
+                continue
+            if original.count(old) != 1:
+                print(f"{name}: cannot plant (its lines occur {original.count(old)} times)")
+                continue
+            source.write_text(original.replace(old, new))
+            run = subprocess.run(
+                [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+                cwd=scratch,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            print(f"{name}: {'killed' if run.returncode else 'survived'}")
+        source.write_text(original)
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def report(found: dict[str, str], targets, took: float, work: Path, run, mutmut: str) -> None:

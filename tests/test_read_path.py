@@ -26,6 +26,9 @@ def kb(tmp_path_factory):
     write(root, "sub/b.md", "# Beta\n\nno newline at the end")
     write(root, "empty.md", "")
     write(root, "big.md", "# Big\n\n" + "x" * 2_000_000 + "\n")
+    write(root, "edge.md", "# E\n\n" + "x" * (1_000_000 - 6) + "\n")  # exactly 1 MB
+    write(root, "over.md", "# O\n\n" + "x" * (1_000_000 - 5) + "\n")  # one byte more
+    (root / "latin1.md").write_bytes(b"# Caf\xe9\n\nna\xefve bytes\n")
     (base / "vault-secret").mkdir()
     (base / "vault-secret" / "secret.md").write_text("# Secret\n\ntop secret\n")
     (root / "escape.md").symlink_to(base / "vault-secret" / "secret.md")
@@ -125,15 +128,23 @@ def test_a_bad_read_is_invalid_params_saying_what_was_wrong(kb, params, message,
 
 
 def test_a_file_over_the_size_limit_is_refused_not_read(kb):
-    rpc, _ = kb
+    rpc, root = kb
+    assert (root / "edge.md").stat().st_size == 1_000_000
     rpc.call("workspace.configure", ["v", {"max_file_mb": 1}])
     try:
         got = error(kb, "big.md")
         assert got["code"] == -32602 and got["data"] == {"path": "big.md"}
-        assert got["message"].startswith("cannot read big.md: ")
+        assert got["message"] == "cannot read big.md: file too large (2.0 MB)"
+        assert error(kb, "over.md")["message"] == "cannot read over.md: file too large (1.0 MB)"
+        assert read(kb, "edge.md", 1, 1)["text"] == "# E"  # at the limit: read
     finally:
         rpc.call("workspace.configure", ["v", {"max_file_mb": 10}])
     assert read(kb, "big.md", 1, 1)["text"] == "# Big"
+
+
+def test_bytes_that_are_not_utf8_are_read_as_replacement_characters(kb):
+    got = read(kb, "latin1.md")
+    assert got["text"] == "# Caf\ufffd\n\nna\ufffdve bytes" and got["lines_total"] == 3
 
 
 def test_resolve_inside_compares_paths_not_strings(tmp_path):
