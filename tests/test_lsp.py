@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import sys
@@ -385,20 +386,25 @@ async def test_a_cancelled_request_stops_its_read_at_the_next_stage(engine):
 
 async def test_cancel_request_answers_request_cancelled(client: LanguageClient):
     """`$/cancelRequest` stops a search: -32800 saying so (not a normal answer, not the
-    superseding of a newer search). A search may finish before the cancel arrives, so the
-    round is repeated (at most ten times) until one was cancelled in flight."""
+    superseding of a newer search). The request and its cancel go out in one write, so the
+    server reads the cancel before the search can finish (a search on this vault takes about a
+    millisecond: sent one after the other, the answer often won). Repeated at most ten times
+    until one was cancelled in flight; a round the search wins must be a whole answer."""
+    wire = RawWire(client)
     cancelled = []
     for i in range(10):
-        future = client.protocol.send_request("autodoc/search.query", ["vault", f"sqlite {i}"])
-        msg_id = next(reversed(client.protocol._request_futures))
-        client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
-        try:
-            answer = await asyncio.wrap_future(future)
-        except JsonRpcException as exc:
-            assert exc.code == -32800 and "superseded" not in str(exc), exc
-            cancelled.append(exc)
+        rid = f"raw-cancel-{i}"
+        request = {"jsonrpc": "2.0", "id": rid, "method": "autodoc/search.query",
+                   "params": ["vault", f"sqlite {i}"]}  # fmt: skip
+        cancel = {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": rid}}
+        wire.send_all([json.dumps(request).encode(), json.dumps(cancel).encode()])
+        reply = await wire.reply()
+        assert reply.id == rid
+        if getattr(reply, "error", None) is not None:
+            assert reply.error.code == -32800 and "superseded" not in reply.error.message
+            cancelled.append(reply)
             break
-        assert answer.hits is not None  # finished before the cancel: a whole answer
+        assert plain(reply.result)["hits"] is not None  # finished first: a whole answer
     assert cancelled
     # The server goes on answering.
     assert (await call(client, "search.query", "vault", "reclaimBatch"))["hits"]
@@ -414,16 +420,23 @@ class RawWire:
         original = protocol.handle_message
 
         def spy(message):
-            if getattr(message, "error", None) is not None and str(
-                getattr(message, "id", None)
-            ).startswith(("raw-", "None")):
+            rid = str(getattr(message, "id", None))
+            failed = getattr(message, "error", None) is not None
+            if rid.startswith("raw-") and (failed or hasattr(message, "result")):
+                self.replies.append(message)  # an answer to a request sent raw
+            elif failed and rid == "None":
                 self.replies.append(message)
             return original(message)
 
         protocol.handle_message = spy
 
     def send(self, body: bytes) -> None:
-        self.client.protocol.writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        self.send_all([body])
+
+    def send_all(self, bodies: list[bytes]) -> None:
+        """Several messages in one write: the server reads them back to back."""
+        frames = b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(b), b) for b in bodies)
+        self.client.protocol.writer.write(frames)
 
     async def reply(self):
         async def got():
