@@ -384,22 +384,31 @@ async def test_a_cancelled_request_stops_its_read_at_the_next_stage(engine):
         server.readers.shutdown()
 
 
-async def test_cancel_request_answers_request_cancelled(client: LanguageClient):
+async def test_cancel_request_answers_request_cancelled(client: LanguageClient, vault: Path):
     """`$/cancelRequest` stops a search: -32800 saying so (not a normal answer, not the
-    superseding of a newer search). The request and its cancel go out in one write, so the
-    server reads the cancel before the search can finish (a search on this vault takes about a
-    millisecond: sent one after the other, the answer often won). Repeated at most ten times
-    until one was cancelled in flight; a round the search wins must be a whole answer."""
+    superseding of a newer search). A search on this vault takes about a millisecond, so the
+    answer can beat its cancel; here two long reads (a 6 MB file, read whole for its first
+    line) hold both read workers, the search queues behind them, and the cancel, sent in the
+    same write, arrives while it waits (measured: cancelled in the first round 7 times of 8 under load, the second
+    the other time). Repeated at most ten times until one was cancelled; a round the search
+    wins must be a whole answer."""
+    (vault / "big.txt").write_text("a line of filler text to read back\n" * 180_000)
     wire = RawWire(client)
     cancelled = []
     for i in range(10):
         rid = f"raw-cancel-{i}"
+        blockers = [
+            {"jsonrpc": "2.0", "id": f"raw-read-{i}-{n}", "method": "autodoc/doc.read",
+             "params": ["vault", "big.txt", 1, 1]}
+            for n in range(2)
+        ]  # fmt: skip
         request = {"jsonrpc": "2.0", "id": rid, "method": "autodoc/search.query",
                    "params": ["vault", f"sqlite {i}"]}  # fmt: skip
         cancel = {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": rid}}
-        wire.send_all([json.dumps(request).encode(), json.dumps(cancel).encode()])
-        reply = await wire.reply()
-        assert reply.id == rid
+        wire.send_all([json.dumps(m).encode() for m in (*blockers, request, cancel)])
+        reply = await wire.reply_to(rid)
+        for blocker in blockers:  # the reads themselves answer in full
+            assert plain((await wire.reply_to(blocker["id"])).result)["lines_total"] == 180_000
         if getattr(reply, "error", None) is not None:
             assert reply.error.code == -32800 and "superseded" not in reply.error.message
             cancelled.append(reply)
@@ -444,6 +453,16 @@ class RawWire:
 
         [reply] = await until(got)
         self.replies.clear()
+        return reply
+
+    async def reply_to(self, rid: str):
+        """The reply to the raw request `rid`, whenever it comes among the others."""
+
+        async def got():
+            return next((r for r in self.replies if str(r.id) == rid), None)
+
+        reply = await until(got)
+        self.replies.remove(reply)
         return reply
 
 
