@@ -389,9 +389,9 @@ async def test_cancel_request_answers_request_cancelled(client: LanguageClient, 
     superseding of a newer search). A search on this vault takes about a millisecond, so the
     answer can beat its cancel; here two long reads (a 6 MB file, read whole for its first
     line) hold both read workers, the search queues behind them, and the cancel, sent in the
-    same write, arrives while it waits (measured: cancelled in the first round 7 times of 8 under load, the second
-    the other time). Repeated at most ten times until one was cancelled; a round the search
-    wins must be a whole answer."""
+    same write, arrives while it waits (measured under load: cancelled in the first round 7
+    times of 8, in the second the other time). Repeated at most ten times until one was
+    cancelled; a round the search wins must be a whole answer."""
     (vault / "big.txt").write_text("a line of filler text to read back\n" * 180_000)
     wire = RawWire(client)
     cancelled = []
