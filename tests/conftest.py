@@ -101,6 +101,16 @@ def fake_openai_engine(db: Path, root: Path, url: str, name: str = "v", dim: int
     return engine
 
 
+# The stage sets every "never stale" / "never mixes generations" claim is checked over.
+STAGE_SETS = [["lexical"], ["semantic"], ["lexical", "semantic"]]
+
+
+def snippet_in(snippet: str, text: str) -> bool:
+    """A hit's snippet (whitespace collapsed, without its ellipses) is in `text`: the span it
+    points at holds what it shows."""
+    return snippet.strip("…") in " ".join(text.split())
+
+
 def lexical_workspace(rpc: Dispatcher, root: Path, name: str = "v") -> dict:
     """Add `root` as workspace `name` without embeddings and index it; the run's summary."""
     rpc.call("workspace.add", [name, str(root)])

@@ -14,9 +14,7 @@ from autodoc.indexer import Indexer
 from autodoc.lexical import LexicalDoc
 from autodoc.store import PENDING
 
-from .conftest import write
-
-STAGE_SETS = [["lexical"], ["semantic"], ["lexical", "semantic"]]
+from .conftest import STAGE_SETS, write
 
 DOC = """
 # Design

@@ -22,7 +22,7 @@ from pytest_lsp import (
     make_test_lsp_client,
 )
 
-from .conftest import EXAMPLE_VAULT, write
+from .conftest import EXAMPLE_VAULT, STAGE_SETS, snippet_in, write
 
 CLIENTS = ["neovim", "visual_studio_code"]
 WAIT_S = 20.0
@@ -250,14 +250,10 @@ async def test_a_schema_edited_on_disk_reloads_and_filters(client: LanguageClien
     assert browse["mode_used"] == "facet" and browse["matched"] == 3
 
 
-STAGE_SETS = [["lexical"], ["semantic"], ["lexical", "semantic"]]
-
-
 def span_matches(root: Path, hit: dict) -> bool:
-    """The hit's snippet (whitespace collapsed, without its ellipses) is in the file's lines
-    at the hit's span as they are now."""
+    """The hit's snippet is in the file's lines at the hit's span as they are now."""
     lines = (root / hit["path"]).read_text().split("\n")[hit["line_start"] - 1 : hit["line_end"]]
-    return hit["snippet"].strip("…") in " ".join("\n".join(lines).split())
+    return snippet_in(hit["snippet"], "\n".join(lines))
 
 
 async def test_a_stale_span_is_never_served(vault: Path):

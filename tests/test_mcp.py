@@ -23,7 +23,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from autodoc.mcp_server import HIT_FIELDS
 
-from .conftest import REPO, long_count
+from .conftest import REPO, STAGE_SETS, long_count, snippet_in
 from .test_fuzz import DOCUMENTED, json_value
 
 API_VAULT = REPO / "tests" / "fixtures" / "api-vault"
@@ -263,14 +263,13 @@ def test_a_span_served_to_an_agent_is_never_stale(served):
         assert answer["stages"]["performed"] == stages
         for hit in answer["hits"]:
             args = {k: hit[k] for k in ("path", "line_start", "line_end")}
-            text = " ".join(session.ok("read_span", args)["text"].split())
-            assert hit["snippet"].strip("…") in text, (stages, hit)
+            assert snippet_in(hit["snippet"], session.ok("read_span", args)["text"]), (stages, hit)
         return any(h["path"] == "guides/checkout.md" for h in answer["hits"])
 
-    for stages in (["lexical"], ["semantic"], ["lexical", "semantic"]):
+    for stages in STAGE_SETS:
         spans_hold(stages)
     # the new text is indexed (and embedded) in the background, then found at its new lines
-    for stages in (["lexical"], ["semantic"], ["lexical", "semantic"]):
+    for stages in STAGE_SETS:
         wait_until(lambda s=stages: spans_hold(s))
 
 

@@ -17,7 +17,7 @@ from autodoc.indexer import Indexer
 from autodoc.search import read_epochs
 from autodoc.semantic import collect_unused, fill
 
-from .conftest import EXAMPLE_VAULT, corpus, fake_openai_engine, write
+from .conftest import EXAMPLE_VAULT, STAGE_SETS, corpus, fake_openai_engine, write
 from .fake_openai import FakeOpenAI
 
 
@@ -636,7 +636,7 @@ def test_a_documents_exact_title_or_alias_comes_first(sample):
     assert all(h["path"].startswith("notes/") for h in filtered["hits"])
 
 
-@pytest.mark.parametrize("stages", [["lexical"], ["semantic"], ["lexical", "semantic"]])
+@pytest.mark.parametrize("stages", STAGE_SETS)
 def test_an_answer_after_an_edit_never_shows_the_retired_generation(rpc, vault, stages):
     """Retired chunks stay in the store for a grace period (readers mid-query may still hold
     them): no stage may hand them out."""

@@ -462,7 +462,7 @@ class Engine:
         return self.store.changes_since(ws, cursor)
 
     def doc_read(
-        self, name: Any, path: Any, line_start: Any = 1, line_end: Any = None
+        self, name: Any, path: Any, line_start: Any = None, line_end: Any = None
     ) -> dict[str, Any]:
         """Lines line_start..line_end (1-based, inclusive) of a file inside the workspace; a
         null line_start is the first line, a null line_end the last."""
