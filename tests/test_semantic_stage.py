@@ -5,6 +5,10 @@ loop and its `truncated`, and the in-memory sign codes as the vector set grows."
 
 from __future__ import annotations
 
+import contextlib
+import json
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -33,8 +37,9 @@ def sem(tmp_path_factory):
     root = base / "vault"
     for i in range(40):
         write(root, f"topics/t{i:02}.md", note(i))
-    write(root, "shared/a.md", "# A\n\nalpha page words\n\n" + LICENCE)
-    write(root, "other/b.md", "# B\n\nbeta page words\n\n" + LICENCE)
+    # One title, so one breadcrumb: the licence sections have one text, so one vector.
+    write(root, "shared/a.md", "# Common\n\nalpha page words\n\n" + LICENCE)
+    write(root, "other/b.md", "# Common\n\nbeta page words\n\n" + LICENCE)
     with FakeOpenAI(dim=32) as server:
         engine = fake_openai_engine(base / "store" / "autodoc.db", root, server.url)
         engine.index_run("v")
@@ -109,8 +114,8 @@ def test_the_whole_workspace_ranking_is_the_exact_cosine_ranking(sem, text):
 @pytest.mark.parametrize("text", QUERIES)
 @pytest.mark.parametrize("prefixes", [("topics/t0",), ("shared/",), ("topics/", "shared/")])
 def test_a_filtered_ranking_is_the_exact_cosine_ranking_of_the_kept_documents(sem, text, prefixes):
-    """("topics/t0",) and ("shared/",) keep few chunks: their own vectors are scanned; the
-    third keeps most: the whole-workspace shortlist, filtered."""
+    """("shared/",) keeps 4 of the 82 chunks: its own vectors are scanned; ("topics/t0",)
+    keeps 20 and the third most: the whole-workspace shortlist, filtered."""
     engine, _ = sem
     keep = doc_ids(engine, *prefixes)
     found, _ = candidates(engine, text, DocumentSet(len(keep), keep=keep))
@@ -123,6 +128,12 @@ def test_a_filtered_ranking_is_the_exact_cosine_ranking_of_the_kept_documents(se
 def test_a_text_shared_with_a_document_outside_the_filter_stays_outside(sem):
     """Both licence sections have one text, so one vector: the filter decides by document."""
     engine, _ = sem
+    with engine.store.snapshot() as conn:
+        shared = conn.execute(
+            "SELECT count(*), count(DISTINCT text_hash) FROM chunks"
+            " WHERE breadcrumb = 'Common › Licence' AND state = 1"
+        ).fetchone()
+    assert tuple(shared) == (2, 1)
     for inside, outside in (("shared/", "other/"), ("other/", "shared/")):
         keep = doc_ids(engine, inside)
         found, _ = candidates(engine, "MIT licence copyright", DocumentSet(len(keep), keep=keep))
@@ -147,7 +158,7 @@ def test_a_document_with_a_chunk_lacking_its_vector_answers_only_when_complete(s
             (target,),
         ).fetchall()
         saved = conn.execute(
-            "SELECT workspace_id, model_fp, text_hash, f32, bits FROM embeddings"
+            "SELECT id, workspace_id, model_fp, text_hash, f32, bits FROM embeddings"
             " WHERE text_hash = ?",
             (h,),
         ).fetchall()
@@ -160,9 +171,9 @@ def test_a_document_with_a_chunk_lacking_its_vector_answers_only_when_complete(s
         assert {d for _, d, _ in partial} == keep - {target}
     finally:
         with engine.store.transaction() as conn:
-            conn.executemany(
-                "INSERT INTO embeddings(workspace_id, model_fp, text_hash, f32, bits)"
-                " VALUES (?, ?, ?, ?, ?)",
+            conn.executemany(  # under its own id, as the sign index still holds it
+                "INSERT INTO embeddings(id, workspace_id, model_fp, text_hash, f32, bits)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
                 saved,
             )
             conn.execute("UPDATE workspaces SET vector_epoch = vector_epoch + 1")
@@ -226,7 +237,8 @@ def test_sign_codes_are_looked_up_by_text_hash():
     assert sorted(keys.tolist()) == [12, 13] and keys.dtype == np.uint64
     assert sorted(bits[:, 0].tolist()) == [12, 13]
     for absent in ("0" * 64, f"{7:016x}" + "0" * 48, "f" * 15 + "e" + "0" * 48):
-        assert len(codes.lookup([absent])[0]) == 0  # below, between, above every key
+        assert len(codes.lookup([absent])[0]) == 0  # below, between, next to the top key
+    assert len(_codes([(11, h[9]), (12, h[5])]).lookup(["f" * 64])[0]) == 0  # above every key
     empty, no_bits = codes.lookup([])
     assert (len(empty), empty.dtype, no_bits.shape[0]) == (0, np.uint64, 0)
     nothing, _ = _codes([]).lookup([h[5]])
@@ -267,3 +279,372 @@ def test_a_sign_bit_is_set_only_for_a_positive_component():
         [[0.5, -0.1, 0.0, 2.0, 1.0, -3.0, 0.25, 1e-9], [-0.5] * 4 + [0.5] * 4], dtype=np.float32
     )
     assert semantic.sign_bits(vectors).tolist() == [[0b10011011], [0b00001111]]
+
+
+# -- the narrow filter's own scan, the saved sign index, filling and collecting ---------------
+
+
+def vectors(engine, docs: set[int]):
+    """(chunk id, document id, vector id, text hash, f32, bits) of the docs' visible chunks."""
+    ws, p = plan(engine)
+    with engine.store.snapshot() as conn:
+        rows = conn.execute(
+            "SELECT c.id, c.document_id, e.id, c.text_hash, e.f32, e.bits FROM chunks c"
+            " JOIN embeddings e ON e.workspace_id = c.workspace_id AND e.text_hash = c.text_hash"
+            f" AND e.model_fp = ? WHERE c.workspace_id = ? AND c.state = {LIVE}",
+            (p.model_fp, ws.id),
+        ).fetchall()
+    return [r for r in rows if r[1] in docs]
+
+
+@pytest.mark.parametrize("text", QUERIES)
+def test_a_narrow_filter_rescores_only_its_sign_codes_nearest_the_query(sem, monkeypatch, text):
+    """The filter's own scan keeps the SHORTLIST vectors nearest the query by Hamming distance
+    and ranks their chunks by exact cosine: recomputed here with numpy from the stored codes,
+    with the shortlist set where the k-th and (k+1)-th distances differ, so the set is defined."""
+    engine, _ = sem
+    keep = doc_ids(engine, "topics/t0")  # 10 documents, 20 chunks, 20 texts
+    monkeypatch.setattr(semantic, "SUBSET_SHARE", 0.5)  # served by their own vectors
+    rows = vectors(engine, keep)
+    _, p = plan(engine)
+    qbits = semantic.sign_bits(p.embedder.embed([text])[0])
+    distance = {r[3]: int(np.unpackbits(np.frombuffer(r[5], np.uint8) ^ qbits).sum()) for r in rows}
+    ordered = sorted(distance.values())
+    k = next(k for k in range(3, len(ordered)) if ordered[k - 1] < ordered[k])
+    monkeypatch.setattr(semantic, "SHORTLIST", k)
+    nearest = {h for h, d in distance.items() if d <= ordered[k - 1]}
+    assert len(nearest) == k < len(distance)
+    expected = brute_force(engine, text, keep, need=100)
+    expected = [e for e in expected if e[0] in {r[0] for r in rows if r[3] in nearest}]
+    found, truncated = candidates(
+        engine, text, DocumentSet(len(keep), keep=keep), need=100, complete=False
+    )
+    assert same(found, expected) and truncated is False
+
+
+@pytest.mark.parametrize("at_edge", [True, False])
+def test_a_filter_holding_exactly_the_subset_share_scans_its_own_vectors(sem, monkeypatch, at_edge):
+    engine, _ = sem
+    keep = doc_ids(engine, "topics/t0")
+    (total,) = {len(vectors(engine, doc_ids(engine, "")))}
+    share = Fraction(len(vectors(engine, keep)) - (0 if at_edge else 1), total)
+    monkeypatch.setattr(semantic, "SUBSET_SHARE", share)  # exact: chunks * share is a count
+    scans = []
+    real = semantic._subset
+    monkeypatch.setattr(semantic, "_subset", lambda *a: scans.append(a[7]) or real(*a))
+    found, _ = candidates(engine, "lease writer", DocumentSet(len(keep), keep=keep))
+    assert scans == ([keep] if at_edge else [])
+    assert same(found, brute_force(engine, "lease writer", keep))
+
+
+def small_engine(tmp_path, server, n: int = 12):
+    root = tmp_path / "vault"
+    for i in range(n):
+        write(root, f"n{i:02}.md", note(i))
+    engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
+    engine.index_run("v")
+    return engine, root
+
+
+def add_vectors(engine, vecs: np.ndarray) -> None:
+    """Vectors no chunk uses (as after an edit, before they are collected)."""
+    ws, p = plan(engine)
+    with engine.store.transaction() as conn:
+        conn.executemany(
+            "INSERT INTO embeddings(workspace_id, model_fp, text_hash, f32, bits)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [
+                (ws.id, p.model_fp, f"{i:064x}", v.tobytes(), semantic.sign_bits(v).tobytes())
+                for i, v in enumerate(vecs.astype(np.float32))
+            ],
+        )
+        conn.execute("UPDATE workspaces SET vector_epoch = vector_epoch + 1")
+
+
+def test_an_answer_the_deepest_read_cannot_fill_says_it_is_truncated(tmp_path, monkeypatch):
+    """Ten unused vectors equal to each query fill every shortlist: with no filter the stage
+    answers what it found and `truncated`; with one, the kept documents' own vectors answer
+    (and a vector shared with a dropped document does not let it in)."""
+    monkeypatch.setattr(semantic, "SHORTLIST", 4)
+    monkeypatch.setattr(semantic, "MAX_READ", 8)
+    with FakeOpenAI(dim=32) as server:
+        root = tmp_path / "vault"
+        write(root, "x/a.md", "# Common\n\n" + LICENCE)  # its licence shares a vector
+        write(root, "y/b.md", "# Common\n\n" + LICENCE)  # with this dropped document's
+        engine, _ = small_engine(tmp_path, server)
+        try:
+            _, p = plan(engine)
+            qvecs = p.embedder.embed(["lease writer", "MIT licence copyright"])
+            add_vectors(engine, np.repeat(qvecs, 10, axis=0))
+            assert candidates(engine, "lease writer", need=3) == ([], True)
+            keep = doc_ids(engine, "n00", "x/")  # 3 chunks: fewer than SHORTLIST, so exact
+            drop = doc_ids(engine, "") - keep
+            for text in ("lease writer", "MIT licence copyright"):
+                found, truncated = candidates(engine, text, DocumentSet(len(keep), drop=drop))
+                assert same(found, brute_force(engine, text, keep)) and truncated is False
+        finally:
+            engine.close()
+
+
+def test_a_narrow_filter_whose_documents_have_no_vectors_is_not_truncated(sem):
+    engine, _ = sem
+    keep = doc_ids(engine, "shared/")
+    with engine.store.transaction() as conn:
+        marks = ",".join(map(str, keep))
+        saved = conn.execute(
+            "SELECT * FROM embeddings WHERE text_hash IN (SELECT text_hash FROM chunks"
+            f" WHERE document_id IN ({marks}))"
+        ).fetchall()
+        conn.executemany("DELETE FROM embeddings WHERE id = ?", [(r[0],) for r in saved])
+        conn.execute("UPDATE workspaces SET vector_epoch = vector_epoch + 1")
+    try:
+        assert candidates(engine, "alpha", DocumentSet(len(keep), keep=keep)) == ([], False)
+    finally:
+        with engine.store.transaction() as conn:
+            marks = ",".join("?" * len(saved[0]))
+            conn.executemany(f"INSERT INTO embeddings VALUES ({marks})", saved)
+            conn.execute("UPDATE workspaces SET vector_epoch = vector_epoch + 1")
+
+
+def test_chunks_sharing_a_text_come_in_chunk_order(tmp_path):
+    """Two documents share a section's text: one vector, two chunks at one cosine, in chunk id
+    order. The first document gains the section last, so chunk order is not document order."""
+    with FakeOpenAI(dim=32) as server:
+        root = tmp_path / "vault"
+        write(root, "a.md", "# Common\n\nalpha page words\n")
+        engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
+        try:
+            engine.index_run("v")
+            write(root, "b.md", "# Common\n\nbeta page words\n\n" + LICENCE)
+            engine.index_run("v")
+            write(root, "a.md", "# Common\n\nalpha page words\n\n" + LICENCE)
+            engine.index_run("v")
+            (a,), (b,) = doc_ids(engine, "a.md"), doc_ids(engine, "b.md")
+            found, _ = candidates(engine, LICENCE, need=2)
+            with engine.store.snapshot() as conn:
+                hashes = conn.execute("SELECT DISTINCT text_hash FROM chunks WHERE id IN (?, ?)",
+                                      (found[0][0], found[1][0])).fetchall()  # fmt: skip
+            assert len(hashes) == 1  # one vector
+            assert a < b and [d for _, d, _ in found] == [b, a] and found[0][0] < found[1][0]
+            assert found[0][2] == found[1][2]
+        finally:
+            engine.close()
+
+
+def signs_of(engine):
+    """The engine's sign index for the workspace, as a new process has it before a search."""
+    ws = engine.workspace("v")
+    p = engine.semantic_plan(ws)
+    return ws, p, p.signs
+
+
+@contextlib.contextmanager
+def traced(engine):
+    """The statements this thread's reads run meanwhile: its reader connection, reused by
+    every snapshot it takes."""
+    with engine.store.snapshot() as conn:
+        pass
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        yield statements
+    finally:
+        conn.set_trace_callback(None)
+
+
+def test_a_new_process_reuses_the_saved_sign_index(tmp_path):
+    """The sign index saved after a fill is loaded by the next process and kept by its first
+    refresh (not rebuilt from SQLite); a refresh at an unchanged epoch reads nothing; a vector
+    SQLite lost (a crash between the two files) makes it rebuild; one added is appended."""
+    with FakeOpenAI(dim=32) as server:
+        engine, root = small_engine(tmp_path, server)
+        db = engine.store.path
+        engine.close()
+        engine = Engine(db)
+        try:
+            ws, p, signs = signs_of(engine)
+            loaded = signs.index
+            with traced(engine) as statements, engine.store.snapshot() as conn:
+                ids = [r[0] for r in conn.execute("SELECT id FROM embeddings ORDER BY id")]
+                assert len(loaded) == len(ids) and signs.max_id == ids[-1]
+                epoch = read_epochs(conn, ws.id)[1]
+                signs.refresh(conn, ws.id, p.model_fp, epoch)
+                assert signs.index is loaded and len(signs.index) == len(ids)
+                statements.clear()
+                signs.refresh(conn, ws.id, p.model_fp, epoch)
+                assert statements == []
+            keep = doc_ids(engine, "n03")
+            found, _ = candidates(engine, note(3), DocumentSet(len(keep), keep=keep))
+            assert {d for _, d, _ in found} == keep  # the codes, read once, now in memory
+            with engine.store.transaction() as conn:  # lost without a collection
+                conn.execute("DELETE FROM embeddings WHERE id = ?", (ids[0],))
+                conn.execute("UPDATE workspaces SET vector_epoch = vector_epoch + 1")
+            plan(engine)
+            assert len(signs.index) == len(ids) - 1 and not signs.index.contains(ids[0])
+            rebuilt = signs.index
+            found, _ = candidates(engine, note(3), DocumentSet(len(keep), keep=keep))
+            assert {d for _, d, _ in found} == keep  # the codes read again, once
+            write(root, "late.md", "# Late\n\nzebra okapi giraffe\n")
+            engine.index_run("v")
+            plan(engine)
+            assert signs.index is rebuilt and len(rebuilt) == len(ids) + 1
+            with traced(engine) as statements, engine.store.snapshot() as conn:
+                signs.codes_for(conn, ws.id, p.model_fp, [])
+            assert statements == ["BEGIN", "COMMIT"]  # the in-memory codes grew with the index
+            both = keep | doc_ids(engine, "late")
+            found, _ = candidates(engine, "zebra okapi giraffe", DocumentSet(len(both), keep=both))
+            assert same(found, brute_force(engine, "zebra okapi giraffe", both))
+        finally:
+            engine.close()
+
+
+def test_a_saved_sign_index_of_another_store_or_dimension_is_ignored(tmp_path):
+    with FakeOpenAI(dim=32) as server:
+        engine, _ = small_engine(tmp_path, server)
+        try:
+            _, _, signs = signs_of(engine)
+            path, owner, n = signs.path, signs.owner, len(signs.index)
+            assert n and path.is_file() and path.with_suffix(".json").is_file()
+            assert len(semantic.SignIndex(32, path, owner).index) == n
+            for dim, who in ((32, owner + "x"), (64, owner), (16, owner)):
+                other = semantic.SignIndex(dim, path, who)
+                assert (len(other.index), other.index.ndim, other.max_id) == (0, dim, 0)
+            # A process killed between the two files: the index is newer than its .json, whose
+            # collection count may be older too, so the next refresh rebuilds the index.
+            meta = path.with_suffix(".json")
+            saved = json.loads(meta.read_text())
+            meta.write_text(json.dumps({**saved, "max_id": saved["max_id"] - 1}))
+            newer = semantic.SignIndex(32, path, owner)
+            assert (len(newer.index), newer.max_id, newer.collected) == (n, saved["max_id"], None)
+            meta.write_text(json.dumps(saved))
+            assert semantic.SignIndex(32, path, owner).collected == saved["collected"]
+        finally:
+            engine.close()
+
+
+def test_filling_embeds_the_breadcrumb_and_text_and_reports_progress(tmp_path):
+    """Two documents lose their vectors: a fill embeds exactly their texts, each as
+    breadcrumb, blank line, text, and reports (done, total) over the missing texts; given the
+    chunk ids that can be missing, it does not count the whole workspace."""
+    with FakeOpenAI(dim=32) as server:
+        engine, _ = small_engine(tmp_path, server)
+        try:
+            ws, p, _ = signs_of(engine)
+            lost = doc_ids(engine, "n04", "n07")
+            marks = ",".join(map(str, sorted(lost)))
+            with engine.store.transaction() as conn:
+                chunks = conn.execute(
+                    f"SELECT id, breadcrumb, text FROM chunks WHERE document_id IN ({marks})"
+                    " AND state = 1 ORDER BY document_id, ordinal"
+                ).fetchall()
+                conn.execute(
+                    "DELETE FROM embeddings WHERE text_hash IN (SELECT text_hash FROM chunks"
+                    f" WHERE document_id IN ({marks}))"
+                )
+            assert semantic.fill(engine.store, ws, p.embedder, among=[]) == 0
+            server.requests.clear()
+            seen = []
+            done = semantic.fill(engine.store, ws, p.embedder, lambda d, t: seen.append((d, t)))
+            assert done == len(chunks) and seen == [(len(chunks), len(chunks))]
+            [request] = server.requests
+            assert request["body"]["input"] == [f"{bc}\n\n{text}" for _, bc, text in chunks]
+            with engine.store.transaction() as conn:
+                conn.execute(
+                    "DELETE FROM embeddings WHERE text_hash IN (SELECT text_hash FROM chunks"
+                    f" WHERE document_id IN ({marks}))"
+                )
+            seen.clear()
+            with traced(engine) as statements:
+                done = semantic.fill(
+                    engine.store, ws, p.embedder, lambda d, t: seen.append((d, t)),
+                    among=[c[0] for c in chunks],
+                )  # fmt: skip
+            assert done == len(chunks) and seen == [(len(chunks), len(chunks))]
+            assert statements and not [s for s in statements if "count(DISTINCT" in s]
+        finally:
+            engine.close()
+
+
+def test_collecting_keeps_the_named_models_and_drops_every_other(tmp_path):
+    with FakeOpenAI(dim=32) as server:
+        engine, _ = small_engine(tmp_path, server)
+        try:
+            ws, p, _ = signs_of(engine)
+            with engine.store.snapshot() as conn:
+                (n,) = conn.execute("SELECT count(*) FROM embeddings").fetchone()
+            assert n and semantic.collect_unused(engine.store, ws, {p.model_fp, "other"}) == 0
+            assert semantic.collect_unused(engine.store, ws, set()) == n
+        finally:
+            engine.close()
+
+
+def test_a_ready_workspace_reports_no_reason(sem):
+    engine, _ = sem
+    state = engine.semantic_state("v")
+    assert (state["semantic"], state["semantic_reason"]) == ("ready", "")
+
+
+def candidates_for(engine, qvec: np.ndarray, allowed, need: int):
+    ws, p = plan(engine)
+    with engine.store.snapshot() as conn:
+        (total,) = conn.execute(
+            f"SELECT count(*) FROM chunks WHERE workspace_id = ? AND state = {LIVE}", (ws.id,)
+        ).fetchone()
+        return semantic.semantic_candidates(
+            conn, engine.store, p.signs, ws, p.model_fp, qvec, allowed, need,
+            complete=True, chunks=total,
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_the_filters_own_scan_keeps_exactly_the_nearest_sign_codes(tmp_path, monkeypatch, seed):
+    """24 one-chunk documents whose vectors are set so the i-th differs from the query's signs
+    in i bits, and whose cosine order is not their Hamming order: a shortlist of 8 keeps
+    exactly the eight nearest, whatever order the scan meets them in (two shufflings)."""
+    monkeypatch.setattr(semantic, "SUBSET_SHARE", 1.0)
+    monkeypatch.setattr(semantic, "SHORTLIST", 8)
+    with FakeOpenAI(dim=64) as server:
+        root = tmp_path / "vault"
+        for i in range(24):
+            write(root, f"d{i:02}.md", f"# D{i}\n\nword{i}\n")
+        engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
+        try:
+            engine.index_run("v")
+            ws, _ = plan(engine)
+            with engine.store.snapshot() as conn:
+                chunks = conn.execute(
+                    "SELECT c.id, c.document_id, c.text_hash FROM chunks c WHERE c.state = 1"
+                    " ORDER BY c.id"
+                ).fetchall()
+            assert len(chunks) == 24
+            order = np.random.default_rng(seed).permutation(24)
+            wanted = {}
+            with engine.store.transaction() as conn:
+                for (cid, did, h), i in zip(chunks, order, strict=True):
+                    v = np.full(64, 1.0, dtype=np.float32)
+                    v[:i] = -0.01  # i bits off the query's; the larger i, the larger the rest
+                    v[i:] = 1.0 + i / 10
+                    v[(i + 1) % 64] *= 40 if i % 3 == 0 else 1  # cosine not in Hamming order
+                    v /= np.linalg.norm(v)
+                    wanted[cid] = (did, int(i), v)
+                    conn.execute(
+                        "UPDATE embeddings SET f32 = ?, bits = ? WHERE text_hash = ?",
+                        (v.tobytes(), semantic.sign_bits(v).tobytes(), h),
+                    )
+                conn.execute(  # as a collection does: the saved sign codes are stale
+                    "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key)"
+                    " DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+                    (f"collected:{ws.id}",),
+                )
+                conn.execute("UPDATE workspaces SET vector_epoch = vector_epoch + 1")
+            qvec = np.full(64, 1 / 8, dtype=np.float32)
+            keep = doc_ids(engine, "")
+            found, truncated = candidates_for(engine, qvec, DocumentSet(24, keep=keep), 24)
+            nearest = sorted(
+                ((-float(v @ qvec), cid, did) for cid, (did, i, v) in wanted.items() if i < 8)
+            )
+            assert [(c, d) for _, c, d in nearest] == [(c, d) for c, d, _ in found]
+            hamming = [wanted[c][1] for c, _, _ in found]
+            assert hamming != sorted(hamming) and truncated is False
+        finally:
+            engine.close()

@@ -48,7 +48,7 @@ class SignIndex:
     sign code back from SQLite; only rows added since (ids above `max_id`) are read.
     """
 
-    def __init__(self, dim: int, path: Path | None = None, owner: str = "") -> None:
+    def __init__(self, dim: int, path: Path | None, owner: str) -> None:
         self.dim = dim
         self.path = path
         self.owner = owner  # the store's id: a file left by another store is ignored
