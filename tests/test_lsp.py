@@ -147,7 +147,12 @@ async def test_workspace_symbol_is_autodoc_search(client: LanguageClient, vault:
     hit = answer["hits"][0]
     assert top.location.range.start.line == hit["line_start"] - 1
     assert top.location.range.end.line == hit["line_end"]
-    assert top.container_name == hit["breadcrumb"]
+    # a section is named by its heading and contained in the breadcrumb above it
+    assert hit["breadcrumb"] == "ADR 0003: Embedded relational store › Implementation notes"
+    assert (top.name, top.container_name) == (
+        "Implementation notes",
+        "ADR 0003: Embedded relational store",
+    )
     assert await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="  ")) == []
 
 
@@ -328,15 +333,15 @@ def test_superseding_is_per_client_and_stops_at_the_next_stage(engine, tmp_path)
     engine.index_run("v")
     server = AutodocServer(engine)
     try:
-        first = server.new_search()
-        second = server.new_search()
+        first = server.host.new_search()
+        second = server.host.new_search()
         assert first.cancelled and not second.cancelled
         with pytest.raises(Cancelled) as err:
             engine.search("v", "reclaimBatch", None, cancel=first)
         assert err.value.code == -32800
         assert engine.search("v", "reclaimBatch", None, cancel=second)["hits"]
     finally:
-        server.refresher.close()
+        server.host.refresher.close()
         server.readers.shutdown()
 
 
@@ -376,7 +381,7 @@ async def test_a_cancelled_request_stops_its_read_at_the_next_stage(engine):
         assert outcome == ["stopped"]
     finally:
         release.set()
-        server.refresher.close()
+        server.host.refresher.close()
         server.readers.shutdown()
 
 

@@ -273,6 +273,27 @@ def test_a_span_served_to_an_agent_is_never_stale(served):
         wait_until(lambda s=stages: spans_hold(s))
 
 
+def test_a_file_found_stale_is_reindexed_without_a_watcher(tmp_path):
+    """With no file watcher, an answer that finds a file changed since it was indexed drops
+    its hits and has it re-indexed: the next answers serve its new text, no restart."""
+    root = tmp_path / "vault"
+    shutil.copytree(API_VAULT, root)
+    args = ["--db", str(tmp_path / "store" / "autodoc.db"), "mcp", "--no-watch", str(root)]
+    session = McpSession(args, cwd=tmp_path)
+    try:
+        wait_until(lambda: session.ok("status")["workspaces"][0]["indexing"] == "ready")
+        query = {"query": "passkey challenge", "stages": ["lexical"]}
+        assert session.ok("search", query)["hits"][0]["path"] == "api/auth.md"
+        (root / "api" / "auth.md").write_text("# Auth\n\n## Tokens\n\nzebracorn rotation.\n")
+        new = {"query": "zebracorn", "stages": ["lexical"]}
+        assert session.ok("search", new)["hits"] == []  # not indexed yet: the watcher is off
+        assert all(h["path"] != "api/auth.md" for h in session.ok("search", query)["hits"])
+        hits = wait_until(lambda: session.ok("search", new)["hits"], timeout=20)
+        assert [(h["path"], h["line_start"]) for h in hits] == [("api/auth.md", 3)]
+    finally:
+        session.close()
+
+
 def test_a_second_server_on_a_held_store_serves_reads(served):
     """Another process (the module's server) holds the writer lease: this one answers from
     the index that process keeps, and says it is read-only."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -25,11 +24,9 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from . import __version__
-from .dispatcher import Dispatcher
 from .engine import Engine
-from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, StoreBusyError
-from .refresh import Refresher
-from .watch import Watcher
+from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
+from .host import Host
 
 log = logging.getLogger(__name__)
 
@@ -52,76 +49,20 @@ Workspace = Annotated[
 
 
 class AgentServer:
-    """The workspaces this process serves, their freshness, and the tools over them."""
+    """The MCP adapter over a `Host`: each tool is one dispatcher call, shaped for a model."""
 
     def __init__(self, engine: Engine, roots: list[Path], *, watch: bool = True) -> None:
+        self.host = Host(engine, watch=watch)
         self.engine = engine
-        self.dispatcher = Dispatcher(engine, long_lived=True)
-        self.refresher = Refresher(engine)
-        self.watcher = Watcher(self.refresher) if watch else None
         self.roots = roots
-        self.served: dict[str, Path] = {}  # replaced, never mutated: tools read it from threads
-        self.indexing: dict[str, str] = {}  # workspace -> "indexing", "ready" or why not
-        self.refused: list[str] = []  # folders that could not become workspaces, and why
-        self._lock = threading.Lock()
-
-    # -- workspaces --------------------------------------------------------------------------
 
     def start(self) -> None:
         """Index every served folder in the background, in order, on the writer thread."""
         for root in self.roots:
-            self.refresher.submit(lambda r=root: self._open(r))
-
-    def _open(self, root: Path) -> None:
-        try:
-            name = self.engine.workspace_for_root(root)
-        except RpcError as err:
-            log.error("cannot serve %s: %s", root, err.message)
-            with self._lock:
-                self.refused = [*self.refused, f"cannot serve {root}: {err.message}"]
-            return
-        with self._lock:
-            self.served = {**self.served, name: root.resolve()}
-            self.indexing = {**self.indexing, name: "indexing"}
-        if self.watcher is not None:  # first, so edits made while indexing are caught
-            self.watcher.watch(name, root)
-        try:
-            summary = self.engine.index_run(name, wait=False)
-            self.refresher.note_lease(True, "")
-            state = "ready"
-            log.info("%s: %s documents, %s chunks", name, summary["documents"], summary["chunks"])
-        except StoreBusyError as err:
-            # Served read-only, as indexed by the process that writes; edits seen by the
-            # watcher wait in the refresher until the lease frees.
-            self.refresher.note_lease(False, (err.data or {}).get("holder", ""))
-            state = "read-only: another autodoc process is writing this store"
-        except RpcError as err:
-            state = f"error: {err.message}"
-        with self._lock:
-            self.indexing = {**self.indexing, name: state}
-
-    def workspace(self, name: str | None) -> str:
-        if name:
-            return name
-        served = self.served
-        if served:
-            return next(iter(served))
-        if self.refused:
-            raise RpcError(INVALID_PARAMS, "; ".join(self.refused))
-        if self.roots:
-            raise RpcError(INVALID_PARAMS, "the workspace is still being added; retry shortly")
-        names = [w["name"] for w in self.engine.workspace_list()]
-        if len(names) == 1:
-            return names[0]
-        raise RpcError(
-            INVALID_PARAMS, "name a workspace (see `status`)", {"workspaces": sorted(names)}
-        )
+            self.host.open(root)
 
     def close(self) -> None:
-        if self.watcher is not None:
-            self.watcher.close()
-        self.refresher.close()
-        self.engine.close()
+        self.host.close()
 
     # -- tools -------------------------------------------------------------------------------
 
@@ -129,7 +70,7 @@ class AgentServer:
         """One dispatcher call as a tool result: compact JSON, structured as well as text.
         A failure is a tool error whose text starts with the JSON-RPC code."""
         try:
-            result = self.dispatcher.call(method, params)
+            result = self.host.dispatcher.call(method, params)
             if shape is not None:
                 result = shape(result)
         except RpcError as err:
@@ -144,7 +85,7 @@ class AgentServer:
     ) -> CallToolResult:
         """`call` on a workspace (None: the default), its name first in the params."""
         try:
-            name = self.workspace(workspace)
+            name = self.host.workspace(workspace)
         except RpcError as err:
             return _error_result(err)
         return self.call(method, [name, *params], shape)
@@ -201,7 +142,8 @@ class AgentServer:
         return self.call("workspace.list", [], self._status)
 
     def _status(self, listed: list[dict[str, Any]]) -> dict[str, Any]:
-        served, indexing = self.served, self.indexing
+        host = self.host
+        served, indexing = host.served, host.indexing
         workspaces = []
         for ws in listed:
             state = self.engine.semantic_state(ws["name"])
@@ -222,12 +164,12 @@ class AgentServer:
         workspaces.sort(key=lambda w: (not w["served"], w["name"]))
         answer = {
             "version": __version__,
-            "writer": self.refresher.writer,
-            "holder": self.refresher.holder,
+            "writer": host.refresher.writer,
+            "holder": host.refresher.holder,
             "workspaces": workspaces,
         }
-        if self.refused:
-            answer["refused"] = self.refused
+        if host.refused:
+            answer["refused"] = host.refused
         return answer
 
 

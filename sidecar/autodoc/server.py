@@ -18,7 +18,6 @@ import contextlib
 import json
 import logging
 import os
-import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -32,17 +31,11 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCRequestMessage, LanguageServerProtocol
 
 from . import __version__, config
-from .dispatcher import WRITES, Dispatcher
+from .chunking import BREADCRUMB_SEP
+from .dispatcher import WRITES
 from .engine import Engine
-from .errors import (
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    PARSE_ERROR,
-    CancelToken,
-    RpcError,
-    StoreBusyError,
-)
-from .refresh import SAVE_DELAY_S, Refresher
+from .errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, CancelToken, RpcError
+from .host import INDEX_READY, STATE_CHANGED, Host
 from .watch import Watcher
 
 log = logging.getLogger(__name__)
@@ -50,11 +43,6 @@ log = logging.getLogger(__name__)
 CONFIG_SECTION = "autodoc"
 SYMBOL_LIMIT = 20
 PROGRESS_EVERY_S = 0.25
-RETRY_FOLDER_S = 2.0
-SUPERSEDED = "superseded by a newer search"
-
-INDEX_READY = "autodoc/indexReady"
-STATE_CHANGED = "autodoc/stateChanged"
 
 COMMAND_SEARCH = "autodoc.search"
 COMMAND_REINDEX = "autodoc.reindex"
@@ -114,6 +102,9 @@ def _rpc_exception(err: RpcError) -> JsonRpcException:
 
 
 class AutodocServer(LanguageServer):
+    """The LSP adapter over a `Host`: messages in and out, `$/progress`, a client's settings,
+    and search results in standard LSP clothes. Workspaces and freshness are the host's."""
+
     def __init__(self, engine: Engine) -> None:
         super().__init__(
             "autodoc",
@@ -121,24 +112,13 @@ class AutodocServer(LanguageServer):
             text_document_sync_kind=types.TextDocumentSyncKind.None_,
             protocol_cls=AutodocProtocol,
         )
+        self.host = Host(engine, watch=False, notify=self.notify, on_lease=self._log_lease)
         self.engine = engine
-        self.dispatcher = Dispatcher(engine, long_lived=True)
         self.readers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="autodoc-read")
-        self.refresher = Refresher(engine, on_indexed=self._indexed, on_lease=self._lease)
-        self.watcher: Watcher | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        # Workspace name -> root, for this client. Replaced, never mutated: reader threads
-        # iterate it while the loop and the writer thread open and close folders.
-        self.folders: dict[str, Path] = {}
         self._initial_folders: list[Path] = []
         self.init_options: dict[str, Any] = {}
-        self.options: dict[str, Any] = {}
-        self._search: CancelToken | None = None
-        self._search_lock = threading.Lock()
-        self._states: dict[str, tuple] = {}
         self._closed = False
-        engine.on_stale = self._stale
-        engine.on_embedded = self._embedded
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -174,50 +154,26 @@ class AutodocServer(LanguageServer):
         except RpcError as err:
             raise _rpc_exception(err) from None
 
-    async def in_writer(self, fn) -> Any:
+    async def in_writer(self, future) -> Any:
         try:
-            return await asyncio.wrap_future(self.refresher.submit(fn))
+            return await asyncio.wrap_future(future)
         except RpcError as err:
             raise _rpc_exception(err) from None
 
-    def new_search(self) -> CancelToken:
-        """A newer search from this client supersedes the one in flight (pickers search on
-        every keystroke): the old one stops at its next stage boundary with -32800."""
-        token = CancelToken()
-        with self._search_lock:
-            if self._search is not None:
-                self._search.cancel(SUPERSEDED)
-            self._search = token
-        return token
-
     async def call(self, method: str, params: Any) -> Any:
         if method in WRITES:
-            result = await self.in_writer(lambda: self.dispatcher.call(method, params))
-            if method == "workspace.remove":
-                self.close_folder(result["name"])
-            elif method == "workspace.add" and result.get("created"):
-                self.notify(
-                    STATE_CHANGED, {"event": "workspace.added", "workspace": result["name"]}
-                )
-            return result
-        token = self.new_search() if method == "search.query" else None
+            return await self.in_writer(self.host.write(method, params))
+        token = self.host.new_search() if method == "search.query" else None
         return await self.in_reader(
-            lambda: self.dispatcher.call(method, params, cancel=token), token
+            lambda: self.host.dispatcher.call(method, params, cancel=token), token
         )
 
-    # -- workspaces --------------------------------------------------------------------------
+    # -- folders -----------------------------------------------------------------------------
 
-    def apply_options(self, name: str) -> None:
-        """Set the options that differ from the workspace's (a changed one may re-chunk)."""
-        ws = self.engine.workspace(name)
-        changes = {k: v for k, v in self.options.items() if ws.options.get(k) != v}
-        if changes:
-            self.engine.workspace_configure(name, changes, wait=False)
-
-    async def open_folder(self, root: Path, *, retry: bool = False) -> None:
-        """Add (or reuse) the folder's workspace and index it with `$/progress`; a store
-        whose lease another process holds is served read-only and retried quietly."""
-        token = None if retry else await self.progress_begin(f"Indexing {root.name}")
+    async def open_folder(self, root: Path) -> None:
+        """Serve the folder, indexing it with `$/progress`; the host retries a store whose
+        writer lease another process holds."""
+        token = await self.progress_begin(f"Indexing {root.name}")
         last = [0.0]
 
         def progress(n: int, total: int, rel: str) -> None:
@@ -227,73 +183,23 @@ class AutodocServer(LanguageServer):
                 pct = int(100 * n / total) if total else 100
                 self.progress_report(token, f"{n}/{total} files", pct)
 
-        def job() -> dict[str, Any]:
-            name = self.engine.workspace_for_root(root)
-            self.folders = {**self.folders, name: root.resolve()}
-            self.apply_options(name)
-            if self.watcher is not None:  # first, so edits made while indexing are caught
-                self.watcher.watch(name, root)
-            summary = self.engine.index_run(name, progress=progress, wait=False)
-            return {"name": name, **summary}
-
-        try:
-            summary = await asyncio.wrap_future(self.refresher.submit(job))
-            self.refresher.note_lease(True, "")
-            message = (
-                f"{summary['documents']} documents, {summary['chunks']} chunks"
-                f" ({summary['added']} added, {summary['modified']} changed,"
-                f" {summary['deleted']} removed)"
-            )
-        except StoreBusyError as err:
-            summary = None
-            self.refresher.note_lease(False, (err.data or {}).get("holder", ""))
-            name = self.engine.workspace_at(root)
-            if name is not None:
-                self.folders = {**self.folders, name: root.resolve()}
-            message = "read-only: another autodoc process is writing this store"
-            asyncio.get_running_loop().call_later(
-                RETRY_FOLDER_S,
-                lambda: asyncio.ensure_future(self.open_folder(root, retry=True)),
-            )
-            if retry:
-                return
-        except RpcError as err:
-            summary = None
-            message = f"cannot index {root}: {err.message}"
-            self.show(message, types.MessageType.Error)
-        self.progress_end(token, message)
-        self.notify(INDEX_READY, self.ready_params())
-        if summary is not None:
-            self._check_state(summary["name"], "semantic")
-
-    def close_folder(self, name: str) -> None:
-        """Stop serving and watching a workspace (its index stays in the store)."""
-        self.folders = {k: v for k, v in self.folders.items() if k != name}
-        if self.watcher is not None:
-            self.watcher.unwatch(name)
-        self.notify(STATE_CHANGED, {"event": "workspace.removed", "workspace": name})
-
-    def ready_params(self) -> dict[str, Any]:
-        workspaces = []
-        folders = self.folders
-        for ws in self.engine.workspace_list():
-            if ws["name"] in folders:
-                state = self.engine.semantic_state(ws["name"])
-                workspaces.append(
-                    {
-                        "name": ws["name"],
-                        "root": ws["root"],
-                        "documents": ws["documents"],
-                        "chunks": ws["chunks"],
-                        "semantic": state["semantic"],
-                        "model": state["model"],
-                    }
+        def finished(opened: dict[str, Any]) -> None:  # on the writer thread
+            summary, state = opened["summary"], opened["state"]
+            if summary is not None:
+                message = (
+                    f"{summary['documents']} documents, {summary['chunks']} chunks"
+                    f" ({summary['added']} added, {summary['modified']} changed,"
+                    f" {summary['deleted']} removed)"
                 )
-        return {
-            "workspaces": workspaces,
-            "writer": self.refresher.writer,
-            "holder": self.refresher.holder,
-        }
+            elif state.startswith("error: "):
+                message = f"cannot index {root}: {state.removeprefix('error: ')}"
+                self.show(message, types.MessageType.Error)
+            else:
+                message = state
+            if self.loop is not None:  # before `autodoc/indexReady`, which is queued next
+                self.loop.call_soon_threadsafe(self.progress_end, token, message)
+
+        await asyncio.wrap_future(self.host.open(root, progress, finished))
 
     # -- progress ----------------------------------------------------------------------------
 
@@ -320,94 +226,63 @@ class AutodocServer(LanguageServer):
         if token is not None:
             self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
 
-    # -- freshness and state -----------------------------------------------------------------
-
-    def _stale(self, workspace: str, paths: list[str]) -> None:
-        for path in paths:
-            self.refresher.touch(workspace, path, SAVE_DELAY_S)
-
-    def _indexed(self, workspace: str, summary: dict[str, Any]) -> None:
-        self._check_state(workspace, "semantic")
-
-    def _embedded(self, workspace: str) -> None:
-        self._check_state(workspace, "semantic")
-
-    def _lease(self, writer: bool, holder: str) -> None:
+    def _log_lease(self, writer: bool, holder: str) -> None:
         kind = types.MessageType.Info if writer else types.MessageType.Warning
         text = "writer lease taken" if writer else f"read-only, writer lease held by {holder}"
         if self.loop is not None:
             self.loop.call_soon_threadsafe(
                 self.window_log_message, types.LogMessageParams(type=kind, message=text)
             )
-        self.notify(STATE_CHANGED, {"event": "writer", "writer": writer, "holder": holder})
 
-    def _check_state(self, workspace: str, event: str) -> None:
-        """Tell clients when the semantic or rank state a picker shows has changed."""
-        try:
-            state = self.engine.semantic_state(workspace)
-        except RpcError:
-            return
-        key = (state["semantic"], state["model"], state["rank"]["state"], state["rank"]["model"])
-        if self._states.get(workspace) == key:
-            return
-        self._states[workspace] = key
-        self.notify(STATE_CHANGED, {"event": event, **state})
-
-    # -- search helpers ----------------------------------------------------------------------
-
-    def default_workspace(self) -> str:
-        if not self.folders:
-            raise RpcError(INVALID_PARAMS, "no workspace folder is open")
-        return sorted(self.folders)[0]
+    # -- search in LSP clothes ---------------------------------------------------------------
 
     def symbols(self, query: str, token: CancelToken) -> list[types.SymbolInformation]:
+        """`workspace/symbol`: the best sections of every served folder, each named by its
+        heading and contained in the breadcrumb above it."""
         hits = []
-        for name, root in sorted(self.folders.items()):
+        for name, root in sorted(self.host.served.items()):
             answer = self.engine.search(name, query, {"limit": SYMBOL_LIMIT}, cancel=token)
             hits.extend((h, root) for h in answer["hits"])
         hits.sort(key=lambda pair: -pair[0]["score"])
-        out = []
-        for hit, root in hits[:SYMBOL_LIMIT]:
-            crumbs = [c for c in hit["breadcrumb"].split(" > ") if c]
-            out.append(
-                types.SymbolInformation(
-                    name=crumbs[-1] if crumbs else hit["title"] or hit["path"],
-                    kind=types.SymbolKind.String,
-                    location=types.Location(
-                        uri=(root / hit["path"]).as_uri(),
-                        range=types.Range(
-                            start=types.Position(line=hit["line_start"] - 1, character=0),
-                            end=types.Position(line=hit["line_end"], character=0),
-                        ),
-                    ),
-                    container_name=hit["breadcrumb"],
-                )
-            )
-        return out
+        return [_symbol(hit, root) for hit, root in hits[:SYMBOL_LIMIT]]
 
     def status(self) -> dict[str, Any]:
+        host = self.host
         return {
             "server": {
                 "version": __version__,
                 "pid": os.getpid(),
                 "db": str(self.engine.store.path),
-                "writer": self.refresher.writer,
-                "holder": self.refresher.holder,
-                "pending": self.refresher.pending(),
-                "watching": self.watcher is not None,
+                "writer": host.refresher.writer,
+                "holder": host.refresher.holder,
+                "pending": host.refresher.pending(),
+                "watching": host.watcher is not None,
             },
-            "workspaces": [self.engine.index_status(name) for name in sorted(self.folders)],
+            "workspaces": [self.engine.index_status(name) for name in sorted(host.served)],
         }
 
     def shutdown_all(self) -> None:
         if self._closed:
             return
         self._closed = True
-        if self.watcher is not None:
-            self.watcher.close()
-        self.refresher.close()
         self.readers.shutdown(wait=False, cancel_futures=True)
-        self.engine.close()
+        self.host.close()
+
+
+def _symbol(hit: dict[str, Any], root: Path) -> types.SymbolInformation:
+    crumbs = hit["breadcrumb"].split(BREADCRUMB_SEP)
+    return types.SymbolInformation(
+        name=crumbs[-1] or hit["title"] or hit["path"],
+        kind=types.SymbolKind.String,
+        location=types.Location(
+            uri=(root / hit["path"]).as_uri(),
+            range=types.Range(
+                start=types.Position(line=hit["line_start"] - 1, character=0),
+                end=types.Position(line=hit["line_end"], character=0),
+            ),
+        ),
+        container_name=BREADCRUMB_SEP.join(crumbs[:-1]) or None,
+    )
 
 
 def uri_to_path(uri: str) -> Path | None:
@@ -448,7 +323,7 @@ def build_server(engine: Engine) -> AutodocServer:
         handler.__name__ = f"autodoc_{method.replace('.', '_')}"
         return handler
 
-    for method in server.dispatcher.methods:
+    for method in server.host.dispatcher.methods:
         server.feature(f"autodoc/{method}")(method_handler(method))
 
     @server.feature(types.INITIALIZE)
@@ -465,7 +340,7 @@ def build_server(engine: Engine) -> AutodocServer:
     async def initialized(ls: AutodocServer, params: types.InitializedParams) -> None:
         ls.loop = asyncio.get_running_loop()
         await load_options(ls)
-        ls.watcher = Watcher(ls.refresher)
+        ls.host.watcher = Watcher(ls.host.refresher)
         for root in ls._initial_folders:
             if root.is_dir():
                 await ls.open_folder(root)
@@ -486,7 +361,7 @@ def build_server(engine: Engine) -> AutodocServer:
                     raw.update(got[0])
             except Exception as exc:  # a client without a settings store: keep the others
                 log.info("workspace/configuration failed: %s", exc)
-        ls.options, problems = clean_options(raw)
+        ls.host.options, problems = clean_options(raw)
         for message in problems:
             ls.show(message)
 
@@ -495,12 +370,13 @@ def build_server(engine: Engine) -> AutodocServer:
         ls: AutodocServer, params: types.DidChangeConfigurationParams
     ) -> None:
         await load_options(ls)
-        for name in list(ls.folders):
+        host = ls.host
+        for name in list(host.served):
             try:
-                await ls.in_writer(lambda n=name: ls.apply_options(n))
+                await ls.in_writer(host.refresher.submit(lambda n=name: host.apply_options(n)))
             except JsonRpcException as exc:
                 ls.show(f"cannot apply options to {name}: {exc.message}")
-            ls._check_state(name, "semantic")
+            host.check_state(name, "semantic")
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def did_change_folders(
@@ -508,9 +384,9 @@ def build_server(engine: Engine) -> AutodocServer:
     ) -> None:
         for folder in params.event.removed:
             root = uri_to_path(folder.uri)
-            for name, r in list(ls.folders.items()):
+            for name, r in list(ls.host.served.items()):
                 if root is not None and r == root.resolve():
-                    ls.close_folder(name)
+                    ls.host.close_folder(name)
         for folder in params.event.added:
             root = uri_to_path(folder.uri)
             if root is not None and root.is_dir():
@@ -523,10 +399,7 @@ def build_server(engine: Engine) -> AutodocServer:
         path = uri_to_path(params.text_document.uri)
         if path is None:
             return
-        real = Path(os.path.realpath(path))
-        for name, root in ls.folders.items():
-            if real == root or root in real.parents:
-                ls.refresher.touch(name, real.relative_to(root).as_posix(), SAVE_DELAY_S)
+        ls.host.saved(Path(os.path.realpath(path)))
 
     @server.feature(types.WORKSPACE_SYMBOL)
     async def workspace_symbol(
@@ -534,7 +407,7 @@ def build_server(engine: Engine) -> AutodocServer:
     ) -> list[types.SymbolInformation]:
         if not params.query.strip():
             return []
-        token = ls.new_search()
+        token = ls.host.new_search()
         return await ls.in_reader(lambda: ls.symbols(params.query, token), token)
 
     @server.command(COMMAND_SEARCH)
@@ -545,27 +418,26 @@ def build_server(engine: Engine) -> AutodocServer:
         query = args[0]
         opts = args[1] if len(args) > 1 else None
         workspace = args[2] if len(args) > 2 else None
-        token = ls.new_search()
+        token = ls.host.new_search()
         return await ls.in_reader(
-            lambda: ls.engine.search(
-                workspace or ls.default_workspace(), query, opts, cancel=token
-            ),
+            lambda: ls.engine.search(ls.host.workspace(workspace), query, opts, cancel=token),
             token,
         )
 
     @server.command(COMMAND_REINDEX)
     async def command_reindex(ls: AutodocServer, *args: Any) -> Any:
         """autodoc.reindex(workspace?): walk the root again; `autodoc/indexReady` follows."""
-        names = [args[0]] if args and args[0] else sorted(ls.folders)
+        host = ls.host
+        names = [args[0]] if args and args[0] else sorted(host.served)
         out = []
         for name in names:
-            if name not in ls.folders:
+            if name not in host.served:
                 raise _rpc_exception(
                     RpcError(INVALID_PARAMS, f"not a folder of this server: {name}")
                 )
-            summary = await ls.in_writer(lambda n=name: ls.engine.index_run(n, wait=False))
-            out.append(summary)
-        ls.notify(INDEX_READY, ls.ready_params())
+            job = host.refresher.submit(lambda n=name: ls.engine.index_run(n, wait=False))
+            out.append(await ls.in_writer(job))
+        ls.notify(INDEX_READY, host.ready_params())
         return out
 
     @server.command(COMMAND_STATUS)

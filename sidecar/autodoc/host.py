@@ -1,0 +1,275 @@
+"""One host for every long-lived server: the folders it serves and what keeps them fresh.
+
+`autodoc serve` (LSP) and `autodoc mcp` are adapters over a `Host`: it owns the workspaces a
+process serves, the one writer thread (`Refresher`), the file watcher, freshness (a file found
+changed at answer time is re-indexed, whoever asked), the writer lease, a picker's superseded
+searches, and the events a client may want to hear about. So the two servers cannot drift: what
+one does on an edit, a stale hit or a held lease, the other does too. The adapters only translate
+between their wire and these methods.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from .dispatcher import WRITES, Dispatcher
+from .engine import Engine
+from .errors import INVALID_PARAMS, CancelToken, RpcError, StoreBusyError
+from .refresh import SAVE_DELAY_S, Refresher
+from .watch import Watcher
+
+log = logging.getLogger(__name__)
+
+RETRY_FOLDER_S = 2.0  # how often a folder opened read-only tries again for the writer lease
+SUPERSEDED = "superseded by a newer search"
+READ_ONLY = "read-only: another autodoc process is writing this store"
+
+# Events a host sends its clients (the LSP server forwards them as notifications).
+INDEX_READY = "autodoc/indexReady"
+STATE_CHANGED = "autodoc/stateChanged"
+
+Notify = Callable[[str, dict[str, Any]], None]
+Progress = Callable[[int, int, str], None]
+
+
+class Host:
+    """The workspaces one process serves. `notify(event, params)` is called from any thread;
+    `on_lease(writer, holder)` when the writer lease is taken or found held."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        watch: bool = True,
+        notify: Notify | None = None,
+        on_lease: Callable[[bool, str], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.dispatcher = Dispatcher(engine, long_lived=True)
+        self.refresher = Refresher(engine, on_indexed=self._indexed, on_lease=self._lease)
+        self.watcher = Watcher(self.refresher) if watch else None
+        self.notify: Notify = notify or (lambda event, params: None)
+        self.on_lease = on_lease
+        # Replaced, never mutated: reader threads iterate them while the writer thread opens
+        # and closes folders.
+        self.served: dict[str, Path] = {}  # workspace name -> root, in the order opened
+        self.indexing: dict[str, str] = {}  # workspace -> "indexing", "ready" or why not
+        self.refused: list[str] = []  # folders that could not become workspaces, and why
+        self.opening = 0  # folders submitted and not yet opened
+        self.options: dict[str, Any] = {}  # a client's options, applied to every folder
+        self._search: CancelToken | None = None
+        self._lock = threading.Lock()
+        self._states: dict[str, tuple] = {}
+        self._closed = False
+        engine.on_stale = self._stale
+        engine.on_embedded = self._embedded
+
+    # -- folders -----------------------------------------------------------------------------
+
+    def open(
+        self,
+        root: Path,
+        progress: Progress | None = None,
+        finished: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Future:
+        """Serve this folder: add (or reuse) its workspace, watch it, index it, on the writer
+        thread. The result, `{"name", "state", "summary"}`, goes to `finished` before clients
+        hear `autodoc/indexReady`, and is the future's; while another process holds the writer
+        lease the folder is served read-only and retried quietly."""
+        with self._lock:
+            self.opening += 1
+        return self.refresher.submit(lambda: self._open(root, progress, finished))
+
+    def _open(
+        self,
+        root: Path,
+        progress: Progress | None,
+        finished: Callable[[dict[str, Any]], None] | None,
+        *,
+        retry: bool = False,
+    ) -> dict[str, Any]:
+        name: str | None = None
+        summary: dict[str, Any] | None = None
+        try:
+            name = self.engine.workspace_for_root(root)
+            self._serve(name, root, "indexing")
+            self.apply_options(name)
+            if self.watcher is not None:  # first, so edits made while indexing are caught
+                self.watcher.watch(name, root)
+            summary = self.engine.index_run(name, progress=progress, wait=False)
+            self.refresher.note_lease(True, "")
+            state = "ready"
+        except StoreBusyError as err:
+            self.refresher.note_lease(False, (err.data or {}).get("holder", ""))
+            name = name or self.engine.workspace_at(root)
+            state = READ_ONLY
+            retry_later = threading.Timer(RETRY_FOLDER_S, self._retry, (root,))
+            retry_later.daemon = True
+            retry_later.start()
+        except RpcError as err:
+            state = f"error: {err.message}"
+            if name is None:
+                log.error("cannot serve %s: %s", root, err.message)
+                with self._lock:
+                    self.refused = [*self.refused, f"cannot serve {root}: {err.message}"]
+        finally:
+            if not retry:
+                with self._lock:
+                    self.opening -= 1
+        if name is not None:
+            self._serve(name, root, state)
+        opened = {"name": name, "state": state, "summary": summary}
+        if finished is not None:
+            finished(opened)
+        if not (retry and state == READ_ONLY):
+            self.notify(INDEX_READY, self.ready_params())
+        if name is not None and summary is not None:
+            self.check_state(name, "semantic")
+        return opened
+
+    def _retry(self, root: Path) -> None:
+        if not self._closed:
+            self.refresher.submit(lambda: self._open(root, None, None, retry=True))
+
+    def _serve(self, name: str, root: Path, state: str) -> None:
+        with self._lock:
+            self.served = {**self.served, name: root.resolve()}
+            self.indexing = {**self.indexing, name: state}
+
+    def close_folder(self, name: str) -> None:
+        """Stop serving and watching a workspace (its index stays in the store)."""
+        with self._lock:
+            self.served = {k: v for k, v in self.served.items() if k != name}
+            self.indexing = {k: v for k, v in self.indexing.items() if k != name}
+        if self.watcher is not None:
+            self.watcher.unwatch(name)
+        self.notify(STATE_CHANGED, {"event": "workspace.removed", "workspace": name})
+
+    def apply_options(self, name: str) -> None:
+        """Set the client's options that differ from the workspace's (a changed one may
+        re-chunk); on the writer thread."""
+        ws = self.engine.workspace(name)
+        changes = {k: v for k, v in self.options.items() if ws.options.get(k) != v}
+        if changes:
+            self.engine.workspace_configure(name, changes, wait=False)
+
+    def saved(self, path: Path) -> None:
+        """An editor saved this file: re-index it now if it is under a served folder."""
+        for name, root in self.served.items():
+            if path == root or root in path.parents:
+                self.refresher.touch(name, path.relative_to(root).as_posix(), SAVE_DELAY_S)
+
+    def workspace(self, name: str | None = None) -> str:
+        """`name`, or the first folder this process serves."""
+        if name:
+            return name
+        served = self.served
+        if served:
+            return next(iter(served))
+        if self.refused:
+            raise RpcError(INVALID_PARAMS, "; ".join(self.refused))
+        if self.opening:
+            raise RpcError(INVALID_PARAMS, "the workspace is still being added; retry shortly")
+        names = [w["name"] for w in self.engine.workspace_list()]
+        if len(names) == 1:
+            return names[0]
+        raise RpcError(
+            INVALID_PARAMS,
+            "no workspace folder is open; name a workspace (see `status`)",
+            {"workspaces": sorted(names)},
+        )
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def write(self, method: str, params: Any) -> Future:
+        """A dispatcher method that changes the store, on the writer thread; a removed
+        workspace stops being served, an added one is announced."""
+
+        def job() -> Any:
+            result = self.dispatcher.call(method, params)
+            if method == "workspace.remove":
+                self.close_folder(result["name"])
+            elif method == "workspace.add" and result.get("created"):
+                event = {"event": "workspace.added", "workspace": result["name"]}
+                self.notify(STATE_CHANGED, event)
+            return result
+
+        assert method in WRITES, method
+        return self.refresher.submit(job)
+
+    def new_search(self) -> CancelToken:
+        """A newer search from this client supersedes the one in flight (pickers search on
+        every keystroke): the old one stops at its next stage boundary with -32800."""
+        token = CancelToken()
+        with self._lock:
+            if self._search is not None:
+                self._search.cancel(SUPERSEDED)
+            self._search = token
+        return token
+
+    # -- state -------------------------------------------------------------------------------
+
+    def ready_params(self) -> dict[str, Any]:
+        """What `autodoc/indexReady` carries: each served workspace's size and semantic state."""
+        workspaces = []
+        served = self.served
+        for ws in self.engine.workspace_list():
+            if ws["name"] in served:
+                state = self.engine.semantic_state(ws["name"])
+                workspaces.append(
+                    {
+                        "name": ws["name"],
+                        "root": ws["root"],
+                        "documents": ws["documents"],
+                        "chunks": ws["chunks"],
+                        "semantic": state["semantic"],
+                        "model": state["model"],
+                    }
+                )
+        return {
+            "workspaces": workspaces,
+            "writer": self.refresher.writer,
+            "holder": self.refresher.holder,
+        }
+
+    def check_state(self, workspace: str, event: str) -> None:
+        """Tell clients when the semantic or rank state a picker shows has changed."""
+        try:
+            state = self.engine.semantic_state(workspace)
+        except RpcError:
+            return
+        key = (state["semantic"], state["model"], state["rank"]["state"], state["rank"]["model"])
+        if self._states.get(workspace) == key:
+            return
+        self._states[workspace] = key
+        self.notify(STATE_CHANGED, {"event": event, **state})
+
+    def _stale(self, workspace: str, paths: list[str]) -> None:
+        """An answer found these files changed since they were indexed: re-index them."""
+        for path in paths:
+            self.refresher.touch(workspace, path, SAVE_DELAY_S)
+
+    def _indexed(self, workspace: str, summary: dict[str, Any]) -> None:
+        self.check_state(workspace, "semantic")
+
+    def _embedded(self, workspace: str) -> None:
+        self.check_state(workspace, "semantic")
+
+    def _lease(self, writer: bool, holder: str) -> None:
+        if self.on_lease is not None:
+            self.on_lease(writer, holder)
+        self.notify(STATE_CHANGED, {"event": "writer", "writer": writer, "holder": holder})
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.watcher is not None:
+            self.watcher.close()
+        self.refresher.close()
+        self.engine.close()
