@@ -31,7 +31,8 @@ TOP = 50
 def capture(work_root: Path, bench: Path, out: Path) -> None:
     from autodoc.engine import Engine
     from autodoc.query import parse_query
-    from autodoc.search import read_epochs, semantic_coverage
+    from autodoc.stages.semantic import semantic_coverage
+    from autodoc.store import read_epochs
     from autodoc.semantic import _rescore, _visible, sign_bits
 
     lists = {}

@@ -22,6 +22,8 @@ from pytest_lsp import (
     make_test_lsp_client,
 )
 
+from autodoc import protocol
+
 from .conftest import EXAMPLE_VAULT, STAGE_SETS, snippet_in, write
 
 CLIENTS = ["neovim", "visual_studio_code"]
@@ -165,7 +167,10 @@ async def test_execute_commands(client: LanguageClient):
     }
     answer = await execute(client, "autodoc.search", "reclaimBatch")
     assert answer["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
+    protocol.conform(answer, protocol.Answer)
+    protocol.conform(client.ready, protocol.Ready)
     status = await execute(client, "autodoc.status")
+    protocol.conform(status, protocol.ServerStatus)
     assert status["server"]["writer"] is True
     assert status["workspaces"][0]["name"] == "vault"
     again = asyncio.ensure_future(client.wait_for_notification("autodoc/indexReady"))

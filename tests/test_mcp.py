@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from autodoc import protocol
 from autodoc.mcp_server import HIT_FIELDS
 
 from .conftest import REPO, STAGE_SETS, long_count, snippet_in
@@ -132,6 +133,7 @@ def test_the_tools_are_listed_with_descriptions_for_a_model(served):
 def test_status_names_the_served_workspace(served):
     session, root, _ = served
     status = session.ok("status")
+    protocol.conform(status, protocol.AgentStatus)
     (ws,) = status["workspaces"]
     assert ws["root"] == str(root.resolve()) and ws["served"] is True
     assert ws["documents"] == 5 and ws["chunks"] > 5

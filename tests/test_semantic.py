@@ -14,8 +14,8 @@ from autodoc.embed import HttpEmbedder, bundled_embedder, load_embedder
 from autodoc.engine import Engine
 from autodoc.errors import EMBED_FAILED, SWITCHING, UNSUPPORTED, RpcError
 from autodoc.indexer import Indexer
-from autodoc.search import read_epochs
 from autodoc.semantic import collect_unused, fill
+from autodoc.store import read_epochs
 
 from .conftest import EXAMPLE_VAULT, STAGE_SETS, corpus, fake_openai_engine, write
 from .fake_openai import FakeOpenAI

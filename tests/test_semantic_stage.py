@@ -15,8 +15,7 @@ import pytest
 from autodoc import semantic
 from autodoc.engine import Engine
 from autodoc.facets import DocumentSet
-from autodoc.search import read_epochs
-from autodoc.store import LIVE
+from autodoc.store import LIVE, read_epochs
 
 from .conftest import fake_openai_engine, write
 from .fake_openai import FakeOpenAI

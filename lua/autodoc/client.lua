@@ -7,7 +7,7 @@ local M = {}
 local NAME = "autodoc"
 
 --- Per client id: the workspaces from the last `autodoc/indexReady`.
----@type table<integer, table[]>
+---@type table<integer, autodoc.ReadyWorkspace[]>
 M.ready = {}
 
 ---@param fname string

@@ -19,9 +19,9 @@ local STAGES = { "lexical", "semantic", "rerank" }
 ---@field root string
 ---@field workspace string?
 ---@field query string
----@field hits table[]
+---@field hits autodoc.Hit[]
 ---@field selected integer
----@field answer table?
+---@field answer autodoc.Answer?
 ---@field error string?
 ---@field seq integer the latest search sent
 ---@field cancel fun()?

@@ -72,7 +72,8 @@ class _BlockTree:
 
     def children(self, i: int) -> list[int]:
         if self.after is None:
-            blocks, after, open_ = self.blocks, [len(self.blocks)] * len(self.blocks), []
+            blocks, after = self.blocks, [len(self.blocks)] * len(self.blocks)
+            open_: list[int] = []
             for j, block in enumerate(blocks):
                 while open_ and blocks[open_[-1]].depth >= block.depth:
                     after[open_.pop()] = j

@@ -252,8 +252,7 @@ def parse_document(data: bytes, path: str) -> ParsedDocument:
         title = first_h1 or PurePosixPath(path).stem
     doc.title = title.strip()
     doc.aliases = [a for a in doc.aliases if a]
-    seen: set[str] = set()
-    doc.tags = [t for t in doc.tags if t and not (t in seen or seen.add(t))]
+    doc.tags = list(dict.fromkeys(t for t in doc.tags if t))  # each once, first place kept
     return doc
 
 
@@ -261,7 +260,7 @@ def _read_prose(doc: ParsedDocument) -> None:
     """Inline tags and links of the prose, outside code blocks and raw HTML blocks (which a
     reader sees as code or not at all), then frontmatter references. Tags in headings are
     not tags."""
-    skip = doc.code
+    skip: bytes | bytearray = doc.code
     if 1 in doc.html:
         skip = bytes(map(or_, skip, doc.html))
     untagged = bytearray(skip)  # and the headings' lines, for tags

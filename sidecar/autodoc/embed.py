@@ -21,12 +21,13 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+from . import protocol
 from .errors import EMBED_FAILED, RpcError, invalid_params
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class Embedder(Protocol):
     name: str
     dim: int
     model_fp: str
+    meter: Meter
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
@@ -85,7 +87,7 @@ class Meter:
             self.tokens += tokens
             self.ms += ms
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> protocol.Meter:
         return {
             "calls": self.calls,
             "texts": self.texts,
@@ -357,7 +359,7 @@ def api_key(env: str | None, service: str = "autodoc") -> str | None:
         return None
 
 
-def key_status(provider: Any) -> str | None:
+def key_status(provider: Any) -> Literal["set", "unset"] | None:
     """ "set" / "unset" for a provider that sends a key (never the key); None for local models."""
     env = getattr(provider, "api_key_env", None)
     if env is None and not hasattr(provider, "api_key_env"):

@@ -16,16 +16,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import config, facets, lookup
+from . import config, facets, lookup, protocol
 from .check import check_workspace
 from .embed import Embedder, key_status, load_embedder
 from .errors import SWITCHING, UNSUPPORTED, CancelToken, StoreBusyError, invalid_params
 from .indexer import Indexer, Progress
 from .lexical import LexicalIndex
 from .rerank import NO_RANKER, RankPlan, load_ranker
-from .search import read_epochs, run_search, semantic_coverage, semantic_missing
+from .search import run_search
 from .semantic import SemanticPlan, SignIndex, collect_unused, fill
-from .store import Store, Workspace
+from .stages.semantic import semantic_coverage, semantic_missing
+from .store import Store, Workspace, read_epochs
 from .walker import read_markdown
 
 log = logging.getLogger(__name__)
@@ -153,7 +154,9 @@ class Engine:
             self._collected[ws.id] = time.monotonic()
         with self.store.snapshot() as conn:  # bring the saved sign index up to date
             signs = self.signs(ws, target)
-            signs.refresh(conn, ws.id, target.model_fp, read_epochs(conn, ws.id)[1])
+            epochs = read_epochs(conn, ws.id)
+            assert epochs is not None  # the workspace exists: this run holds the writer
+            signs.refresh(conn, ws.id, target.model_fp, epochs[1])
         signs.save()
         seconds = time.perf_counter() - started
         return {
@@ -175,26 +178,26 @@ class Engine:
 
     # -- workspaces --------------------------------------------------------------------------
 
-    def _describe(self, ws: Workspace) -> dict[str, Any]:
+    def _describe(self, ws: Workspace) -> protocol.WorkspaceInfo:
         with self.store.snapshot() as conn:
             docs, chunks = conn.execute(
                 "SELECT (SELECT count(*) FROM documents WHERE workspace_id = ?1 AND deleted = 0),"
                 " (SELECT count(*) FROM chunks WHERE workspace_id = ?1 AND state = 1)",
                 (ws.id,),
             ).fetchone()
-        return {
-            "name": ws.name,
-            "root": str(ws.root),
-            "documents": docs,
-            "chunks": chunks,
-            "indexed_at": ws.indexed_at,
-            "options": ws.options,
-        }
+        return protocol.WorkspaceInfo(
+            name=ws.name,
+            root=str(ws.root),
+            documents=docs,
+            chunks=chunks,
+            indexed_at=ws.indexed_at,
+            options=ws.options,
+        )
 
-    def workspace_add(self, name: Any, root: Any) -> dict[str, Any]:
+    def workspace_add(self, name: Any, root: Any) -> protocol.WorkspaceAdded:
         with self._write:
             ws, created = self.store.add_workspace(name, root)
-        return {**self._describe(ws), "created": created}
+        return protocol.WorkspaceAdded(**self._describe(ws), created=created)
 
     def workspace_at(self, root: Path) -> str | None:
         """The workspace whose root is this folder, if any."""
@@ -218,7 +221,7 @@ class Engine:
         self.workspace_add(name, str(real))
         return name
 
-    def workspace_list(self) -> list[dict[str, Any]]:
+    def workspace_list(self) -> list[protocol.WorkspaceInfo]:
         return [self._describe(ws) for ws in self.store.workspaces()]
 
     def workspace_remove(self, name: Any) -> dict[str, Any]:
@@ -345,27 +348,26 @@ class Engine:
                     return
                 self._again.discard(name)
 
-    def _rank_state(self, ws: Workspace) -> dict[str, Any]:
+    def _rank_state(self, ws: Workspace) -> protocol.RankerState:
         plan = self.rank_plan(ws)
         if plan.ranker is None:
-            return {"state": "off", "model": "", "error": plan.reason}
-        state = {
-            "state": "ready",
-            "model": plan.ranker.name,
-            "error": "",
-            "window": plan.window,
-            "meter": plan.ranker.meter.to_dict(),
-        }
+            return protocol.RankerState(state="off", model="", error=plan.reason)
+        state = protocol.RankerState(
+            state="ready",
+            model=plan.ranker.name,
+            error="",
+            window=plan.window,
+            meter=plan.ranker.meter.to_dict(),
+        )
         if (key := key_status(plan.ranker)) is not None:
             state["api_key"] = key
         return state
 
-    def index_status(self, name: Any) -> dict[str, Any]:
+    def index_status(self, name: Any) -> protocol.IndexStatus:
         ws = self.workspace(name)
-        info = self._describe(ws)
         with self.store.snapshot() as conn:
             problems = [
-                dict(r)
+                protocol.Problem(path=r[0], kind=r[1], message=r[2])
                 for r in conn.execute(
                     "SELECT path, kind, message FROM problems WHERE workspace_id = ?"
                     " ORDER BY path LIMIT 200",
@@ -378,27 +380,28 @@ class Engine:
             links, resolved = conn.execute(
                 "SELECT count(*), count(target_id) FROM links WHERE workspace_id = ?", (ws.id,)
             ).fetchone()
-        info.update(
-            {
-                "db": str(self.store.path),
-                "writer": self.store.is_writer,
-                "links": {"total": links, "resolved": resolved},
-                "problems": problems,
-                "problem_count": n_problems,
-                "lexical": {"engine": "tantivy", "entries": self.lexical(ws).num_docs()},
-            }
-        )
         plan = self.semantic_plan(ws)
         state = self._semantic_state(ws, plan)
-        info.update({k: state[k] for k in ("semantic", "semantic_reason", "rank")})
-        if plan.embedder is not None:
+        info = protocol.IndexStatus(
+            **self._describe(ws),
+            db=str(self.store.path),
+            writer=self.store.is_writer,
+            links=protocol.LinkCounts(total=links, resolved=resolved),
+            problems=problems,
+            problem_count=n_problems,
+            lexical=protocol.LexicalInfo(engine="tantivy", entries=self.lexical(ws).num_docs()),
+            semantic=state["semantic"],
+            semantic_reason=state["semantic_reason"],
+            rank=state["rank"],
+        )
+        if plan.embedder is not None and plan.model_fp is not None:
             info["semantic_coverage"] = state["semantic_coverage"]
-            info["embedding"] = {
-                "model": plan.embedder.name,
-                "model_fp": plan.model_fp,
-                "dim": plan.embedder.dim,
-                "meter": plan.embedder.meter.to_dict(),
-            }
+            info["embedding"] = protocol.EmbeddingInfo(
+                model=plan.embedder.name,
+                model_fp=plan.model_fp,
+                dim=plan.embedder.dim,
+                meter=plan.embedder.meter.to_dict(),
+            )
             if (key := key_status(plan.embedder)) is not None:
                 info["embedding"]["api_key"] = key
         return info
@@ -407,7 +410,7 @@ class Engine:
 
     def search(
         self, name: Any, query: Any, opts: Any = None, *, cancel: CancelToken | None = None
-    ) -> dict[str, Any]:
+    ) -> protocol.Answer:
         ws = self.workspace(name)
         answer = run_search(
             self.store,
@@ -433,27 +436,28 @@ class Engine:
         answer["took_ms"] = round((time.perf_counter() - started) * 1000, 2)
         return answer
 
-    def semantic_state(self, name: Any) -> dict[str, Any]:
+    def semantic_state(self, name: Any) -> protocol.StageState:
         """What a picker shows beside its stage toggles; cheap (coverage is cached per epoch)."""
         ws = self.workspace(name)
         return self._semantic_state(ws, self.semantic_plan(ws))
 
-    def _semantic_state(self, ws: Workspace, plan: SemanticPlan) -> dict[str, Any]:
-        state, coverage = plan.state or "off", None
-        if plan.embedder is not None:
+    def _semantic_state(self, ws: Workspace, plan: SemanticPlan) -> protocol.StageState:
+        state: protocol.SemanticStateName = plan.state or "off"
+        coverage = None
+        if plan.embedder is not None and plan.model_fp is not None:
             with self.store.snapshot() as conn:
                 embedded, total = semantic_coverage(conn, self.store, ws, plan.model_fp)
-            coverage = {"embedded": embedded, "total": total}
+            coverage = protocol.Coverage(embedded=embedded, total=total)
             if not plan.state:
                 state = "ready" if embedded >= total else "partial"
-        return {
-            "workspace": ws.name,
-            "semantic": state,
-            "semantic_reason": plan.reason,
-            "semantic_coverage": coverage,
-            "model": plan.embedder.name if plan.embedder is not None else "",
-            "rank": self._rank_state(ws),
-        }
+        return protocol.StageState(
+            workspace=ws.name,
+            semantic=state,
+            semantic_reason=plan.reason,
+            semantic_coverage=coverage,
+            model=plan.embedder.name if plan.embedder is not None else "",
+            rank=self._rank_state(ws),
+        )
 
     def changes_since(self, name: Any, cursor: Any = 0) -> dict[str, Any]:
         ws = self.workspace(name)

@@ -24,14 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import invalid_params
+from .stages import stage_sets
 
-# Stage sets, named as tables show them; `rerank` runs hybrid, then the ranker.
-STAGE_SETS: dict[str, list[str]] = {
-    "lexical": ["lexical"],
-    "semantic": ["semantic"],
-    "hybrid": ["lexical", "semantic"],
-    "rerank": ["lexical", "semantic", "rerank"],
-}
+# Stage sets, named as tables show them (and as `opts.mode` takes them), from the registry:
+# each retriever alone, "hybrid" (every retriever, fused), "rerank" (hybrid, then the ranker).
+STAGE_SETS: dict[str, list[str]] = stage_sets()
 DEPTH = 100  # hits read per query: deep enough for nDCG@10 after folding chunks into documents
 
 
@@ -247,7 +244,7 @@ def evaluate(
 
 def gate_set(results: dict[str, Any]) -> str:
     """The set a CI gate judges: the fullest search that ran (what a user gets by default)."""
-    return next(s for s in ("rerank", "hybrid", "semantic", "lexical") if s in results)
+    return next(s for s in reversed(STAGE_SETS) if s in results)
 
 
 def table(results: dict[str, dict[str, float]], ks: list[int]) -> list[str]:

@@ -22,11 +22,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, overload
 
 import yaml
 from yaml.constructor import SafeConstructor
 
+from . import protocol
 from .config import DEFAULT_SCHEMA
 from .errors import invalid_params
 from .store import Store
@@ -329,6 +330,10 @@ def schema_hash(data: bytes) -> str:
 # -- values --------------------------------------------------------------------------------------
 
 
+@overload
+def normalise(value: str) -> str: ...
+@overload
+def normalise(value: Any) -> str | None: ...
 def normalise(value: Any) -> str | None:
     """Text as facets compare it: case-folded, whitespace collapsed."""
     if value is None:
@@ -416,11 +421,11 @@ class FacetFilter:
         if match not in values:
             values.append(match)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> protocol.FilterRecord:
         def side(d: dict[str, list[Match]]) -> dict[str, list[str]]:
             return {k: [m.value + ("*" if m.prefix else "") for m in v] for k, v in d.items()}
 
-        out: dict[str, Any] = {}
+        out = protocol.FilterRecord()
         if self.include:
             out["include"] = side(self.include)
         if self.exclude:
@@ -537,6 +542,7 @@ def coerce(schema: Schema, name: str, raw: Any, *, source: str) -> Match:
     if isinstance(raw, (dict, list)) or raw is None:
         raise invalid_params(f"{f.name}: a facet value must be a single value", **where)
     kind = f.type
+    value: bool | int | float | str | None  # as the field's kind stores it
     if kind == "boolean":
         value = raw if isinstance(raw, bool) else _BOOLEANS.get(str(raw).strip().lower())
         if value is None:

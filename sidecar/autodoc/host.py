@@ -17,6 +17,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from . import protocol
 from .dispatcher import WRITES, Dispatcher
 from .engine import Engine
 from .errors import INVALID_PARAMS, CancelToken, RpcError, StoreBusyError
@@ -33,7 +34,7 @@ READ_ONLY = "read-only: another autodoc process is writing this store"
 INDEX_READY = "autodoc/indexReady"
 STATE_CHANGED = "autodoc/stateChanged"
 
-Notify = Callable[[str, dict[str, Any]], None]
+Notify = Callable[[str, Any], None]
 Progress = Callable[[int, int, str], None]
 
 
@@ -64,7 +65,7 @@ class Host:
         self.options: dict[str, Any] = {}  # a client's options, applied to every folder
         self._search: CancelToken | None = None
         self._lock = threading.Lock()
-        self._states: dict[str, tuple] = {}
+        self._states: dict[str, tuple[str, str, str, str]] = {}
         self._closed = False
         engine.on_stale = self._stale
         engine.on_embedded = self._embedded
@@ -76,7 +77,7 @@ class Host:
         root: Path,
         progress: Progress | None = None,
         finished: Callable[[dict[str, Any]], None] | None = None,
-    ) -> Future:
+    ) -> Future[dict[str, Any]]:
         """Serve this folder: add (or reuse) its workspace, watch it, index it, on the writer
         thread. The result, `{"name", "state", "summary"}`, goes to `finished` before clients
         hear `autodoc/indexReady`, and is the future's; while another process holds the writer
@@ -186,7 +187,7 @@ class Host:
 
     # -- requests ----------------------------------------------------------------------------
 
-    def write(self, method: str, params: Any) -> Future:
+    def write(self, method: str, params: Any) -> Future[Any]:
         """A dispatcher method that changes the store, on the writer thread; a removed
         workspace stops being served, an added one is announced."""
 
@@ -214,28 +215,26 @@ class Host:
 
     # -- state -------------------------------------------------------------------------------
 
-    def ready_params(self) -> dict[str, Any]:
+    def ready_params(self) -> protocol.Ready:
         """What `autodoc/indexReady` carries: each served workspace's size and semantic state."""
-        workspaces = []
+        workspaces: list[protocol.ReadyWorkspace] = []
         served = self.served
         for ws in self.engine.workspace_list():
             if ws["name"] in served:
                 state = self.engine.semantic_state(ws["name"])
                 workspaces.append(
-                    {
-                        "name": ws["name"],
-                        "root": ws["root"],
-                        "documents": ws["documents"],
-                        "chunks": ws["chunks"],
-                        "semantic": state["semantic"],
-                        "model": state["model"],
-                    }
+                    protocol.ReadyWorkspace(
+                        name=ws["name"],
+                        root=ws["root"],
+                        documents=ws["documents"],
+                        chunks=ws["chunks"],
+                        semantic=state["semantic"],
+                        model=state["model"],
+                    )
                 )
-        return {
-            "workspaces": workspaces,
-            "writer": self.refresher.writer,
-            "holder": self.refresher.holder,
-        }
+        return protocol.Ready(
+            workspaces=workspaces, writer=self.refresher.writer, holder=self.refresher.holder
+        )
 
     def check_state(self, workspace: str, event: str) -> None:
         """Tell clients when the semantic or rank state a picker shows has changed."""

@@ -307,7 +307,13 @@ class Indexer:
             seen.add(f.rel)
             row = known.get(f.rel)
             current = row is not None and not row["deleted"] and row["chunk_fp"] == self.chunk_fp
-            if current and not force and row["size"] == f.size and row["mtime_ns"] == f.mtime_ns:
+            if (
+                current
+                and row is not None
+                and not force
+                and row["size"] == f.size
+                and row["mtime_ns"] == f.mtime_ns
+            ):
                 summary.unchanged += 1
                 continue
             try:
@@ -319,7 +325,7 @@ class Indexer:
                 seen.discard(f.rel)
                 continue
             content_hash = hashlib.sha256(data).hexdigest()
-            if current and not force and row["content_hash"] == content_hash:
+            if current and row is not None and not force and row["content_hash"] == content_hash:
                 summary.unchanged += 1
                 touched.append((f.size, f.mtime_ns, row["id"]))
                 continue

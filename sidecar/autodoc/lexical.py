@@ -12,6 +12,7 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import tantivy
 from tantivy import Filter, Occur, Query, TextAnalyzerBuilder, Tokenizer
@@ -243,19 +244,21 @@ class LexicalIndex:
         if item.prefix:
             raw = UNSTEMMED.analyze(item.text)
             prefix_tail = raw[-1] if raw else None
+        # Built with tantivy's element type: its stubs take a `list`, which is invariant.
+        phrase: list[str | tuple[int, str]] = list(tokens)
         per_field: list[Query] = []
         for name, weight in FIELD_WEIGHTS.items():
             alternatives: list[Query] = []
             if len(tokens) == 1:
                 alternatives.append(Query.term_query(self.schema, name, tokens[0]))
             else:
-                alternatives.append(Query.phrase_query(self.schema, name, tokens))
+                alternatives.append(Query.phrase_query(self.schema, name, phrase))
             if prefix_tail:
-                words = [*tokens[:-1], prefix_tail]
+                words: list[str | tuple[int, str]] = [*tokens[:-1], prefix_tail]
                 alternatives.append(Query.phrase_prefix_query(self.schema, name, words))
             elif len(tokens) == 1 and _HEX.match(tokens[0]):
                 # A short commit prefix should find the full hash.
-                alternatives.append(Query.phrase_prefix_query(self.schema, name, tokens))
+                alternatives.append(Query.phrase_prefix_query(self.schema, name, phrase))
             q = (
                 alternatives[0]
                 if len(alternatives) == 1
@@ -271,7 +274,10 @@ class LexicalIndex:
         result = searcher.search(q, limit, count=False)
         if not result.hits:
             return []
-        ids = searcher.fast_field_values("chunk_id", [addr for _, addr in result.hits])
+        # chunk_id is an unsigned fast field: its values are ints.
+        ids = cast(
+            list[int], searcher.fast_field_values("chunk_id", [addr for _, addr in result.hits])
+        )
         pairs = [(cid, score) for (score, _), cid in zip(result.hits, ids, strict=True)]
         pairs.sort(key=lambda p: (-p[1], p[0]))
         return pairs
@@ -283,4 +289,5 @@ class LexicalIndex:
         if not total:
             return set()
         result = searcher.search(Query.all_query(), total, count=False)
-        return set(searcher.fast_field_values("chunk_id", [a for _, a in result.hits]))
+        ids = cast(list[int], searcher.fast_field_values("chunk_id", [a for _, a in result.hits]))
+        return set(ids)

@@ -160,7 +160,7 @@ def _front_matter(text: str, base: int, offsets: list[int], found: Structure) ->
     head = text[: close.end()] if close else text
     first = next(pyromark.events_with_range(head, options=FRONT_MATTER_OPTIONS), None)
     tag = first[0].get("Start") if first is not None and type(first[0]) is dict else None
-    if type(tag) is not dict or "MetadataBlock" not in tag:
+    if first is None or type(tag) is not dict or "MetadataBlock" not in tag:
         return text, base
     end = first[1]["end"]
     b = bisect_right(offsets, end - 1 + base)  # the line after the closing delimiter
@@ -186,6 +186,10 @@ def read_structure(text: str, offsets: list[int], n_lines: int, *, lossy: bool) 
     # after it starts (siblings never overlap), so End events need no bookkeeping.
     ends: list[int] = []
     heading: _HeadingText | None = None  # the top-level heading being read
+    # A pyromark Event: a one-key dict or a bare string ("SoftBreak", "HardBreak", "Rule").
+    # `"Start" in event` is False for those strings too, but mypy cannot narrow on it, and a
+    # type() test per event would slow this loop by a fifth.
+    event: Any
     for event, rng in pyromark.events_with_range(text, options=OPTIONS):
         if heading is not None:
             if "Text" in event and not heading.hidden:  # most of a heading: plain words
@@ -215,6 +219,6 @@ def read_structure(text: str, offsets: list[int], n_lines: int, *, lossy: bool) 
         if kind in marks:
             marks[kind][a:b] = b"\x01" * (b - a)
         elif kind == "Heading" and not ends:
-            heading = _HeadingText(_LEVELS[tag["Heading"]["level"]], a, b)  # type: ignore[index]
+            heading = _HeadingText(_LEVELS[tag["Heading"]["level"]], a, b)
         ends.append(end)
     return found

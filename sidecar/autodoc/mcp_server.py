@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from . import __version__
+from . import __version__, protocol
 from .engine import Engine
 from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from .host import Host
@@ -141,33 +141,33 @@ class AgentServer:
     def status(self) -> CallToolResult:
         return self.call("workspace.list", [], self._status)
 
-    def _status(self, listed: list[dict[str, Any]]) -> dict[str, Any]:
+    def _status(self, listed: list[protocol.WorkspaceInfo]) -> protocol.AgentStatus:
         host = self.host
         served, indexing = host.served, host.indexing
         workspaces = []
         for ws in listed:
             state = self.engine.semantic_state(ws["name"])
             workspaces.append(
-                {
-                    "name": ws["name"],
-                    "root": ws["root"],
-                    "served": ws["name"] in served,
-                    "indexing": indexing.get(ws["name"], "not refreshed by this server"),
-                    "documents": ws["documents"],
-                    "chunks": ws["chunks"],
-                    "semantic": state["semantic"],
-                    "semantic_reason": state["semantic_reason"],
-                    "semantic_coverage": state["semantic_coverage"],
-                    "rank": state["rank"]["state"],
-                }
+                protocol.AgentWorkspace(
+                    name=ws["name"],
+                    root=ws["root"],
+                    served=ws["name"] in served,
+                    indexing=indexing.get(ws["name"], "not refreshed by this server"),
+                    documents=ws["documents"],
+                    chunks=ws["chunks"],
+                    semantic=state["semantic"],
+                    semantic_reason=state["semantic_reason"],
+                    semantic_coverage=state["semantic_coverage"],
+                    rank=state["rank"]["state"],
+                )
             )
         workspaces.sort(key=lambda w: (not w["served"], w["name"]))
-        answer = {
-            "version": __version__,
-            "writer": host.refresher.writer,
-            "holder": host.refresher.holder,
-            "workspaces": workspaces,
-        }
+        answer = protocol.AgentStatus(
+            version=__version__,
+            writer=host.refresher.writer,
+            holder=host.refresher.holder,
+            workspaces=workspaces,
+        )
         if host.refused:
             answer["refused"] = host.refused
         return answer

@@ -64,7 +64,7 @@ def parse_query(raw: str, is_facet: Callable[[str], bool] | None = None) -> Pars
                 items.append(QueryItem(quoted.strip(), phrase=True))
         elif word:
             bare = _BARE_FACET.match(word) if is_facet is not None and ":" in word else None
-            if bare and is_facet(bare.group(2)):
+            if bare and is_facet is not None and is_facet(bare.group(2)):
                 facets.append(FacetToken(bare.group(2), bare.group(3), bool(bare.group(1))))
             else:
                 items.append(QueryItem(word))

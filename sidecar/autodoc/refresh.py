@@ -77,9 +77,9 @@ class Refresher:
             pending.rescan_at = due if pending.rescan_at is None else min(due, pending.rescan_at)
             self._cond.notify()
 
-    def submit(self, fn: Callable[[], Any]) -> Future:
+    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
         """Run `fn` on the writer thread, after the jobs before it."""
-        future: Future = Future()
+        future: Future[Any] = Future()
         with self._cond:
             self._jobs.append((fn, future))
             self._cond.notify()

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from . import protocol
 from .embed import (
     MAX_BATCH,
     Meter,
@@ -251,7 +252,11 @@ def _build(spec: dict[str, Any]) -> Ranker:
     provider = spec["provider"]
     if provider == "onnx":
         folder = Path(spec["path"]).expanduser() if spec.get("path") else None
-        model = Path(spec["model"]).expanduser() if spec.get("model") else folder / "model.onnx"
+        if spec.get("model"):
+            model = Path(spec["model"]).expanduser()
+        else:
+            assert folder is not None  # validate_spec requires ranker.path or ranker.model
+            model = folder / "model.onnx"
         tokenizer = (
             Path(spec["tokenizer"]).expanduser()
             if spec.get("tokenizer")
@@ -291,30 +296,28 @@ class RankPlan:
 
 def rerank(
     plan: RankPlan, query: str, window_texts: list[str], window: int
-) -> tuple[np.ndarray | None, dict[str, Any]]:
+) -> tuple[np.ndarray | None, protocol.RankRecord]:
     """Scores for the window's texts, and the answer's `rank` record. A failure or a timeout
     returns no scores (the fused order stands) and says why."""
     ranker = plan.ranker
     assert ranker is not None
     texts = window_texts[:window]
     if not texts:
-        return None, {"state": "skipped", "model": ranker.name, "error": "no hits to rank"}
+        return None, protocol.RankRecord(
+            state="skipped", model=ranker.name, error="no hits to rank"
+        )
     future = _POOL.submit(ranker.score, query, texts)
     try:
         scores = future.result(timeout=plan.timeout)
     except FutureTimeout:
-        return None, {
-            "state": "failed",
-            "model": ranker.name,
-            "error": f"ranker timed out after {plan.timeout:g} s",
-        }
+        return None, protocol.RankRecord(
+            state="failed", model=ranker.name, error=f"ranker timed out after {plan.timeout:g} s"
+        )
     except RankFailed as exc:
-        return None, {"state": "failed", "model": ranker.name, "error": str(exc)}
+        return None, protocol.RankRecord(state="failed", model=ranker.name, error=str(exc))
     except Exception as exc:  # a broken model file, a shape the graph rejects
-        return None, {"state": "failed", "model": ranker.name, "error": f"ranker failed: {exc}"}
-    return np.asarray(scores, dtype=np.float32), {
-        "state": "ready",
-        "model": ranker.name,
-        "error": "",
-        "window": len(texts),
-    }
+        error = f"ranker failed: {exc}"
+        return None, protocol.RankRecord(state="failed", model=ranker.name, error=error)
+    return np.asarray(scores, dtype=np.float32), protocol.RankRecord(
+        state="ready", model=ranker.name, error="", window=len(texts)
+    )

@@ -13,6 +13,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import onnxruntime  # noqa: F401 - usearch 2.26.2-2.26.6 crash if imported before onnxruntime
@@ -126,7 +127,7 @@ class SignIndex:
             ).fetchall()
             if rows:
                 codes = _Codes.of(rows)
-                fresh = ~self.index.contains(codes.keys)
+                fresh = ~np.asarray(self.index.contains(codes.keys), dtype=bool)
                 if fresh.any():
                     self.index.add(codes.keys[fresh], codes.bits[fresh])
                 self.max_id = int(codes.keys[-1])
@@ -383,7 +384,7 @@ def _subset(
     allowed: DocumentSet,
     need: int,
     complete: bool,
-) -> tuple[list[tuple[int, int]], bool]:
+) -> tuple[list[tuple[int, int, float]], bool]:
     """The two phases over the kept documents' vectors only: Hamming distance on their sign
     codes (numpy popcount), then float32 rescoring of the SHORTLIST nearest."""
     hashes = Store.column(
@@ -489,7 +490,7 @@ class SemanticPlan:
         embedder: Embedder | None,
         model_fp: str | None,
         *,
-        state: str = "",
+        state: Literal["", "off", "switching"] = "",
         reason: str = "",
         code: int = 0,
         signs: SignIndex | None = None,

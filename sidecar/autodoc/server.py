@@ -21,6 +21,7 @@ import os
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -30,7 +31,7 @@ from pygls.exceptions import FeatureRequestError, JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCRequestMessage, LanguageServerProtocol
 
-from . import __version__, config
+from . import __version__, config, protocol
 from .chunking import BREADCRUMB_SEP
 from .dispatcher import WRITES
 from .engine import Engine
@@ -136,6 +137,7 @@ class AutodocServer(LanguageServer):
     def report_server_error(self, error: Exception, source) -> None:
         """Garbage on the wire gets a JSON-RPC parse error (id null); the server stays up."""
         if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+            assert isinstance(self.protocol, AutodocProtocol)
             self.protocol._send_error(None, PARSE_ERROR, f"parse error: {error}")
             return
         if source is FeatureRequestError:
@@ -239,27 +241,26 @@ class AutodocServer(LanguageServer):
     def symbols(self, query: str, token: CancelToken) -> list[types.SymbolInformation]:
         """`workspace/symbol`: the best sections of every served folder, each named by its
         heading and contained in the breadcrumb above it."""
-        hits = []
+        hits: list[tuple[protocol.Hit, Path]] = []
         for name, root in sorted(self.host.served.items()):
             answer = self.engine.search(name, query, {"limit": SYMBOL_LIMIT}, cancel=token)
             hits.extend((h, root) for h in answer["hits"])
         hits.sort(key=lambda pair: -pair[0]["score"])
         return [_symbol(hit, root) for hit, root in hits[:SYMBOL_LIMIT]]
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> protocol.ServerStatus:
         host = self.host
-        return {
-            "server": {
-                "version": __version__,
-                "pid": os.getpid(),
-                "db": str(self.engine.store.path),
-                "writer": host.refresher.writer,
-                "holder": host.refresher.holder,
-                "pending": host.refresher.pending(),
-                "watching": host.watcher is not None,
-            },
-            "workspaces": [self.engine.index_status(name) for name in sorted(host.served)],
-        }
+        server = protocol.ServerInfo(
+            version=__version__,
+            pid=os.getpid(),
+            db=str(self.engine.store.path),
+            writer=host.refresher.writer,
+            holder=host.refresher.holder,
+            pending=host.refresher.pending(),
+            watching=host.watcher is not None,
+        )
+        workspaces = [self.engine.index_status(name) for name in sorted(host.served)]
+        return protocol.ServerStatus(server=server, workspaces=workspaces)
 
     def shutdown_all(self) -> None:
         if self._closed:
@@ -269,7 +270,7 @@ class AutodocServer(LanguageServer):
         self.host.close()
 
 
-def _symbol(hit: dict[str, Any], root: Path) -> types.SymbolInformation:
+def _symbol(hit: protocol.Hit, root: Path) -> types.SymbolInformation:
     crumbs = hit["breadcrumb"].split(BREADCRUMB_SEP)
     return types.SymbolInformation(
         name=crumbs[-1] or hit["title"] or hit["path"],
@@ -373,7 +374,7 @@ def build_server(engine: Engine) -> AutodocServer:
         host = ls.host
         for name in list(host.served):
             try:
-                await ls.in_writer(host.refresher.submit(lambda n=name: host.apply_options(n)))
+                await ls.in_writer(host.refresher.submit(partial(host.apply_options, name)))
             except JsonRpcException as exc:
                 ls.show(f"cannot apply options to {name}: {exc.message}")
             host.check_state(name, "semantic")
@@ -391,8 +392,8 @@ def build_server(engine: Engine) -> AutodocServer:
             root = uri_to_path(folder.uri)
             if root is not None and root.is_dir():
                 await ls.open_folder(root)
-                name = ls.engine.workspace_at(root)
-                ls.notify(STATE_CHANGED, {"event": "workspace.added", "workspace": name})
+                added = ls.engine.workspace_at(root)
+                ls.notify(STATE_CHANGED, {"event": "workspace.added", "workspace": added})
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: AutodocServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -435,7 +436,7 @@ def build_server(engine: Engine) -> AutodocServer:
                 raise _rpc_exception(
                     RpcError(INVALID_PARAMS, f"not a folder of this server: {name}")
                 )
-            job = host.refresher.submit(lambda n=name: ls.engine.index_run(n, wait=False))
+            job = host.refresher.submit(partial(ls.engine.index_run, name, wait=False))
             out.append(await ls.in_writer(job))
         ls.notify(INDEX_READY, host.ready_params())
         return out

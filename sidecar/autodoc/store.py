@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -207,6 +207,14 @@ class Workspace:
             row["active_model_fp"],
             json.loads(row["active_embedding"]) if row["active_embedding"] else None,
         )
+
+
+def read_epochs(conn: sqlite3.Connection, ws_id: int) -> tuple[int, int] | None:
+    """(lexical_epoch, vector_epoch): what cached views of a workspace are keyed by."""
+    row = conn.execute(
+        "SELECT lexical_epoch, vector_epoch FROM workspaces WHERE id = ?", (ws_id,)
+    ).fetchone()
+    return (row[0], row[1]) if row is not None else None
 
 
 class WriterLease:
@@ -461,13 +469,15 @@ class Store:
     # -- reading chunks ----------------------------------------------------------------------
 
     @staticmethod
-    def in_batches(conn: sqlite3.Connection, sql: str, ids: list[int], *tail: Any):
+    def in_batches(conn: sqlite3.Connection, sql: str, ids: Sequence[int | str], *tail: Any):
         for start in range(0, len(ids), 900):  # SQLite's bound-parameter limit
             part = ids[start : start + 900]
             yield from conn.execute(sql.format(marks=",".join("?" * len(part))), (*part, *tail))
 
     @staticmethod
-    def rows(conn: sqlite3.Connection, sql: str, ids: list[int], *tail: Any) -> list[tuple]:
+    def rows(
+        conn: sqlite3.Connection, sql: str, ids: Sequence[int | str], *tail: Any
+    ) -> list[tuple]:
         """`in_batches` as plain tuples in one list, for the hot queries of the query path:
         no Row object and no generator step per row (the float32 rescore read 600 rows in
         ~10 ms through Row objects)."""
@@ -481,7 +491,9 @@ class Store:
         return out
 
     @classmethod
-    def column(cls, conn: sqlite3.Connection, sql: str, ids: list[int], *tail: Any) -> list[Any]:
+    def column(
+        cls, conn: sqlite3.Connection, sql: str, ids: Sequence[int | str], *tail: Any
+    ) -> list[Any]:
         """The first column of `rows`."""
         return [r[0] for r in cls.rows(conn, sql, ids, *tail)]
 

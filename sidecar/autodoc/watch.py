@@ -21,6 +21,7 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
+from watchdog.observers.api import ObservedWatch
 
 from .refresh import Refresher
 from .walker import MARKDOWN_SUFFIXES
@@ -79,7 +80,7 @@ class Watcher:
         self.refresher = refresher
         self.observer = Observer()
         self.observer.daemon = True
-        self._watches: dict[str, object] = {}
+        self._watches: dict[str, ObservedWatch] = {}
         self.observer.start()
 
     def watch(self, workspace: str, root: Path) -> bool:

@@ -1,0 +1,78 @@
+"""Fusion (spec §4): the retrieval stages' rankings as one, weighted by each stage's confidence
+(or plain RRF), boosted by tags and inbound links, capped per document, superseded documents
+moved below their successors. The arithmetic is `autodoc/fuse.py`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import ClassVar
+
+from .. import fuse, protocol
+from ..lexical import analyze
+from ..store import Store
+from .base import Phase, QueryContext, Skip
+
+
+class FuseStage:
+    name: ClassVar[str] = "fuse"
+    toggle: ClassVar[bool] = False  # always runs, on whatever the retrievers found
+    retriever: ClassVar[bool] = False
+    phase: ClassVar[Phase] = "snapshot"
+
+    def unavailable(self, ctx: QueryContext) -> Skip | None:
+        return None
+
+    def prepare(self, ctx: QueryContext) -> Skip | None:
+        return None
+
+    def run(self, ctx: QueryContext, conn: sqlite3.Connection | None) -> Skip | None:
+        assert conn is not None
+        stages = [stage for stage, _ in ctx.ranked]
+        if ctx.options.fusion == "confidence" and stages == ["lexical", "semantic"]:
+            lex, sem = fuse.confidence_weights(
+                ctx.signals.get("lexical", []), ctx.signals.get("semantic", [])
+            )
+            weights: tuple[float, ...] = (lex, sem)
+            k = fuse.CONFIDENCE_K
+        else:
+            weights, k = tuple(1.0 for _ in stages), fuse.RRF_K
+        ctx.fusion = protocol.FusionRecord(
+            method=ctx.options.fusion,
+            k=k,
+            weights={s: round(w, 4) for s, w in zip(stages, weights, strict=True)},
+        )
+        fused = fuse.rrf(ctx.ranked, k, weights)
+        docs = sorted({f.document_id for f in fused})
+        info = {
+            r[0]: r
+            for r in Store.in_batches(
+                conn, "SELECT id, inbound, tags FROM documents WHERE id IN ({marks})", docs
+            )
+        }
+        words = {t for item in ctx.query.items for t in analyze(item.text)}
+        tagged = {d for d, r in info.items() if has_query_tag(r[2], words)}
+        fused = fuse.apply_boosts(fused, tagged, {d: r[1] for d, r in info.items()})
+        fused = fuse.cap_per_document(fused)
+        demote = ctx.options.demote_superseded
+        if demote is None:
+            demote = ctx.ws.options["demote_superseded"]
+        if demote:
+            pairs = Store.in_batches(
+                conn, "SELECT old_id, new_id FROM supersessions WHERE old_id IN ({marks})", docs
+            )
+            ctx.moved = fuse.demote_superseded(fused, {o: n for o, n in pairs if n in info})
+        ctx.fused = fused
+        return None
+
+    def describe(self, ctx: QueryContext, conn: sqlite3.Connection | None, ran: bool) -> None:
+        pass
+
+
+def has_query_tag(tags_json: str | None, words: set[str]) -> bool:
+    """A tag among the query's words, stemmed (#storage matches "stored"); `a/b` counts as b."""
+    for tag in json.loads(tags_json or "[]"):
+        stems = analyze(tag.rsplit("/", 1)[-1])
+        if stems and all(t in words for t in stems):
+            return True
+    return False

@@ -1,0 +1,121 @@
+"""Stage 1, lexical: BM25 candidates from Tantivy, visible in the snapshot (spec §2), and the
+documents whose title or alias is exactly the query (issue 11: typing a name finds it first)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import ClassVar
+
+from .. import facets, fuse
+from ..fuse import MAX_READ, RETRIEVER_TOP
+from ..lexical import LexicalIndex
+from ..query import ParsedQuery
+from ..store import NAME_ALIAS, NAME_TITLE, Store, Workspace
+from .base import Phase, QueryContext, Skip
+
+
+class LexicalStage:
+    name: ClassVar[str] = "lexical"
+    toggle: ClassVar[bool] = True
+    retriever: ClassVar[bool] = True
+    phase: ClassVar[Phase] = "snapshot"
+
+    def unavailable(self, ctx: QueryContext) -> Skip | None:
+        return None  # the lexical index is always there
+
+    def prepare(self, ctx: QueryContext) -> Skip | None:
+        return None
+
+    def run(self, ctx: QueryContext, conn: sqlite3.Connection | None) -> Skip | None:
+        assert conn is not None
+        with ctx.timed("lexical_ms"):
+            ctx.lexical.refresh(ctx.epochs[0])
+            found, cut, ctx.signals["lexical"] = lexical_candidates(
+                conn, ctx.store, ctx.lexical, ctx.ws, ctx.query, ctx.allowed
+            )
+            ctx.truncated |= cut
+            ctx.ranked.append(("lexical", found))
+        ctx.exact = exact_names(conn, ctx.ws, ctx.query, ctx.allowed)
+        return None
+
+    def describe(self, ctx: QueryContext, conn: sqlite3.Connection | None, ran: bool) -> None:
+        pass
+
+
+def lexical_candidates(
+    conn: sqlite3.Connection,
+    store: Store,
+    lexical: LexicalIndex,
+    ws: Workspace,
+    query: ParsedQuery,
+    allowed: facets.DocumentSet | None = None,
+    need: int = RETRIEVER_TOP,
+) -> tuple[list[tuple[int, int]], bool, list[float]]:
+    """Visible (chunk_id, document_id) best first: all-words matches, then any-word ones.
+
+    `allowed`: the documents a filter keeps (None: all), applied inside the Tantivy query.
+    Reads twice what it needs, then up to MAX_READ when invisible chunks starve the read.
+    Returns (rows, truncated, their BM25 scores).
+    """
+    rows: list[tuple[int, int]] = []
+    scores: list[float] = []
+    seen: set[int] = set()
+    truncated = False
+    restrict = None
+    if allowed is not None:
+        if not allowed.size:
+            return [], False, []
+        if allowed.keep is not None:
+            restrict = lexical.only_documents(keep=sorted(allowed.keep))
+        else:
+            restrict = lexical.only_documents(drop=sorted(allowed.drop or ()))
+    for all_words in (True, False):
+        q = lexical.build(query, all_words=all_words, restrict=restrict)
+        if q is None:
+            break
+        read = need * 2
+        while True:
+            pairs = lexical.search(q, read)
+            fresh = list(dict.fromkeys(cid for cid, _ in pairs if cid not in seen))
+            visible = store.visible_chunks(conn, ws.id, fresh)
+            bm25 = dict(pairs)
+            got = [(cid, visible[cid]) for cid in fresh if cid in visible]
+            short = len(rows) + len(got) < need
+            filled = len(pairs) >= read
+            if not short or not filled or read >= MAX_READ:
+                truncated = truncated or (short and filled)
+                break
+            read = MAX_READ
+        rows.extend(got)
+        scores.extend(bm25[cid] for cid, _ in got)
+        seen.update(cid for cid, _ in got)
+        if len(rows) >= need:
+            break
+    return rows[:need], truncated, scores[:need]
+
+
+def exact_names(
+    conn: sqlite3.Connection, ws: Workspace, query: ParsedQuery, allowed: facets.DocumentSet | None
+) -> list[fuse.Fused]:
+    """Documents whose title or an alias is exactly the query's words (case-insensitive), each
+    as its first section, marked `exact`."""
+    key = " ".join(query.text.split()).lower()
+    if not key:
+        return []
+    rows = conn.execute(
+        "SELECT DISTINCT n.document_id FROM names n JOIN documents d ON d.id = n.document_id"
+        " WHERE n.workspace_id = ? AND n.key = ? AND n.rank IN (?, ?) AND d.deleted = 0"
+        " ORDER BY n.rank, d.path",
+        (ws.id, key, NAME_TITLE, NAME_ALIAS),
+    ).fetchall()
+    out = []
+    for (doc_id,) in rows:
+        if allowed is not None and doc_id not in allowed:
+            continue
+        first = conn.execute(
+            "SELECT id FROM chunks WHERE document_id = ? AND state = 1 ORDER BY ordinal LIMIT 1",
+            (doc_id,),
+        ).fetchone()
+        if first is not None:
+            out.append(fuse.Fused(first[0], doc_id, via=["exact"]))
+    return out

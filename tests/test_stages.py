@@ -1,0 +1,127 @@
+"""The stage registry drives every answer's `stages` record, skip reasons, errors and
+`mode_used`: every combination of toggles against every availability of the semantic stage (a
+model, none, a provider failing) and the ranker (configured, none, failing), checked against the
+rules written out here, not against the registry itself."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shutil
+
+import pytest
+
+from autodoc import evaluate, protocol, stages
+from autodoc.errors import EMBED_FAILED, INVALID_PARAMS, UNSUPPORTED, RpcError
+
+from .conftest import REPO, fake_openai_engine
+from .fake_openai import FakeOpenAI
+from .fake_rankers import FakeRanker
+
+API_VAULT = REPO / "tests" / "fixtures" / "api-vault"
+TOGGLES = ["lexical", "semantic", "rerank"]
+SUBSETS = [list(c) for n in range(4) for c in itertools.combinations(TOGGLES, n)]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """Four workspaces on one vault: with or without a model, with or without a ranker."""
+    base = tmp_path_factory.mktemp("stages")
+    root = base / "vault"
+    shutil.copytree(API_VAULT, root)
+    with FakeOpenAI(dim=32) as embedder, FakeRanker("tei") as ranker:
+        engine = fake_openai_engine(base / "store" / "autodoc.db", root, embedder.url, "s-r")
+        for name in ("s-n", "n-r", "n-n"):
+            engine.workspace_add(name, str(root))
+        engine.workspace_configure(
+            "s-n", {"embedding": engine.workspace("s-r").options["embedding"]}
+        )
+        for name in ("n-r", "n-n"):
+            engine.workspace_configure(name, {"embedding": "none"})
+        spec = {"provider": "tei", "base_url": ranker.url, "model": "rr"}
+        for name in ("s-r", "n-r"):
+            engine.workspace_configure(name, {"ranker": spec})
+        for name in ("s-r", "s-n", "n-r", "n-n"):
+            engine.index_run(name)
+        yield engine, embedder, ranker
+        embedder.mode = ranker.mode = "ok"
+        engine.close()
+
+
+@pytest.mark.parametrize("toggles", SUBSETS, ids=lambda t: "+".join(t) or "default")
+@pytest.mark.parametrize("semantic", ["model", "none", "failing"])
+@pytest.mark.parametrize("ranker", ["configured", "none", "failing"])
+def test_the_stages_record_follows_toggles_and_availability(served, toggles, semantic, ranker):
+    engine, embedder, fake_ranker = served
+    name = ("n" if semantic == "none" else "s") + "-" + ("n" if ranker == "none" else "r")
+    embedder.mode = "fail" if semantic == "failing" else "ok"
+    fake_ranker.mode = "fail" if ranker == "failing" else "ok"
+    requested = toggles or TOGGLES  # none given: every stage
+    sem_ok, rank_ok = semantic == "model", ranker == "configured"
+    if not set(requested) & {"lexical", "semantic"}:
+        with pytest.raises(RpcError) as err:
+            engine.search(name, "passkey challenge", {"stages": toggles})
+        assert err.value.code == INVALID_PARAMS and err.value.data == {"field": "stages"}
+        return
+    if "lexical" not in requested and not sem_ok:  # never silently lexical instead
+        with pytest.raises(RpcError) as err:
+            engine.search(name, "passkey challenge", {"stages": toggles})
+        assert err.value.code == (UNSUPPORTED if semantic == "none" else EMBED_FAILED)
+        assert err.value.data["stage"] == "semantic"
+        return
+    answer = engine.search(name, "passkey challenge", {"stages": toggles})
+    protocol.conform(answer, protocol.Answer)
+    ran = {
+        "lexical": "lexical" in requested,
+        "semantic": "semantic" in requested and sem_ok,
+        "rerank": "rerank" in requested and rank_ok,
+    }
+    record = answer["stages"]
+    assert record["requested"] == requested
+    assert record["performed"] == [s for s in TOGGLES if ran[s]]
+    expect_skipped = {s for s in requested if not ran[s]}
+    assert set(record["skipped"]) == expect_skipped
+    if "semantic" in expect_skipped:
+        reason = record["skipped"]["semantic"]
+        if semantic == "none":
+            assert reason == engine.semantic_state(name)["semantic_reason"] != ""
+        else:
+            assert reason.startswith("embedding the query failed: ")
+    if "rerank" in expect_skipped:
+        assert record["skipped"]["rerank"] == answer["rank"]["error"] != ""
+        assert answer["rank"]["state"] == ("failed" if ranker == "failing" else "off")
+    both = ran["lexical"] and ran["semantic"]
+    mode = "hybrid" if both else "lexical" if ran["lexical"] else "semantic"
+    assert answer["mode_used"] == mode
+    assert all(set(h["via"]) <= {"lexical", "semantic", "rank", "exact"} for h in answer["hits"])
+    assert any("rank" in h["via"] for h in answer["hits"]) == ran["rerank"]
+    assert set(answer["fusion"]["weights"]) == {s for s in ("lexical", "semantic") if ran[s]}
+
+
+def test_named_modes_are_the_evaluations_stage_sets(served):
+    engine, embedder, fake_ranker = served
+    embedder.mode = fake_ranker.mode = "ok"
+    assert evaluate.STAGE_SETS == {
+        "lexical": ["lexical"],
+        "semantic": ["semantic"],
+        "hybrid": ["lexical", "semantic"],
+        "rerank": ["lexical", "semantic", "rerank"],
+    }
+    for mode, expected in evaluate.STAGE_SETS.items():
+        answer = engine.search("s-r", "passkey", {"mode": mode})
+        assert answer["stages"]["performed"] == expected
+        assert answer["mode_used"] == ("hybrid" if mode in ("hybrid", "rerank") else mode)
+    with pytest.raises(RpcError) as err:
+        engine.search("s-r", "passkey", {"mode": "bm25"})
+    assert err.value.message == "mode must be one of lexical, semantic, hybrid, rerank"
+
+
+def test_the_registry_is_the_one_list_of_stages():
+    """In pipeline order; the wire's StageName and the picker's toggles are its toggles."""
+    assert [s.name for s in stages.REGISTRY] == ["lexical", "semantic", "fuse", "rerank"]
+    assert stages.TOGGLES == ("lexical", "semantic", "rerank") == protocol.StageName.__args__
+    assert stages.RETRIEVERS == ("lexical", "semantic")
+    picker = (REPO / "lua" / "autodoc" / "picker.lua").read_text()
+    listed = re.search(r"local STAGES = \{([^}]*)\}", picker)
+    assert listed is not None
+    assert re.findall(r'"(\w+)"', listed.group(1)) == list(stages.TOGGLES)
