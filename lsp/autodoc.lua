@@ -5,4 +5,6 @@ return {
   filetypes = { "markdown" },
   root_markers = { ".autodoc", ".git" },
   init_options = vim.empty_dict(),
+  -- the notifications the picker and the status line rely on
+  handlers = require("autodoc.client").handlers,
 }

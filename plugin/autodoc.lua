@@ -15,9 +15,10 @@ vim.api.nvim_create_user_command("Autodoc", function(cmd)
     vim.notify("autodoc: :Autodoc " .. table.concat(autodoc.subcommands, "|"), vim.log.levels.ERROR)
     return
   end
-  autodoc[sub]()
+  autodoc[sub]({ range = cmd.range > 0 })
 end, {
   nargs = 1,
+  range = true,
   desc = "AutoDoc: status, reindex, open, workspace",
   complete = function(lead)
     return vim.tbl_filter(function(s)
@@ -29,6 +30,6 @@ end, {
 vim.keymap.set("n", "<Plug>(autodoc-search)", function()
   require("autodoc").search()
 end, { desc = "AutoDoc: search" })
-vim.keymap.set("n", "<Plug>(autodoc-open)", function()
+vim.keymap.set({ "n", "x" }, "<Plug>(autodoc-open)", function()
   require("autodoc").open()
-end, { desc = "AutoDoc: search the word under the cursor" })
+end, { desc = "AutoDoc: search the word under the cursor or the selection" })

@@ -287,3 +287,46 @@ def test_the_rerank_box_appears_with_a_ranker_and_toggles(start, tmp_path: Path)
     assert answer["rank"] == {"state": "skipped", "model": "tiny-ce", "error": "not requested"}
     assert "[ ] Rerank (tiny-ce)" in n.lines("stages")[0]
     assert "not re-ranked: not requested" in title()
+
+
+def test_open_searches_the_selection_or_the_word_under_the_cursor(start):
+    n = start({"embedding": "none"})
+    n.nvim.command("enew")
+    n.nvim.current.buffer[:] = ["see the embedded relational store here"]
+    n.lua("vim.keymap.set({'n', 'x'}, '<F5>', '<Plug>(autodoc-open)')")
+    n.nvim.input("0wwv3e<F5>")  # visual mode: "embedded relational store"
+    n.until(lambda: (s := n.state()) and s["query"] == "embedded relational store")
+    assert n.nvim.api.get_mode()["mode"] != "v"  # the selection ended
+    n.nvim.input("<Esc>")
+    n.until(lambda: n.state() is None)
+    n.nvim.command("'<,'>Autodoc open")  # the last selection, from a range
+    n.until(lambda: (s := n.state()) and s["query"] == "embedded relational store")
+    n.nvim.input("<Esc>")
+    n.until(lambda: n.state() is None)
+    n.nvim.command("normal! 0w")
+    n.nvim.input("<F5>")  # normal mode: the word under the cursor
+    n.until(lambda: (s := n.state()) and s["query"] == "the")
+    n.nvim.input("<Esc>")
+
+
+def test_a_client_started_by_the_lsp_config_gets_the_plugins_notifications(start, vault: Path):
+    """`vim.lsp.enable("autodoc")` with the repository's `lsp/autodoc.lua`: the client hears
+    `autodoc/indexReady`, so the picker knows the served workspaces."""
+    n = start({"embedding": "none"})
+    n.lua(
+        "vim.lsp.config('autodoc', {cmd = {...}, init_options = {embedding = 'none'}})"
+        " vim.lsp.enable('autodoc')",
+        sys.executable,
+        "-m",
+        "autodoc",
+        "serve",
+    )
+    n.nvim.command(f"edit {vault / 'adr' / '0003-embedded-sqlite-store.md'}")
+
+    def ready():
+        return n.lua(
+            "for id, ws in pairs(require('autodoc.client').ready) do"
+            " if #ws > 0 then return ws[1].documents end end"
+        )
+
+    assert n.until(ready) == 8

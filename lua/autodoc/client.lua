@@ -30,7 +30,9 @@ local function fire(event, data)
   vim.api.nvim_exec_autocmds("User", { pattern = event, modeline = false, data = data })
 end
 
-local handlers = {
+--- The sidecar's notifications; `lsp/autodoc.lua` uses them too.
+---@type table<string, lsp.Handler>
+M.handlers = {
   ["autodoc/indexReady"] = function(_, result, ctx)
     M.ready[ctx.client_id] = result and result.workspaces or {}
     fire("AutodocIndexReady", { client_id = ctx.client_id, result = result })
@@ -72,7 +74,7 @@ function M.start(root, bufnr)
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fs.basename(root) } },
     init_options = init_options,
-    handlers = handlers,
+    handlers = M.handlers,
   }, {
     bufnr = bufnr,
     attach = bufnr ~= nil,

@@ -132,9 +132,27 @@ function M.reindex()
   end
 end
 
---- `:Autodoc open`: the picker with the query under the cursor or the visual selection.
-function M.open()
-  M.search({ query = vim.fn.expand("<cword>") })
+--- The text of the visual selection (or of the last one, after it ended), on one line.
+---@return string
+local function selection()
+  local mode = vim.fn.mode()
+  local visual = mode == "v" or mode == "V" or mode == "\22"
+  local first, last = vim.fn.getpos(visual and "v" or "'<"), vim.fn.getpos(visual and "." or "'>")
+  local lines = vim.fn.getregion(first, last, { type = visual and mode or vim.fn.visualmode() })
+  return vim.trim((table.concat(lines, " "):gsub("%s+", " ")))
+end
+
+--- `:Autodoc open`: the picker with the word under the cursor, or with the visual selection
+--- (from visual mode, or `:'<,'>Autodoc open`).
+---@param opts? { range: boolean? }
+function M.open(opts)
+  local mode = vim.fn.mode()
+  local visual = mode == "v" or mode == "V" or mode == "\22"
+  local query = (visual or (opts and opts.range)) and selection() or vim.fn.expand("<cword>")
+  if visual then
+    vim.api.nvim_feedkeys(vim.keycode("<Esc>"), "nx", false)
+  end
+  M.search({ query = query })
 end
 
 --- `:Autodoc workspace`: start (or show) the sidecar for the current root.
