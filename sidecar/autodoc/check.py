@@ -41,6 +41,7 @@ class Finding:
         return f"{self.path}:{self.line}: {level}{self.message}"
 
 
+# Over 60 lines: one read of every document against the schema, findings gathered as it goes.
 def check_workspace(store: Store, ws: Workspace, schema_path: str) -> dict[str, Any]:
     findings: list[Finding] = []
     with store.snapshot() as conn:

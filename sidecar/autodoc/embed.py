@@ -263,6 +263,8 @@ def cache_dir() -> Path:
     return Path(os.environ.get("AUTODOC_CACHE", Path(base) / "autodoc"))
 
 
+# Over 60 lines: the one place that derives, checks and caches the int8 graph, with its
+# fallbacks (read-only cache, a failed quantisation) kept together.
 def optimised_graph(source: Path, tokenizer: Path, source_hash: str) -> Path | None:
     """A per-channel dynamic int8 version of `source`, derived once and cached by its hash.
 

@@ -14,89 +14,36 @@ small pool; every write runs on the refresher's single writer thread.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
-from pygls.exceptions import FeatureRequestError, JsonRpcException
+from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import JsonRPCRequestMessage, LanguageServerProtocol
 
-from . import __version__, config, protocol
+from . import __version__, protocol
 from .chunking import BREADCRUMB_SEP
 from .dispatcher import WRITES
 from .engine import Engine
-from .errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, CancelToken, RpcError
-from .host import INDEX_READY, STATE_CHANGED, Host
-from .watch import Watcher
+from .errors import PARSE_ERROR, CancelToken, RpcError
+from .host import Host
+from .lsp_wire import (
+    AnsweredErrors,
+    AutodocProtocol,
+    LogToClient,
+    rpc_exception,
+)
 
 log = logging.getLogger(__name__)
 
-CONFIG_SECTION = "autodoc"
 SYMBOL_LIMIT = 20
 PROGRESS_EVERY_S = 0.25
-
-COMMAND_SEARCH = "autodoc.search"
-COMMAND_REINDEX = "autodoc.reindex"
-COMMAND_STATUS = "autodoc.status"
-
-
-# -- the wire: answer every malformed message instead of dropping it --------------------------
-
-
-class _Invalid:
-    """A request whose params could not be read: answered with -32602, never dispatched."""
-
-    def __init__(self, msg_id: Any, method: str, reason: str) -> None:
-        self.id, self.method, self.reason = msg_id, method, reason
-
-
-class AutodocProtocol(LanguageServerProtocol):
-    def structure_message(self, data: dict[str, Any]):
-        if "jsonrpc" not in data:
-            return data  # a nested object, or a top-level one that is not JSON-RPC
-        method = data.get("method")
-        if isinstance(method, str) and method.startswith("autodoc/") and "id" in data:
-            # Our methods take a JSON array: keep it as sent (pygls would make tuples of objects).
-            return JsonRPCRequestMessage(
-                id=data["id"], method=method, jsonrpc=data["jsonrpc"], params=data.get("params")
-            )
-        try:
-            return super().structure_message(data)
-        except Exception as exc:
-            if isinstance(method, str) and "id" in data:
-                return _Invalid(data["id"], method, str(exc).splitlines()[0])
-            raise
-
-    def handle_message(self, message) -> None:
-        if isinstance(message, _Invalid):
-            self._send_error(message.id, INVALID_PARAMS, f"invalid params for {message.method}")
-            return
-        if not hasattr(message, "jsonrpc"):  # valid JSON, but not a JSON-RPC 2.0 message
-            msg_id = message.get("id") if isinstance(message, dict) else None
-            if not isinstance(msg_id, (int, str)):
-                msg_id = None
-            self._send_error(msg_id, INVALID_REQUEST, "invalid request: not a JSON-RPC message")
-            return
-        super().handle_message(message)
-
-    def _send_error(self, msg_id: Any, code: int, message: str) -> None:
-        # Sent as is: pygls would drop `"id": null`, which JSON-RPC requires when no id is known.
-        error = {"code": code, "message": message}
-        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
-
-
-def _rpc_exception(err: RpcError) -> JsonRpcException:
-    return JsonRpcException(message=err.message, code=err.code, data=err.data)
 
 
 # -- the server -------------------------------------------------------------------------------
@@ -154,13 +101,13 @@ class AutodocServer(LanguageServer):
                 token.cancel("cancelled by the client")
             raise
         except RpcError as err:
-            raise _rpc_exception(err) from None
+            raise rpc_exception(err) from None
 
     async def in_writer(self, future) -> Any:
         try:
             return await asyncio.wrap_future(future)
         except RpcError as err:
-            raise _rpc_exception(err) from None
+            raise rpc_exception(err) from None
 
     async def call(self, method: str, params: Any) -> Any:
         if method in WRITES:
@@ -286,212 +233,25 @@ def _symbol(hit: protocol.Hit, root: Path) -> types.SymbolInformation:
     )
 
 
-def uri_to_path(uri: str) -> Path | None:
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        return None
-    return Path(unquote(parsed.path))
-
-
-def clean_options(raw: Any) -> tuple[dict[str, Any], list[str]]:
-    """Valid options, and a message for each invalid one (which keeps its default)."""
-    if raw is None:
-        return {}, []
-    if not isinstance(raw, dict):
-        return {}, [f"options must be an object, got {type(raw).__name__}; using defaults"]
-    clean: dict[str, Any] = {}
-    problems = []
-    for key, value in raw.items():
-        if key == "db":
-            continue  # read by `autodoc serve` at start-up
-        try:
-            clean.update(config.validate({key: value}))
-        except RpcError as err:
-            problems.append(f"option {key!r}: {err.message}; using the default")
-    return clean, problems
-
-
-# -- handlers ---------------------------------------------------------------------------------
-
-
 def build_server(engine: Engine) -> AutodocServer:
+    from . import lsp_features  # it imports this module for the handlers' annotations
+
     server = AutodocServer(engine)
-
-    def method_handler(method: str):
-        async def handler(ls: AutodocServer, params: Any) -> Any:
-            return await ls.call(method, params)
-
-        handler.__name__ = f"autodoc_{method.replace('.', '_')}"
-        return handler
-
-    for method in server.host.dispatcher.methods:
-        server.feature(f"autodoc/{method}")(method_handler(method))
-
-    @server.feature(types.INITIALIZE)
-    def initialize(ls: AutodocServer, params: types.InitializeParams) -> None:
-        folders = [
-            p for f in params.workspace_folders or [] if (p := uri_to_path(f.uri)) is not None
-        ]
-        if not folders and params.root_uri and (p := uri_to_path(params.root_uri)):
-            folders = [p]
-        ls._initial_folders = folders
-        ls.init_options = params.initialization_options or {}
-
-    @server.feature(types.INITIALIZED)
-    async def initialized(ls: AutodocServer, params: types.InitializedParams) -> None:
-        ls.loop = asyncio.get_running_loop()
-        await load_options(ls)
-        ls.host.watcher = Watcher(ls.host.refresher)
-        for root in ls._initial_folders:
-            if root.is_dir():
-                await ls.open_folder(root)
-            else:
-                ls.show(f"workspace folder is not a folder: {root}")
-
-    async def load_options(ls: AutodocServer) -> None:
-        raw = dict(ls.init_options) if isinstance(ls.init_options, dict) else {}
-        caps = ls.client_capabilities.workspace
-        if caps is not None and caps.configuration:
-            try:
-                got = await ls.workspace_configuration_async(
-                    types.ConfigurationParams(
-                        items=[types.ConfigurationItem(section=CONFIG_SECTION)]
-                    )
-                )
-                if got and isinstance(got[0], dict):
-                    raw.update(got[0])
-            except Exception as exc:  # a client without a settings store: keep the others
-                log.info("workspace/configuration failed: %s", exc)
-        ls.host.options, problems = clean_options(raw)
-        for message in problems:
-            ls.show(message)
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(
-        ls: AutodocServer, params: types.DidChangeConfigurationParams
-    ) -> None:
-        await load_options(ls)
-        host = ls.host
-        for name in list(host.served):
-            try:
-                await ls.in_writer(host.refresher.submit(partial(host.apply_options, name)))
-            except JsonRpcException as exc:
-                ls.show(f"cannot apply options to {name}: {exc.message}")
-            host.check_state(name, "semantic")
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    async def did_change_folders(
-        ls: AutodocServer, params: types.DidChangeWorkspaceFoldersParams
-    ) -> None:
-        for folder in params.event.removed:
-            root = uri_to_path(folder.uri)
-            for name, r in list(ls.host.served.items()):
-                if root is not None and r == root.resolve():
-                    ls.host.close_folder(name)
-        for folder in params.event.added:
-            root = uri_to_path(folder.uri)
-            if root is not None and root.is_dir():
-                await ls.open_folder(root)
-                added = ls.engine.workspace_at(root)
-                ls.notify(STATE_CHANGED, {"event": "workspace.added", "workspace": added})
-
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
-    def did_save(ls: AutodocServer, params: types.DidSaveTextDocumentParams) -> None:
-        path = uri_to_path(params.text_document.uri)
-        if path is None:
-            return
-        ls.host.saved(Path(os.path.realpath(path)))
-
-    @server.feature(types.WORKSPACE_SYMBOL)
-    async def workspace_symbol(
-        ls: AutodocServer, params: types.WorkspaceSymbolParams
-    ) -> list[types.SymbolInformation]:
-        if not params.query.strip():
-            return []
-        token = ls.host.new_search()
-        return await ls.in_reader(lambda: ls.symbols(params.query, token), token)
-
-    @server.command(COMMAND_SEARCH)
-    async def command_search(ls: AutodocServer, *args: Any) -> Any:
-        """autodoc.search(query, opts?, workspace?)"""
-        if not args or not isinstance(args[0], str):
-            raise _rpc_exception(RpcError(INVALID_PARAMS, "autodoc.search takes a query string"))
-        query = args[0]
-        opts = args[1] if len(args) > 1 else None
-        workspace = args[2] if len(args) > 2 else None
-        token = ls.host.new_search()
-        return await ls.in_reader(
-            lambda: ls.engine.search(ls.host.workspace(workspace), query, opts, cancel=token),
-            token,
-        )
-
-    @server.command(COMMAND_REINDEX)
-    async def command_reindex(ls: AutodocServer, *args: Any) -> Any:
-        """autodoc.reindex(workspace?): walk the root again; `autodoc/indexReady` follows."""
-        host = ls.host
-        names = [args[0]] if args and args[0] else sorted(host.served)
-        out = []
-        for name in names:
-            if name not in host.served:
-                raise _rpc_exception(
-                    RpcError(INVALID_PARAMS, f"not a folder of this server: {name}")
-                )
-            job = host.refresher.submit(partial(ls.engine.index_run, name, wait=False))
-            out.append(await ls.in_writer(job))
-        ls.notify(INDEX_READY, host.ready_params())
-        return out
-
-    @server.command(COMMAND_STATUS)
-    async def command_status(ls: AutodocServer, *args: Any) -> Any:
-        return await ls.in_reader(ls.status)
-
-    @server.feature(types.SHUTDOWN)
-    def shutdown(ls: AutodocServer, params: Any) -> None:
-        ls.shutdown_all()
-
+    lsp_features.register(server)
     return server
-
-
-class _LogToClient(logging.Handler):
-    """Warnings and errors also reach the editor as `window/logMessage`."""
-
-    def __init__(self, server: AutodocServer) -> None:
-        super().__init__(logging.WARNING)
-        self.server = server
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.server.loop is None or self.server.loop.is_closed():
-            return
-        kind = (
-            types.MessageType.Error
-            if record.levelno >= logging.ERROR
-            else types.MessageType.Warning
-        )
-        params = types.LogMessageParams(type=kind, message=self.format(record))
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            self.server.loop.call_soon_threadsafe(self.server.window_log_message, params)
-
-
-class _AnsweredErrors(logging.Filter):
-    """pygls logs a traceback for every error response; ours are deliberate answers (bad
-    params, a superseded search), so only unexpected exceptions keep theirs."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, JsonRpcException)
 
 
 def serve(db: str | None = None) -> int:
     """Run until the client says exit. Nothing but LSP messages ever goes to stdout (the CLI
     sends logs to stderr or `--log-file`)."""
     rpc_log = logging.getLogger("pygls.protocol.json_rpc")
-    rpc_log.addFilter(_AnsweredErrors())
+    rpc_log.addFilter(AnsweredErrors())
     # A picker cancels on every keystroke, often after the answer went out: pygls warns about
     # each such "unknown message id"; only its errors are worth the editor's log.
     rpc_log.setLevel(logging.ERROR)
     engine = Engine(db)
     server = build_server(engine)
-    logging.getLogger("autodoc").addHandler(_LogToClient(server))
+    logging.getLogger("autodoc").addHandler(LogToClient(server))
     try:
         server.start_io()
     finally:

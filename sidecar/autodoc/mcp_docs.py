@@ -1,0 +1,41 @@
+"""What a model reads about the MCP server: its instructions and each tool's description.
+
+Kept apart from the adapter (`mcp_server.py`) because it is text for an agent, tuned on how
+agents use the tools, not code."""
+
+INSTRUCTIONS = (
+    "AutoDoc searches a Markdown knowledge base (notes, ADRs, design docs, manuals). "
+    "Use `search` for questions in words, `find` when you know a name (a document title, "
+    "heading, function, class or constant), then `read_span` to read just the lines a hit "
+    "points at. `status` lists the workspaces and whether indexing is still running."
+)
+
+
+SEARCH_DOC = """Search the knowledge base by meaning and by words; the best sections first.
+
+Returns `hits`, each with `path`, `line_start`-`line_end` (1-based, inclusive), `breadcrumb`
+(document title › headings), `snippet`, `relevance` (0-1, comparable within one answer) and `via`
+(the stages that found it: lexical, semantic, exact, rerank), plus `stages` (which ran, which
+were skipped and why). Read a hit with `read_span(path, line_start, line_end)` rather than the
+whole file. Ask for few hits (`limit`, default 5). Prefer `find` when you know a name.
+The query may carry filters on frontmatter fields the vault declares: `status:accepted`,
+`-status:superseded`, `tag:security`, `type:adr`, `date:2024`."""
+
+READ_SPAN_DOC = """Read lines of one file of the knowledge base: exactly `line_start`..`line_end`.
+
+Use the span of a `search` hit or a `find` match. Returns `text`, the lines returned and
+`lines_total`. Paths are relative to the workspace root and cannot leave it."""
+
+FIND_DOC = """Look a name up: a document title or alias, a heading, or a code identifier.
+
+Case-insensitive and aware of camelCase, PascalCase and snake_case parts: `orderRequest`,
+`order` or `place order` find `placeOrderRequest`; `WebAuth` finds `GetWebAuthnSession`;
+`strcpy_s`, `CWnd`. Returns `matches` ordered exact, then prefix, then partial, each with the
+matched `name`, its `kind` (title, alias, heading, identifier), `path`, `line`, and the section
+around it (`line_start`-`line_end`, `breadcrumb`) to pass to `read_span`. `exact=true` keeps
+whole-name matches. `truncated` says the name was too short to list every candidate."""
+
+STATUS_DOC = """What this server searches: each workspace's name and root, documents and chunks
+indexed, whether indexing is still running, the semantic stage's state (ready, partial with
+coverage, off with the reason) and the reranker's. Call it to choose a workspace or when
+answers look empty."""
