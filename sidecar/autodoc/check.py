@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import facets
+from . import store as queries
 from .document import SUPERSEDE_FIELDS
 from .facets import Field, Schema
 from .store import Store, Workspace
@@ -46,47 +47,34 @@ def check_workspace(store: Store, ws: Workspace, schema_path: str) -> dict[str, 
     findings: list[Finding] = []
     with store.snapshot() as conn:
         schema = facets.stored_schema(conn, ws.id)
-        row = conn.execute("SELECT error FROM schemas WHERE workspace_id = ?", (ws.id,)).fetchone()
-        schema_error = row[0] if row else ""
-        problems = conn.execute(
-            "SELECT path, kind, message FROM problems WHERE workspace_id = ? ORDER BY path",
-            (ws.id,),
-        ).fetchall()
-        docs = conn.execute(
-            "SELECT path, meta FROM documents WHERE workspace_id = ? AND deleted = 0 ORDER BY path",
-            (ws.id,),
-        ).fetchall()
-        links = conn.execute(
-            "SELECT d.path, l.line, l.kind, l.target FROM links l"
-            " JOIN documents d ON d.id = l.source_id"
-            " WHERE l.workspace_id = ? AND l.target_id IS NULL AND d.deleted = 0"
-            " ORDER BY d.path, l.line",
-            (ws.id,),
-        ).fetchall()
-    for p in problems:
-        findings.append(_problem(p["path"], p["kind"], p["message"]))
+        schema_error = queries.schema_error(conn, ws.id)
+        problems = queries.problems(conn, ws.id)
+        docs = queries.documents_meta(conn, ws.id)
+        links = queries.unresolved_links(conn, ws.id)
+    for path, kind, message in problems:
+        findings.append(_problem(path, kind, message))
     unreadable = {f.path for f in findings if f.kind == "frontmatter"}
     typed = 0
-    for d in docs:
-        meta = json.loads(d["meta"] or "{}")
-        kind = schema.type_of(d["path"], {str(k).lower(): v for k, v in meta.items()})
-        typed += kind is not None
-        if d["path"] in unreadable:  # reported once, not again as every field missing
+    for path, meta_json in docs:
+        meta = json.loads(meta_json or "{}")
+        doc_type = schema.type_of(path, {str(k).lower(): v for k, v in meta.items()})
+        typed += doc_type is not None
+        if path in unreadable:  # reported once, not again as every field missing
             continue
-        found = validate(schema, kind, meta)
+        found = validate(schema, doc_type, meta)
         if found:
-            lines = _key_lines(ws.root, d["path"])
+            lines = _key_lines(ws.root, path)
             for key, message, what in found:
-                findings.append(Finding(d["path"], lines.get(key, 1), ERROR, what, message))
+                findings.append(Finding(path, lines.get(key, 1), ERROR, what, message))
     files = _Files(ws.root)
-    for link in links:
-        if not files.exists(link["path"], link["kind"], link["target"]):
-            line = link["line"]
-            if link["kind"] == "meta":  # a frontmatter reference: point at its key
-                keys = _key_lines(ws.root, link["path"])
+    for path, line, kind, target in links:
+        if not files.exists(path, kind, target):
+            if kind == "meta":  # a frontmatter reference: point at its key
+                keys = _key_lines(ws.root, path)
                 line = min((keys[k] for k in SUPERSEDE_FIELDS if k in keys), default=line)
-            message = f"link to {link['target']!r} does not resolve"
-            findings.append(Finding(link["path"], line, ERROR, "link", message))
+            findings.append(
+                Finding(path, line, ERROR, "link", f"link to {target!r} does not resolve")
+            )
     findings.sort(key=lambda f: (f.path, f.line, f.kind))
     counts = Counter(f.severity for f in findings)
     return {

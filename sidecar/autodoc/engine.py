@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import config, facets, lookup, protocol
+from . import store as queries
 from .check import check_workspace
 from .embed import Embedder, key_status, load_embedder
 from .errors import SWITCHING, UNSUPPORTED, CancelToken, StoreBusyError, invalid_params
@@ -171,20 +172,15 @@ class Engine:
 
     def _activate(self, ws: Workspace, embedder: Embedder, spec: dict[str, Any]) -> None:
         with self.store.transaction() as conn:
-            conn.execute(
-                "UPDATE workspaces SET active_model_fp = ?, active_embedding = ? WHERE id = ?",
-                (embedder.model_fp, json.dumps(spec, sort_keys=True), ws.id),
+            queries.set_active_embedding(
+                conn, ws.id, embedder.model_fp, json.dumps(spec, sort_keys=True)
             )
 
     # -- workspaces --------------------------------------------------------------------------
 
     def _describe(self, ws: Workspace) -> protocol.WorkspaceInfo:
         with self.store.snapshot() as conn:
-            docs, chunks = conn.execute(
-                "SELECT (SELECT count(*) FROM documents WHERE workspace_id = ?1 AND deleted = 0),"
-                " (SELECT count(*) FROM chunks WHERE workspace_id = ?1 AND state = 1)",
-                (ws.id,),
-            ).fetchone()
+            docs, chunks = queries.workspace_counts(conn, ws.id)
         return protocol.WorkspaceInfo(
             name=ws.name,
             root=str(ws.root),
@@ -367,19 +363,11 @@ class Engine:
         ws = self.workspace(name)
         with self.store.snapshot() as conn:
             problems = [
-                protocol.Problem(path=r[0], kind=r[1], message=r[2])
-                for r in conn.execute(
-                    "SELECT path, kind, message FROM problems WHERE workspace_id = ?"
-                    " ORDER BY path LIMIT 200",
-                    (ws.id,),
-                )
+                protocol.Problem(path=path, kind=kind, message=message)
+                for path, kind, message in queries.problems(conn, ws.id, limit=200)
             ]
-            n_problems = conn.execute(
-                "SELECT count(*) FROM problems WHERE workspace_id = ?", (ws.id,)
-            ).fetchone()[0]
-            links, resolved = conn.execute(
-                "SELECT count(*), count(target_id) FROM links WHERE workspace_id = ?", (ws.id,)
-            ).fetchone()
+            n_problems = queries.problem_count(conn, ws.id)
+            links, resolved = queries.link_counts(conn, ws.id)
         plan = self.semantic_plan(ws)
         state = self._semantic_state(ws, plan)
         info = protocol.IndexStatus(
@@ -495,10 +483,7 @@ class Engine:
         end = len(lines) if line_end is None else min(line_end, len(lines))
         rel = target.relative_to(ws.root.resolve()).as_posix()
         with self.store.snapshot() as conn:
-            row = conn.execute(
-                "SELECT generation FROM documents WHERE workspace_id=? AND path=? AND deleted=0",
-                (ws.id, rel),
-            ).fetchone()
+            generation = queries.document_generation(conn, ws.id, rel)
         return {
             "workspace": ws.name,
             "path": rel,
@@ -506,7 +491,7 @@ class Engine:
             "line_end": end,
             "lines_total": len(lines),
             "text": "\n".join(lines[line_start - 1 : end]),
-            "generation": row[0] if row else None,
+            "generation": generation,
         }
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any, TypedDict, cast
 
 from . import facets, fuse, protocol
+from . import store as queries
 from .errors import CancelToken, RpcError, invalid_params
 from .lexical import LexicalIndex, analyze
 from .query import ParsedQuery, parse_query
@@ -220,13 +221,7 @@ def _read_rows(ctx: QueryContext, conn: sqlite3.Connection, *, will_rank: bool) 
     ctx.fused = ctx.fused[: max(depth, window) if will_rank else depth]
     chunk_ids = [f.chunk_id for f in ctx.fused] + [f.chunk_id for f in ctx.exact]
     ctx.rows = ctx.store.chunk_rows(conn, chunk_ids)
-    ctx.successor_paths = dict(
-        Store.in_batches(
-            conn,
-            "SELECT id, path FROM documents WHERE id IN ({marks})",
-            sorted(set(ctx.moved.values())),
-        )
-    )
+    ctx.successor_paths = queries.document_paths(conn, list(ctx.moved.values()))
 
 
 def _pin_exact(ctx: QueryContext) -> list[fuse.Fused]:
@@ -343,17 +338,7 @@ def _browse(ctx: QueryContext) -> protocol.Answer:
     with store.snapshot() as conn:
         take, matched = ctx.flt.browse(conn, ws.id, options.limit + min(options.limit, STALE_SPARE))
         epochs = read_epochs(conn, ws.id)
-        first = [
-            r[0]
-            for r in Store.in_batches(
-                conn,
-                "SELECT id FROM (SELECT c.id, c.document_id, row_number() OVER"
-                " (PARTITION BY c.document_id ORDER BY c.ordinal) AS n FROM chunks c"
-                " WHERE c.document_id IN ({marks}) AND c.state = 1) WHERE n = 1",
-                take,
-            )
-        ]
-        rows = store.chunk_rows(conn, first)
+        rows = store.chunk_rows(conn, queries.first_live_chunks(conn, take))
         if semantic.embedder is not None and semantic.model_fp is not None and epochs:
             semantic.coverage = semantic_coverage(conn, store, ws, semantic.model_fp, epochs)
     stale = stale_documents(ws, rows.values())

@@ -516,3 +516,185 @@ class Store:
             " FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})"
         )
         return {r["id"]: r for r in cls.in_batches(conn, sql, ids)}
+
+
+# -- named queries: the reads the query path, status and checks make ---------------------------
+# Every SQL string of those modules lives here, named for what it answers; the indexer's write
+# protocol, the vector cache, name lookup and facets still hold their own (issue 20, next step).
+
+
+def document_paths(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str]:
+    """{document id: path}."""
+    sql = "SELECT id, path FROM documents WHERE id IN ({marks})"
+    return {r[0]: r[1] for r in Store.rows(conn, sql, sorted(set(ids)))}
+
+
+def first_live_chunks(conn: sqlite3.Connection, document_ids: Sequence[int]) -> list[int]:
+    """Each document's first visible chunk (by ordinal)."""
+    return Store.column(
+        conn,
+        "SELECT id FROM (SELECT c.id, c.document_id, row_number() OVER"
+        " (PARTITION BY c.document_id ORDER BY c.ordinal) AS n FROM chunks c"
+        f" WHERE c.document_id IN ({{marks}}) AND c.state = {LIVE}) WHERE n = 1",
+        list(document_ids),
+    )
+
+
+def boost_facts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[int, str | None]]:
+    """{document id: (resolved inbound links, tags JSON)}: what fusion's boosts read."""
+    sql = "SELECT id, inbound, tags FROM documents WHERE id IN ({marks})"
+    return {r[0]: (r[1], r[2]) for r in Store.rows(conn, sql, list(ids))}
+
+
+def successors(conn: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, int]]:
+    """(old document, its successor) for these documents when they are superseded."""
+    sql = "SELECT old_id, new_id FROM supersessions WHERE old_id IN ({marks})"
+    return [(r[0], r[1]) for r in Store.rows(conn, sql, list(ids))]
+
+
+def documents_named(conn: sqlite3.Connection, ws_id: int, key: str) -> list[int]:
+    """Live documents whose title or an alias, lower-cased and spaced, is `key`: titles first."""
+    rows = conn.execute(
+        "SELECT DISTINCT n.document_id FROM names n JOIN documents d ON d.id = n.document_id"
+        " WHERE n.workspace_id = ? AND n.key = ? AND n.rank IN (?, ?) AND d.deleted = 0"
+        " ORDER BY n.rank, d.path",
+        (ws_id, key, NAME_TITLE, NAME_ALIAS),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def first_live_chunk(conn: sqlite3.Connection, document_id: int) -> int | None:
+    row = conn.execute(
+        f"SELECT id FROM chunks WHERE document_id = ? AND state = {LIVE} ORDER BY ordinal LIMIT 1",
+        (document_id,),
+    ).fetchone()
+    return row[0] if row is not None else None
+
+
+_MISSING_VECTORS = (
+    "SELECT c.id FROM chunks c LEFT JOIN embeddings e ON e.workspace_id = c.workspace_id"
+    " AND e.model_fp = ? AND e.text_hash = c.text_hash"
+    f" WHERE c.workspace_id = ? AND c.state = {LIVE} AND e.id IS NULL"
+)
+
+
+def chunks_missing_vectors(
+    conn: sqlite3.Connection,
+    ws_id: int,
+    model_fp: str,
+    *,
+    above: int | None = None,
+    among: Sequence[int] | None = None,
+) -> set[int]:
+    """Visible chunks with no vector of this model: all, those with ids `above`, or those of
+    `among`."""
+    if among is not None:
+        return _missing_among(conn, ws_id, model_fp, list(among))
+    if above is not None:
+        rows = conn.execute(_MISSING_VECTORS + " AND c.id > ?", (model_fp, ws_id, above))
+    else:
+        rows = conn.execute(_MISSING_VECTORS, (model_fp, ws_id))
+    return {r[0] for r in rows}
+
+
+def _missing_among(conn: sqlite3.Connection, ws_id: int, model_fp: str, ids: list[int]) -> set[int]:
+    found: set[int] = set()
+    for start in range(0, len(ids), 900):
+        part = ids[start : start + 900]
+        marks = ",".join("?" * len(part))
+        sql = _MISSING_VECTORS + f" AND c.id IN ({marks})"
+        found.update(r[0] for r in conn.execute(sql, (model_fp, ws_id, *part)))
+    return found
+
+
+def live_chunk_stats(conn: sqlite3.Connection, ws_id: int) -> tuple[int, int]:
+    """(visible chunks, the highest visible chunk id)."""
+    row = conn.execute(
+        "SELECT count(*), coalesce(max(id), 0) FROM chunks"
+        f" WHERE workspace_id = ? AND state = {LIVE}",
+        (ws_id,),
+    ).fetchone()
+    return row[0], row[1]
+
+
+def vector_count(conn: sqlite3.Connection, ws_id: int, model_fp: str) -> int:
+    return conn.execute(
+        "SELECT count(*) FROM embeddings WHERE workspace_id = ? AND model_fp = ?", (ws_id, model_fp)
+    ).fetchone()[0]
+
+
+def workspace_counts(conn: sqlite3.Connection, ws_id: int) -> tuple[int, int]:
+    """(live documents, visible chunks)."""
+    row = conn.execute(
+        "SELECT (SELECT count(*) FROM documents WHERE workspace_id = ?1 AND deleted = 0),"
+        f" (SELECT count(*) FROM chunks WHERE workspace_id = ?1 AND state = {LIVE})",
+        (ws_id,),
+    ).fetchone()
+    return row[0], row[1]
+
+
+def set_active_embedding(conn: sqlite3.Connection, ws_id: int, model_fp: str, spec: str) -> None:
+    conn.execute(
+        "UPDATE workspaces SET active_model_fp = ?, active_embedding = ? WHERE id = ?",
+        (model_fp, spec, ws_id),
+    )
+
+
+def problems(
+    conn: sqlite3.Connection, ws_id: int, limit: int | None = None
+) -> list[tuple[str, str, str]]:
+    """(path, kind, message) of the files an index run reported, by path."""
+    sql = "SELECT path, kind, message FROM problems WHERE workspace_id = ? ORDER BY path"
+    args: tuple[Any, ...] = (ws_id,)
+    if limit is not None:
+        sql, args = sql + " LIMIT ?", (ws_id, limit)
+    return [(r[0], r[1], r[2]) for r in conn.execute(sql, args)]
+
+
+def problem_count(conn: sqlite3.Connection, ws_id: int) -> int:
+    return conn.execute(
+        "SELECT count(*) FROM problems WHERE workspace_id = ?", (ws_id,)
+    ).fetchone()[0]
+
+
+def link_counts(conn: sqlite3.Connection, ws_id: int) -> tuple[int, int]:
+    """(links, links resolved to a document)."""
+    row = conn.execute(
+        "SELECT count(*), count(target_id) FROM links WHERE workspace_id = ?", (ws_id,)
+    ).fetchone()
+    return row[0], row[1]
+
+
+def document_generation(conn: sqlite3.Connection, ws_id: int, path: str) -> int | None:
+    """The live document's generation at this path, None when it is not indexed."""
+    row = conn.execute(
+        "SELECT generation FROM documents WHERE workspace_id = ? AND path = ? AND deleted = 0",
+        (ws_id, path),
+    ).fetchone()
+    return row[0] if row is not None else None
+
+
+def schema_error(conn: sqlite3.Connection, ws_id: int) -> str:
+    row = conn.execute("SELECT error FROM schemas WHERE workspace_id = ?", (ws_id,)).fetchone()
+    return row[0] if row else ""
+
+
+def documents_meta(conn: sqlite3.Connection, ws_id: int) -> list[tuple[str, str | None]]:
+    """(path, frontmatter JSON) of every live document, by path."""
+    rows = conn.execute(
+        "SELECT path, meta FROM documents WHERE workspace_id = ? AND deleted = 0 ORDER BY path",
+        (ws_id,),
+    )
+    return [(r[0], r[1]) for r in rows]
+
+
+def unresolved_links(conn: sqlite3.Connection, ws_id: int) -> list[tuple[str, int, str, str]]:
+    """(path, line, kind, target) of links that resolve to no document, by path and line."""
+    rows = conn.execute(
+        "SELECT d.path, l.line, l.kind, l.target FROM links l"
+        " JOIN documents d ON d.id = l.source_id"
+        " WHERE l.workspace_id = ? AND l.target_id IS NULL AND d.deleted = 0"
+        " ORDER BY d.path, l.line",
+        (ws_id,),
+    )
+    return [(r[0], r[1], r[2], r[3]) for r in rows]

@@ -8,9 +8,8 @@ import json
 import sqlite3
 from typing import ClassVar
 
-from .. import fuse, protocol
+from .. import fuse, protocol, store
 from ..lexical import analyze
-from ..store import Store
 from .base import Phase, QueryContext, Skip
 
 
@@ -44,23 +43,16 @@ class FuseStage:
         )
         fused = fuse.rrf(ctx.ranked, k, weights)
         docs = sorted({f.document_id for f in fused})
-        info = {
-            r[0]: r
-            for r in Store.in_batches(
-                conn, "SELECT id, inbound, tags FROM documents WHERE id IN ({marks})", docs
-            )
-        }
+        info = store.boost_facts(conn, docs)
         words = {t for item in ctx.query.items for t in analyze(item.text)}
-        tagged = {d for d, r in info.items() if has_query_tag(r[2], words)}
-        fused = fuse.apply_boosts(fused, tagged, {d: r[1] for d, r in info.items()})
+        tagged = {d for d, (_, tags) in info.items() if has_query_tag(tags, words)}
+        fused = fuse.apply_boosts(fused, tagged, {d: inbound for d, (inbound, _) in info.items()})
         fused = fuse.cap_per_document(fused)
         demote = ctx.options.demote_superseded
         if demote is None:
             demote = ctx.ws.options["demote_superseded"]
         if demote:
-            pairs = Store.in_batches(
-                conn, "SELECT old_id, new_id FROM supersessions WHERE old_id IN ({marks})", docs
-            )
+            pairs = store.successors(conn, docs)
             ctx.moved = fuse.demote_superseded(fused, {o: n for o, n in pairs if n in info})
         ctx.fused = fused
         return None

@@ -10,7 +10,7 @@ from .. import facets, fuse
 from ..fuse import MAX_READ, RETRIEVER_TOP
 from ..lexical import LexicalIndex
 from ..query import ParsedQuery
-from ..store import NAME_ALIAS, NAME_TITLE, Store, Workspace
+from ..store import Store, Workspace, documents_named, first_live_chunk
 from .base import Phase, QueryContext, Skip
 
 
@@ -102,20 +102,11 @@ def exact_names(
     key = " ".join(query.text.split()).lower()
     if not key:
         return []
-    rows = conn.execute(
-        "SELECT DISTINCT n.document_id FROM names n JOIN documents d ON d.id = n.document_id"
-        " WHERE n.workspace_id = ? AND n.key = ? AND n.rank IN (?, ?) AND d.deleted = 0"
-        " ORDER BY n.rank, d.path",
-        (ws.id, key, NAME_TITLE, NAME_ALIAS),
-    ).fetchall()
     out = []
-    for (doc_id,) in rows:
+    for doc_id in documents_named(conn, ws.id, key):
         if allowed is not None and doc_id not in allowed:
             continue
-        first = conn.execute(
-            "SELECT id FROM chunks WHERE document_id = ? AND state = 1 ORDER BY ordinal LIMIT 1",
-            (doc_id,),
-        ).fetchone()
+        first = first_live_chunk(conn, doc_id)
         if first is not None:
-            out.append(fuse.Fused(first[0], doc_id, via=["exact"]))
+            out.append(fuse.Fused(first, doc_id, via=["exact"]))
     return out

@@ -9,7 +9,14 @@ from typing import ClassVar
 
 from ..errors import EMBED_FAILED, UNSUPPORTED
 from ..semantic import semantic_candidates
-from ..store import Store, Workspace, read_epochs
+from ..store import (
+    Store,
+    Workspace,
+    chunks_missing_vectors,
+    live_chunk_stats,
+    read_epochs,
+    vector_count,
+)
 from .base import Phase, QueryContext, Skip
 
 
@@ -90,12 +97,6 @@ class _Coverage:
 
 _COVERAGE: dict[tuple[str, int, str], _Coverage] = {}
 
-_MISSING = (
-    "SELECT c.id FROM chunks c LEFT JOIN embeddings e ON e.workspace_id = c.workspace_id"
-    " AND e.model_fp = ? AND e.text_hash = c.text_hash"
-    " WHERE c.workspace_id = ? AND c.state = 1 AND e.id IS NULL"
-)
-
 
 def semantic_coverage(
     conn: sqlite3.Connection,
@@ -112,34 +113,15 @@ def semantic_coverage(
     c = _COVERAGE.get(key)
     if c is not None and c.epochs == epochs:
         return c.total - len(c.missing), c.total
-    max_id = conn.execute(
-        "SELECT coalesce(max(id), 0) FROM chunks WHERE workspace_id = ? AND state = 1", (ws.id,)
-    ).fetchone()[0]
-    vectors = conn.execute(
-        "SELECT count(*) FROM embeddings WHERE workspace_id = ? AND model_fp = ?",
-        (ws.id, model_fp),
-    ).fetchone()[0]
+    total, max_id = live_chunk_stats(conn, ws.id)
+    vectors = vector_count(conn, ws.id, model_fp)
     # Vectors normally only arrive (collection removes texts no chunk uses): a first look,
     # ids that went back (a rebuilt store) or vectors that went away mean a full count.
     if c is None or max_id < c.max_id or vectors < c.vectors:
-        missing = {r[0] for r in conn.execute(_MISSING, (model_fp, ws.id))}
+        missing = chunks_missing_vectors(conn, ws.id, model_fp)
     else:
-        missing = {
-            r[0] for r in conn.execute(_MISSING + " AND c.id > ?", (model_fp, ws.id, c.max_id))
-        }
-        still = sorted(c.missing)
-        for start in range(0, len(still), 900):
-            part = still[start : start + 900]
-            marks = ",".join("?" * len(part))
-            missing.update(
-                r[0]
-                for r in conn.execute(
-                    _MISSING + f" AND c.id IN ({marks})", (model_fp, ws.id, *part)
-                )
-            )
-    total = conn.execute(
-        "SELECT count(*) FROM chunks WHERE workspace_id = ? AND state = 1", (ws.id,)
-    ).fetchone()[0]
+        missing = chunks_missing_vectors(conn, ws.id, model_fp, above=c.max_id)
+        missing |= chunks_missing_vectors(conn, ws.id, model_fp, among=sorted(c.missing))
     _COVERAGE[key] = _Coverage(epochs, max_id, missing, total, vectors)
     return total - len(missing), total
 
