@@ -31,9 +31,9 @@ TOP = 50
 def capture(work_root: Path, bench: Path, out: Path) -> None:
     from autodoc.engine import Engine
     from autodoc.query import parse_query
+    from autodoc.semantic import _rescore, _visible, sign_bits
     from autodoc.stages.semantic import semantic_coverage
     from autodoc.store import read_epochs
-    from autodoc.semantic import _rescore, _visible, sign_bits
 
     lists = {}
     for name in DATASETS:

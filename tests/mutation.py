@@ -39,22 +39,92 @@ MODULES: dict[str, list[str]] = {
     "lexical": ["test_lexical_index.py", "test_lexical.py", "test_indexer.py"],
     "fuse": ["test_fuse.py", "test_semantic.py", "test_lexical.py"],
     "semantic": ["test_semantic_stage.py", "test_semantic.py"],
+    # the query path: test_semantic.py (the ONNX model, ~5 mutants a minute) is left out
     "search": [
+        "test_stages.py",
+        "test_protocol.py",
         "test_lexical.py",
-        "test_semantic.py",
+        "test_semantic_stage.py",
         "test_facets.py",
         "test_dispatcher.py",
         "test_indexer.py",
         "test_fuse.py",
+        "test_rerank.py",
     ],
+    "stages": [
+        "test_stages.py",
+        "test_protocol.py",
+        "test_lexical.py",
+        "test_semantic_stage.py",
+        "test_facets.py",
+        "test_dispatcher.py",
+        "test_indexer.py",
+        "test_fuse.py",
+        "test_rerank.py",
+    ],
+    "stages.lexical": [
+        "test_stages.py",
+        "test_protocol.py",
+        "test_lexical.py",
+        "test_semantic_stage.py",
+        "test_facets.py",
+        "test_dispatcher.py",
+        "test_indexer.py",
+        "test_fuse.py",
+        "test_rerank.py",
+    ],
+    "stages.semantic": [
+        "test_stages.py",
+        "test_protocol.py",
+        "test_lexical.py",
+        "test_semantic_stage.py",
+        "test_facets.py",
+        "test_dispatcher.py",
+        "test_indexer.py",
+        "test_fuse.py",
+        "test_rerank.py",
+    ],
+    "stages.fuse": [
+        "test_stages.py",
+        "test_protocol.py",
+        "test_lexical.py",
+        "test_semantic_stage.py",
+        "test_facets.py",
+        "test_dispatcher.py",
+        "test_indexer.py",
+        "test_fuse.py",
+        "test_rerank.py",
+    ],
+    "stages.rerank": [
+        "test_stages.py",
+        "test_protocol.py",
+        "test_lexical.py",
+        "test_semantic_stage.py",
+        "test_facets.py",
+        "test_dispatcher.py",
+        "test_indexer.py",
+        "test_fuse.py",
+        "test_rerank.py",
+    ],
+    "snippets": ["test_lexical.py", "test_protocol.py", "test_stages.py"],
     "lookup": ["test_lookup.py"],
     "facets": ["test_facets_rules.py", "test_facets.py"],
-    "store": ["test_indexer.py", "test_concurrency.py", "test_dispatcher.py"],
+    "store": ["test_store.py", "test_indexer.py", "test_concurrency.py", "test_dispatcher.py"],
     "engine": ["test_read_path.py", "test_dispatcher.py", "test_reliability.py"],
 }
 # what the tests read besides themselves
 ALSO_COPY = ["examples", ".tools", "doc", "README.md", "lua", "plugin", "lsp", ".ci", "bench"]
 STATUSES = ("killed", "survived", "no tests", "timeout", "suspicious", "skipped", "not checked")
+
+
+def _path(module: str) -> str:
+    """A MODULES name's file in the work folder: `stages` is a package, `stages.fuse` its module."""
+    rel = module.replace(".", "/")
+    return (
+        f"autodoc/{rel}/__init__.py"
+        if (REPO / "sidecar" / "autodoc" / rel).is_dir()
+        else f"autodoc/{rel}.py"
+    )
 
 
 def prepare(work: Path, targets: list[tuple[str, str]], only: list[str] | None = None) -> None:
@@ -70,7 +140,7 @@ def prepare(work: Path, targets: list[tuple[str, str]], only: list[str] | None =
         elif src.is_file():
             shutil.copy2(src, dst)
     tests = sorted({f"tests/{t}" for module, _ in targets for t in only or MODULES[module]})
-    modules = sorted({f"autodoc/{module}.py" for module, _ in targets})
+    modules = sorted({_path(module) for module, _ in targets})
     settings = "\n".join(
         [
             "",
@@ -155,7 +225,7 @@ def main() -> None:
 # must hold a capitalised keyword.
 _SQL = re.compile(
     r"\b(SELECT|INSERT|UPDATE|DELETE|WHERE|FROM|JOIN|VALUES|AND|ORDER BY|GROUP BY|LIMIT|CREATE"
-    r"|TABLE|INDEX|EXISTS|DISTINCT|CASE|WHEN|SET)\b"
+    r"|TABLE|INDEX|EXISTS|DISTINCT|CASE|WHEN|SET|PRAGMA)\b"
 )
 
 

@@ -34,6 +34,7 @@ PENDING, LIVE, DEAD = 0, 1, 2
 READER_MMAP_BYTES = 1 << 30
 CHANGE_LOG_DAYS = 7
 CHANGE_LOG_MIN_ROWS = 100_000
+PRUNED = "changes_pruned:"  # meta key prefix: + workspace id -> the newest change pruned
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -177,7 +178,7 @@ CREATE TABLE IF NOT EXISTS problems(
 # Name ranks used to resolve a link: a path beats a file stem beats a title beats an alias.
 NAME_PATH, NAME_STEM, NAME_TITLE, NAME_ALIAS = 0, 1, 2, 3
 
-WORKSPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+WORKSPACE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # the whole name (fullmatch)
 
 
 @dataclass(frozen=True)
@@ -374,7 +375,7 @@ class Store:
 
     def add_workspace(self, name: Any, root: Any) -> tuple[Workspace, bool]:
         """(workspace, created). Adding the same name and root again is not an error."""
-        if not isinstance(name, str) or not WORKSPACE_NAME.match(name):
+        if not isinstance(name, str) or not WORKSPACE_NAME.fullmatch(name):
             raise invalid_params(
                 "workspace name must be 1-64 letters, digits, '.', '_' or '-'", value=name
             )
@@ -404,6 +405,7 @@ class Store:
         with self.transaction() as conn:
             ws = self.workspace(name, conn)
             conn.execute("DELETE FROM changes WHERE workspace_id = ?", (ws.id,))
+            conn.execute("DELETE FROM meta WHERE key = ?", (f"{PRUNED}{ws.id}",))
             conn.execute("DELETE FROM links WHERE workspace_id = ?", (ws.id,))
             conn.execute("DELETE FROM names WHERE workspace_id = ?", (ws.id,))
             conn.execute(
@@ -438,9 +440,9 @@ class Store:
 
     def changes_since(self, ws: Workspace, cursor: int, limit: int = 1000) -> dict[str, Any]:
         with self.snapshot() as conn:
-            oldest = conn.execute(
-                "SELECT min(seq) FROM changes WHERE workspace_id = ?", (ws.id,)
-            ).fetchone()[0]
+            pruned = conn.execute(
+                "SELECT value FROM meta WHERE key = ?", (f"{PRUNED}{ws.id}",)
+            ).fetchone()
             rows = conn.execute(
                 "SELECT seq, time, path, op, generation FROM changes"
                 " WHERE workspace_id = ? AND seq > ? ORDER BY seq LIMIT ?",
@@ -454,17 +456,25 @@ class Store:
             "changes": [dict(r) for r in rows],
             "cursor": rows[-1]["seq"] if rows else max(cursor, head),
             "more": more,
-            # The caller's cursor is older than what the log keeps: it must resync in full.
-            "reset": oldest is not None and cursor + 1 < oldest,
+            # A change of this workspace after the caller's cursor was pruned from the log: the
+            # caller must resync in full (changes of other workspaces never count).
+            "reset": pruned is not None and cursor < int(pruned[0]),
         }
 
     @staticmethod
     def prune_changes(conn: sqlite3.Connection, now: float) -> None:
-        """Keep at least 7 days and the last 100,000 changes."""
+        """Keep at least 7 days and the last 100,000 changes; remember, per workspace, the
+        newest change pruned, so a client whose cursor is older knows to resync."""
+        old = "time < ? AND seq <= (SELECT max(seq) FROM changes) - ?"
+        args = (now - CHANGE_LOG_DAYS * 86400, CHANGE_LOG_MIN_ROWS)
         conn.execute(
-            "DELETE FROM changes WHERE time < ? AND seq <= (SELECT max(seq) FROM changes) - ?",
-            (now - CHANGE_LOG_DAYS * 86400, CHANGE_LOG_MIN_ROWS),
+            "INSERT INTO meta(key, value) SELECT ? || workspace_id, max(seq) FROM changes"
+            f" WHERE {old} GROUP BY workspace_id"
+            " ON CONFLICT(key) DO UPDATE SET"
+            " value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+            (PRUNED, *args),
         )
+        conn.execute(f"DELETE FROM changes WHERE {old}", args)
 
     # -- reading chunks ----------------------------------------------------------------------
 
