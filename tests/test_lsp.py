@@ -487,6 +487,7 @@ async def test_garbage_on_the_wire_gets_an_error_and_the_server_stays_up(client:
     assert (await call(client, "search.query", "vault", "reclaimBatch"))["hits"]
 
 
+@pytest.mark.parametrize("client", ["neovim"], indirect=True)  # the lease, not the client
 async def test_a_second_sidecar_on_the_same_store_reads_and_defers_writes(
     client: LanguageClient, vault: Path
 ):

@@ -96,6 +96,14 @@ def test_the_stages_record_follows_toggles_and_availability(served, toggles, sem
     assert all(set(h["via"]) <= {"lexical", "semantic", "rank", "exact"} for h in answer["hits"])
     assert any("rank" in h["via"] for h in answer["hits"]) == ran["rerank"]
     assert set(answer["fusion"]["weights"]) == {s for s in ("lexical", "semantic") if ran[s]}
+    # each stage that ran (or tried to) timed under its own key
+    timed = {"total_ms"} | {f"{s}_ms" for s in ("lexical", "semantic") if ran[s]}
+    if "semantic" in requested and semantic != "none":
+        timed.add("embed_ms")  # the query was embedded, or embedding it failed
+    if "rerank" in requested and ranker != "none":
+        timed.add("rank_ms")
+    assert set(answer["timings"]) == timed
+    assert answer["took_ms"] == answer["timings"]["total_ms"] >= max(answer["timings"].values())
 
 
 def test_named_modes_are_the_evaluations_stage_sets(served):
