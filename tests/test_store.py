@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from autodoc import config
-from autodoc.errors import INVALID_PARAMS, STORE_BUSY, RpcError, StoreBusyError
+from autodoc.errors import INVALID_PARAMS, STORE_BUSY, STORE_READ_ONLY, RpcError, StoreBusyError
 from autodoc.store import DEAD, LIVE, PENDING, Store, Workspace, WriterLease
 
 DAY = 86400.0
@@ -298,13 +298,6 @@ def test_a_read_only_file_that_is_not_a_store_is_refused(ro_dir):
     assert str(exc.value) == "attempt to write a readonly database"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=sqlite3.OperationalError,
-    reason="bug: a WAL store in a folder it cannot write (a read-only mount) cannot be opened:"
-    " with no -shm/-wal beside it SQLite refuses every read, and PRAGMA journal_mode=WAL runs"
-    " outside the read-only fallback ('attempt to write a readonly database')",
-)
 def test_a_store_on_a_read_only_folder_still_serves_reads(ro_dir):
     db = ro_dir / "autodoc.db"
     s = Store(db)
@@ -316,8 +309,18 @@ def test_a_store_on_a_read_only_folder_still_serves_reads(ro_dir):
         ro = Store(db)
         try:
             assert [w.name for w in ro.workspaces()] == ["a"]
+            with ro.snapshot() as conn:
+                assert conn.execute("SELECT count(*) FROM workspaces").fetchone()[0] == 1
+            with pytest.raises(RpcError) as exc:  # a documented error, not PermissionError
+                ro.add_workspace("b", str(ro_dir))
+            assert error(exc) == (
+                STORE_READ_ONLY,
+                f"the store's folder is read-only: {ro_dir}",
+                {"path": str(db)},
+            )
         finally:
             ro.close()
+    assert sorted(p.name for p in ro_dir.iterdir()) == ["autodoc.db", "autodoc.db.lock"]
 
 
 # -- workspaces ---------------------------------------------------------------------------------

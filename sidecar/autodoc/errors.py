@@ -21,6 +21,8 @@ EMBED_FAILED = -32067
 SWITCHING = -32069
 # Another process holds the store's writer lease.
 STORE_BUSY = -32070
+# The store's folder cannot be written (a read-only mount): it serves reads only.
+STORE_READ_ONLY = -32071
 
 
 class RpcError(Exception):

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import config
-from .errors import StoreBusyError, invalid_params
+from .errors import STORE_READ_ONLY, RpcError, StoreBusyError, invalid_params
 
 SCHEMA_VERSION = 1
 
@@ -251,8 +251,15 @@ class WriterLease:
             self.fd = None
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+def _connect(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
+    """`immutable`: a store in a folder nobody may write (a read-only mount), read without the
+    WAL's shared-memory file, which SQLite could not create there."""
+    target: Path | str = path
+    if immutable:
+        target = f"{path.resolve().as_uri()}?immutable=1"
+    conn = sqlite3.connect(
+        target, isolation_level=None, check_same_thread=False, timeout=30, uri=immutable
+    )
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA busy_timeout=30000")
@@ -265,12 +272,17 @@ class Store:
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path else config.default_db_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # A folder this process cannot write: serve the store as it is, never write it.
+        self.frozen = self.path.exists() and not os.access(
+            self.path.parent, os.W_OK, effective_ids=os.access in os.supports_effective_ids
+        )
         self.lease = WriterLease(self.path)
         self._local = threading.local()
         self._writer: sqlite3.Connection | None = None
         self._write_lock = threading.RLock()
-        boot = _connect(self.path)
-        boot.execute("PRAGMA journal_mode=WAL")
+        boot = _connect(self.path, immutable=self.frozen)
+        if not self.frozen:
+            boot.execute("PRAGMA journal_mode=WAL")
         try:
             boot.executescript(_SCHEMA)
         except sqlite3.OperationalError:
@@ -301,7 +313,7 @@ class Store:
     def _reader(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = _connect(self.path)
+            conn = _connect(self.path, immutable=self.frozen)
             conn.execute("PRAGMA query_only=ON")
             # Readers map the file instead of copying pages through read(): the float32
             # rescore (600 random vector rows) went from 3.4 to 1.9 ms on cpp-docs. Mapped pages
@@ -330,6 +342,12 @@ class Store:
         """The writer connection; takes the lease on first use (StoreBusyError if held)."""
         with self._write_lock:
             if self._writer is None:
+                if self.frozen:
+                    raise RpcError(
+                        STORE_READ_ONLY,
+                        f"the store's folder is read-only: {self.path.parent}",
+                        {"path": str(self.path)},
+                    )
                 self.lease.acquire()
                 conn = _connect(self.path)
                 conn.execute("PRAGMA synchronous=NORMAL")
