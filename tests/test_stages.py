@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import re
 import shutil
+import time
 
 import pytest
 
@@ -69,7 +70,9 @@ def test_the_stages_record_follows_toggles_and_availability(served, toggles, sem
         assert err.value.code == (UNSUPPORTED if semantic == "none" else EMBED_FAILED)
         assert err.value.data["stage"] == "semantic"
         return
+    t0 = time.perf_counter()
     answer = engine.search(name, "passkey challenge", {"stages": toggles})
+    wall_ms = (time.perf_counter() - t0) * 1000
     protocol.conform(answer, protocol.Answer)
     ran = {
         "lexical": "lexical" in requested,
@@ -102,8 +105,7 @@ def test_the_stages_record_follows_toggles_and_availability(served, toggles, sem
         timed.add("embed_ms")  # the query was embedded, or embedding it failed
     if "rerank" in requested and ranker != "none":
         timed.add("rank_ms")
-    assert set(answer["timings"]) == timed
-    assert answer["took_ms"] == answer["timings"]["total_ms"] >= max(answer["timings"].values())
+    timings_are_milliseconds(answer, wall_ms, timed)
 
 
 def test_named_modes_are_the_evaluations_stage_sets(served):
@@ -133,3 +135,67 @@ def test_the_registry_is_the_one_list_of_stages():
     listed = re.search(r"local STAGES = \{([^}]*)\}", picker)
     assert listed is not None
     assert re.findall(r'"(\w+)"', listed.group(1)) == list(stages.TOGGLES)
+
+
+@pytest.mark.parametrize("name", ["s-r", "s-n", "n-r", "n-n"])
+@pytest.mark.parametrize("limit", [1, 10])
+def test_a_filters_only_query_browses_the_matching_files_in_path_order(served, name, limit):
+    """No words, a path filter: each matching file once, by its first section, in path order;
+    nothing ran, every requested stage says why, the ranker's record says it was left out."""
+    engine, embedder, fake_ranker = served
+    embedder.mode = fake_ranker.mode = "ok"
+    t0 = time.perf_counter()
+    answer = engine.search(name, "  ", {"paths": ["api/", "guides/"], "limit": limit})
+    wall_ms = (time.perf_counter() - t0) * 1000
+    protocol.conform(answer, protocol.Answer)
+    ws = engine.workspace(name)
+    with engine.store.snapshot() as conn:
+        firsts = conn.execute(
+            "SELECT d.path, min(c.line_start) FROM chunks c JOIN documents d"
+            " ON d.id = c.document_id WHERE d.workspace_id = ? AND c.state = 1"
+            " AND (d.path LIKE 'api/%' OR d.path LIKE 'guides/%') GROUP BY d.path ORDER BY d.path",
+            (ws.id,),
+        ).fetchall()
+    assert [(h["path"], h["line_start"]) for h in answer["hits"]] == [tuple(r) for r in firsts][
+        :limit
+    ]
+    assert all(
+        (h["relevance"], h["score"], h["via"]) == (0.0, 0.0, ["facet"]) for h in answer["hits"]
+    )
+    assert answer["matched"] == len(firsts) == 3
+    assert (answer["mode_used"], answer["fusion"], answer["truncated"], answer["stale"]) == (
+        "facet", None, False, [],
+    )  # fmt: skip
+    assert (answer["workspace"], answer["root"], answer["query"]) == (name, str(ws.root), "  ")
+    assert answer["stages"] == {
+        "requested": list(stages.TOGGLES),
+        "performed": [],
+        "skipped": {s: "the query has only facet filters" for s in stages.TOGGLES},
+    }
+    if name.endswith("-r"):
+        assert answer["rank"] == {
+            "state": "skipped", "model": "rr", "error": "the query has only facet filters",
+        }  # fmt: skip
+    else:
+        assert answer["rank"] == {"state": "off", "model": "", "error": "no ranker configured"}
+    if name.startswith("s-"):
+        assert answer["semantic"] == "ready" and answer["model"] != ""
+        chunks = engine.workspace_list()[0]["chunks"]
+        assert answer["semantic_coverage"] == {"embedded": chunks, "total": chunks}
+    else:
+        assert (answer["semantic"], answer["semantic_coverage"], answer["model"]) == (
+            "off",
+            None,
+            "",
+        )
+    timings_are_milliseconds(answer, wall_ms, {"filter_ms", "total_ms"})
+
+
+def timings_are_milliseconds(answer: dict, wall_ms: float, keys: set[str]) -> None:
+    """Each timing in ms to 2 decimals, within the call's own wall time; the total most of it."""
+    timings = answer["timings"]
+    assert set(timings) == keys and answer["took_ms"] == timings["total_ms"]
+    for value in timings.values():
+        assert isinstance(value, float) and round(value, 2) == value
+        assert 0 <= value <= timings["total_ms"] <= wall_ms
+    assert timings["total_ms"] >= 0.1 * wall_ms
