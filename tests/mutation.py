@@ -110,7 +110,10 @@ MODULES: dict[str, list[str]] = {
     "lookup": ["test_lookup.py"],
     "facets": ["test_facets_rules.py", "test_facets.py"],
     "store": ["test_store.py", "test_indexer.py", "test_concurrency.py", "test_dispatcher.py"],
-    "engine": ["test_read_path.py", "test_dispatcher.py", "test_reliability.py"],
+    "engine.reading": ["test_read_path.py", "test_dispatcher.py", "test_reliability.py"],
+    "engine.core": ["test_dispatcher.py", "test_semantic_stage.py", "test_stages.py"],
+    "engine.indexing": ["test_indexer.py", "test_dispatcher.py", "test_semantic_stage.py"],
+    "engine.workspaces": ["test_dispatcher.py", "test_store.py", "test_indexer.py"],
 }
 # what the tests read besides themselves
 ALSO_COPY = ["examples", ".tools", "doc", "README.md", "lua", "plugin", "lsp", ".ci", "bench"]

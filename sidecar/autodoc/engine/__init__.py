@@ -1,0 +1,20 @@
+"""The engine: one store, its workspaces and the operations on them, split by responsibility.
+
+The dispatcher validates and routes requests here; the CLI, the LSP and MCP servers (through
+their host) and the tests all go through the dispatcher, so there is one implementation of every
+operation. `core` holds the store, the indexes and the per-search plans; `indexing`, `workspaces`
+and `reading` build on it.
+"""
+
+from __future__ import annotations
+
+from .core import COLLECT_EVERY_S, FILLING, NO_EMBEDDER, EngineCore
+from .reading import Reading, resolve_inside
+from .workspaces import Workspaces
+
+
+class Engine(Workspaces, Reading):
+    """Every operation: workspaces (and indexing, which configuring may run), and reading."""
+
+
+__all__ = ["COLLECT_EVERY_S", "FILLING", "NO_EMBEDDER", "Engine", "EngineCore", "resolve_inside"]

@@ -1,0 +1,152 @@
+"""The engine's core: one store, its workspaces' lexical indexes and sign indexes, and the
+plans each search takes (which embedder and vector set, which ranker), with the workspace
+descriptions every other part reports."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .. import protocol
+from .. import store as queries
+from ..embed import Embedder, key_status, load_embedder
+from ..errors import SWITCHING, UNSUPPORTED
+from ..lexical import LexicalIndex
+from ..rerank import NO_RANKER, RankPlan, load_ranker
+from ..semantic import SemanticPlan, SignIndex
+from ..stages.semantic import semantic_coverage
+from ..store import Store, Workspace
+
+log = logging.getLogger("autodoc.engine")
+
+NO_EMBEDDER = "no embedding model configured"
+COLLECT_EVERY_S = 600.0  # a long-lived process drops unused vectors at most this often
+FILLING = "a new embedding model is filling"
+
+
+class EngineCore:
+    def __init__(self, db_path: Path | str | None = None) -> None:
+        self.store = Store(db_path)
+        self._lexical: dict[int, LexicalIndex] = {}
+        self._signs: dict[tuple[int, str], SignIndex] = {}
+        self._lock = threading.RLock()
+        self._workers: dict[str, threading.Thread] = {}
+        self._again: set[str] = set()
+        self._stop = threading.Event()
+        self._write = threading.RLock()  # one writer at a time among this process's threads
+        self._collected: dict[int, float] = {}  # workspace id -> when unused vectors went
+        # Hooks for long-lived front ends (the LSP server): files that changed since they were
+        # indexed were dropped from an answer; a background embedding round finished.
+        self.on_stale: Callable[[str, list[str]], None] | None = None
+        self.on_embedded: Callable[[str], None] | None = None
+
+    def close(self) -> None:
+        self._stop.set()
+        for worker in list(self._workers.values()):
+            worker.join(timeout=60)
+        for lex in self._lexical.values():
+            lex.close()
+        self._lexical.clear()
+        self.store.close()
+
+    def lexical(self, ws: Workspace) -> LexicalIndex:
+        with self._lock:
+            lex = self._lexical.get(ws.id)
+            if lex is None:
+                lex = self._lexical[ws.id] = LexicalIndex(self.store.lexical_root / str(ws.id))
+            return lex
+
+    def workspace(self, name: Any) -> Workspace:
+        return self.store.workspace(name)
+
+    def embedder(self, ws: Workspace) -> tuple[Embedder | None, str]:
+        """The configured embedder, or None and why not."""
+        return self._load(ws.options["embedding"])
+
+    @staticmethod
+    def _load(spec: dict[str, Any]) -> tuple[Embedder | None, str]:
+        if spec.get("provider") == "none":
+            return None, NO_EMBEDDER
+        try:
+            return load_embedder(spec), ""
+        except Exception as exc:  # a missing file or an unreachable server: lexical goes on
+            return None, f"embedding model unavailable: {getattr(exc, 'message', exc)}"
+
+    def rank_plan(self, ws: Workspace) -> RankPlan:
+        """The configured ranker, or why there is none (a missing model folder, say)."""
+        spec = ws.options["ranker"]
+        if spec.get("provider", "none") == "none":
+            return RankPlan(None, spec, NO_RANKER)
+        try:
+            return RankPlan(load_ranker(spec), spec)
+        except Exception as exc:  # rerank is optional: the search goes on without it
+            return RankPlan(None, spec, f"ranker unavailable: {getattr(exc, 'message', exc)}")
+
+    def signs(self, ws: Workspace, embedder: Embedder) -> SignIndex:
+        with self._lock:
+            key = (ws.id, embedder.model_fp)
+            index = self._signs.get(key)
+            if index is None:
+                path = self.store.vectors_root / f"{ws.id}-{embedder.model_fp}.usearch"
+                index = self._signs[key] = SignIndex(embedder.dim, path, self.store.store_id)
+            return index
+
+    def semantic_plan(self, ws: Workspace) -> SemanticPlan:
+        """Which vector set answers: the configured model's, or during a switch the old one's."""
+        target, why = self.embedder(ws)
+        if target is None:
+            return SemanticPlan(None, None, state="off", reason=why, code=UNSUPPORTED)
+        if ws.active_model_fp in (None, target.model_fp):
+            return SemanticPlan(target, target.model_fp, signs=self.signs(ws, target))
+        old = self._load(ws.active_embedding)[0] if ws.active_embedding else None
+        if old is None or old.model_fp != ws.active_model_fp:
+            return SemanticPlan(None, None, state="switching", reason=FILLING, code=SWITCHING)
+        return SemanticPlan(old, old.model_fp, state="switching", signs=self.signs(ws, old))
+
+    def _describe(self, ws: Workspace) -> protocol.WorkspaceInfo:
+        with self.store.snapshot() as conn:
+            docs, chunks = queries.workspace_counts(conn, ws.id)
+        return protocol.WorkspaceInfo(
+            name=ws.name,
+            root=str(ws.root),
+            documents=docs,
+            chunks=chunks,
+            indexed_at=ws.indexed_at,
+            options=ws.options,
+        )
+
+    def _rank_state(self, ws: Workspace) -> protocol.RankerState:
+        plan = self.rank_plan(ws)
+        if plan.ranker is None:
+            return protocol.RankerState(state="off", model="", error=plan.reason)
+        state = protocol.RankerState(
+            state="ready",
+            model=plan.ranker.name,
+            error="",
+            window=plan.window,
+            meter=plan.ranker.meter.to_dict(),
+        )
+        if (key := key_status(plan.ranker)) is not None:
+            state["api_key"] = key
+        return state
+
+    def _semantic_state(self, ws: Workspace, plan: SemanticPlan) -> protocol.StageState:
+        state: protocol.SemanticStateName = plan.state or "off"
+        coverage = None
+        if plan.embedder is not None and plan.model_fp is not None:
+            with self.store.snapshot() as conn:
+                embedded, total = semantic_coverage(conn, self.store, ws, plan.model_fp)
+            coverage = protocol.Coverage(embedded=embedded, total=total)
+            if not plan.state:
+                state = "ready" if embedded >= total else "partial"
+        return protocol.StageState(
+            workspace=ws.name,
+            semantic=state,
+            semantic_reason=plan.reason,
+            semantic_coverage=coverage,
+            model=plan.embedder.name if plan.embedder is not None else "",
+            rank=self._rank_state(ws),
+        )

@@ -1,0 +1,192 @@
+"""Indexing: files into the store and the lexical index, embeddings filled (in the foreground
+for one-shot processes, by a background worker for long-lived ones), and the index's status."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+from .. import facets, protocol
+from .. import store as queries
+from ..check import check_workspace
+from ..embed import Embedder, key_status
+from ..errors import StoreBusyError
+from ..indexer import Indexer, Progress
+from ..semantic import collect_unused, fill
+from ..stages.semantic import semantic_coverage, semantic_missing
+from ..store import Workspace, read_epochs
+from .core import COLLECT_EVERY_S, EngineCore, log
+
+
+class Indexing(EngineCore):
+    def embed_run(self, name: Any, *, progress=None, incremental: bool = False) -> dict[str, Any]:
+        """Fill the configured model's vectors; switch to them once complete.
+
+        `incremental` (the background worker after a save): only the chunks the cached
+        coverage knows to be missing are embedded, and unused vectors are collected at most
+        every COLLECT_EVERY_S, so a save costs milliseconds, not whole-workspace scans."""
+        ws = self.workspace(name)
+        target, why = self.embedder(ws)
+        if target is None:
+            return {"model": None, "embedded": 0, "reason": why}
+        self.store.writer()
+        spec = ws.options["embedding"]
+        if ws.active_model_fp is None:
+            self._activate(ws, target, spec)
+        started = time.perf_counter()
+        error = ""
+        among = None
+        if incremental:
+            with self.store.snapshot() as conn:
+                among = sorted(semantic_missing(conn, self.store, ws, target.model_fp))
+        try:
+            done = fill(self.store, ws, target, progress, self._stop, among)
+        except Exception as exc:  # the provider failed: the lexical index stands, say why
+            error = str(getattr(exc, "message", exc))
+            done = -1  # unknown: the batches stored before the error are counted in coverage
+        with self.store.snapshot() as conn:
+            embedded, total = semantic_coverage(conn, self.store, ws, target.model_fp)
+        switched = embedded >= total and ws.active_model_fp not in (None, target.model_fp)
+        if switched:
+            self._activate(ws, target, spec)  # the new set is complete: it answers from now on
+        due = time.monotonic() - self._collected.get(ws.id, -COLLECT_EVERY_S) >= COLLECT_EVERY_S
+        current = ws.active_model_fp in (None, target.model_fp)  # mid-switch, the old set stays
+        if not error and (switched or (current and (not incremental or due))):
+            collect_unused(self.store, ws, {target.model_fp})
+            self._collected[ws.id] = time.monotonic()
+        with self.store.snapshot() as conn:  # bring the saved sign index up to date
+            signs = self.signs(ws, target)
+            epochs = read_epochs(conn, ws.id)
+            assert epochs is not None  # the workspace exists: this run holds the writer
+            signs.refresh(conn, ws.id, target.model_fp, epochs[1])
+        signs.save()
+        seconds = time.perf_counter() - started
+        return {
+            "model": target.name,
+            "model_fp": target.model_fp,
+            "error": error,
+            "embedded": max(done, 0),
+            "coverage": {"embedded": embedded, "total": total},
+            "seconds": round(seconds, 3),
+            "per_second": round(done / seconds, 1) if done > 0 and seconds else None,
+        }
+
+    def _activate(self, ws: Workspace, embedder: Embedder, spec: dict[str, Any]) -> None:
+        with self.store.transaction() as conn:
+            queries.set_active_embedding(
+                conn, ws.id, embedder.model_fp, json.dumps(spec, sort_keys=True)
+            )
+
+    def index_run(
+        self,
+        name: Any,
+        *,
+        progress: Progress | None = None,
+        embed_progress=None,
+        wait: bool = True,
+    ) -> dict[str, Any]:
+        """Index the files; then wait for their embeddings (one-shot processes), or let a
+        background worker fill them while lexical answers are served (long-lived ones)."""
+        ws = self.workspace(name)
+        with self._write:
+            self.store.writer()
+            indexer = Indexer(self.store, self.lexical(ws), ws)
+            summary = indexer.run(progress=progress).to_dict()
+        if wait:
+            summary["embedding"] = self.embed_run(name, progress=embed_progress)
+        else:
+            self.embed_in_background(name)
+            summary["embedding"] = {"background": True}
+        return summary
+
+    def index_paths(self, name: Any, paths: list[str]) -> dict[str, Any]:
+        """Re-index only these root-relative paths (an editor's save, a watcher's batch)."""
+        ws = self.workspace(name)
+        with self._write:
+            self.store.writer()
+            summary = Indexer(self.store, self.lexical(ws), ws).run(paths=paths).to_dict()
+        if summary["added"] or summary["modified"]:
+            self.embed_in_background(ws.name)
+        return summary
+
+    def index_check(self, name: Any, *, progress: Progress | None = None) -> dict[str, Any]:
+        """Bring the index up to date (no embedding), then check every document's frontmatter
+        against the schema and every link. When another process writes the store, the index
+        is checked as that process keeps it."""
+        ws = self.workspace(name)
+        indexed = True
+        try:
+            with self._write:
+                self.store.writer()
+                Indexer(self.store, self.lexical(ws), ws).run(progress=progress)
+        except StoreBusyError:
+            indexed = False
+        shown, _ = facets.schema_location(ws.root, ws.options.get("schema"))
+        report = check_workspace(self.store, ws, shown)
+        report["indexed"] = indexed
+        return report
+
+    def embed_in_background(self, name: str) -> threading.Thread:
+        """One worker per workspace; a request while it runs makes it go round once more."""
+        with self._lock:
+            worker = self._workers.get(name)
+            if worker is not None and worker.is_alive():
+                self._again.add(name)
+                return worker
+            worker = threading.Thread(
+                target=self._embed_worker, args=(name,), name=f"autodoc-embed-{name}", daemon=True
+            )
+            self._workers[name] = worker
+            worker.start()
+            return worker
+
+    def _embed_worker(self, name: str) -> None:
+        while not self._stop.is_set():
+            try:
+                self.embed_run(name, incremental=True)
+            except Exception:  # logged; the next request starts a new worker
+                log.exception("background embedding of %s failed", name)
+                return
+            if self.on_embedded is not None:
+                self.on_embedded(name)
+            with self._lock:
+                if name not in self._again:
+                    return
+                self._again.discard(name)
+
+    def index_status(self, name: Any) -> protocol.IndexStatus:
+        ws = self.workspace(name)
+        with self.store.snapshot() as conn:
+            problems = [
+                protocol.Problem(path=path, kind=kind, message=message)
+                for path, kind, message in queries.problems(conn, ws.id, limit=200)
+            ]
+            n_problems = queries.problem_count(conn, ws.id)
+            links, resolved = queries.link_counts(conn, ws.id)
+        plan = self.semantic_plan(ws)
+        state = self._semantic_state(ws, plan)
+        info = protocol.IndexStatus(
+            **self._describe(ws),
+            db=str(self.store.path),
+            writer=self.store.is_writer,
+            links=protocol.LinkCounts(total=links, resolved=resolved),
+            problems=problems,
+            problem_count=n_problems,
+            lexical=protocol.LexicalInfo(engine="tantivy", entries=self.lexical(ws).num_docs()),
+            semantic=state["semantic"],
+            semantic_reason=state["semantic_reason"],
+            rank=state["rank"],
+        )
+        if plan.embedder is not None and plan.model_fp is not None:
+            info["semantic_coverage"] = state["semantic_coverage"]
+            info["embedding"] = protocol.EmbeddingInfo(
+                model=plan.embedder.name,
+                model_fp=plan.model_fp,
+                dim=plan.embedder.dim,
+                meter=plan.embedder.meter.to_dict(),
+            )
+            if (key := key_status(plan.embedder)) is not None:
+                info["embedding"]["api_key"] = key
+        return info

@@ -1,0 +1,113 @@
+"""Reading: search, name lookup, the read path confined to the workspace root, the change log,
+and the stage state a picker shows."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from .. import lookup, protocol
+from .. import store as queries
+from ..errors import CancelToken, invalid_params
+from ..search import run_search
+from ..walker import read_markdown
+from .core import EngineCore
+
+
+class Reading(EngineCore):
+    def search(
+        self, name: Any, query: Any, opts: Any = None, *, cancel: CancelToken | None = None
+    ) -> protocol.Answer:
+        ws = self.workspace(name)
+        answer = run_search(
+            self.store,
+            self.lexical(ws),
+            ws,
+            query,
+            opts,
+            self.semantic_plan(ws),
+            cancel,
+            self.rank_plan(ws),
+        )
+        if answer["stale"] and self.on_stale is not None:
+            self.on_stale(ws.name, answer["stale"])
+        return answer
+
+    def find(self, name: Any, query: Any, opts: Any = None) -> dict[str, Any]:
+        """Documents by a name they hold: title, alias, heading or code identifier."""
+        ws = self.workspace(name)
+        started = time.perf_counter()
+        with self.store.snapshot() as conn:
+            answer = lookup.answer(conn, ws.id, query, opts)
+        answer["workspace"] = ws.name
+        answer["took_ms"] = round((time.perf_counter() - started) * 1000, 2)
+        return answer
+
+    def semantic_state(self, name: Any) -> protocol.StageState:
+        """What a picker shows beside its stage toggles; cheap (coverage is cached per epoch)."""
+        ws = self.workspace(name)
+        return self._semantic_state(ws, self.semantic_plan(ws))
+
+    def changes_since(self, name: Any, cursor: Any = 0) -> dict[str, Any]:
+        ws = self.workspace(name)
+        if isinstance(cursor, bool) or not isinstance(cursor, int) or cursor < 0:
+            raise invalid_params("cursor must be a non-negative integer", field="cursor")
+        return self.store.changes_since(ws, cursor)
+
+    def doc_read(
+        self, name: Any, path: Any, line_start: Any = None, line_end: Any = None
+    ) -> dict[str, Any]:
+        """Lines line_start..line_end (1-based, inclusive) of a file inside the workspace; a
+        null line_start is the first line, a null line_end the last."""
+        ws = self.workspace(name)
+        target = resolve_inside(ws.root, path)
+        for field, value in (("line_start", line_start), ("line_end", line_end)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise invalid_params(f"{field} must be a positive integer", field=field)
+        if line_start is None:
+            line_start = 1
+        if line_end is not None and line_end < line_start:
+            raise invalid_params("line_end is before line_start", field="line_end")
+        try:
+            data = read_markdown(str(target), ws.options["max_file_mb"] * 1_000_000)
+        except (OSError, ValueError) as exc:
+            raise invalid_params(f"cannot read {path}: {exc}", path=path) from None
+        lines = data.decode("utf-8", "replace").split("\n")
+        if data.endswith(b"\n"):
+            lines.pop()
+        if line_start > max(1, len(lines)):
+            raise invalid_params(
+                f"line_start {line_start} is past the end ({len(lines)} lines)", field="line_start"
+            )
+        end = len(lines) if line_end is None else min(line_end, len(lines))
+        rel = target.relative_to(ws.root.resolve()).as_posix()
+        with self.store.snapshot() as conn:
+            generation = queries.document_generation(conn, ws.id, rel)
+        return {
+            "workspace": ws.name,
+            "path": rel,
+            "line_start": line_start,
+            "line_end": end,
+            "lines_total": len(lines),
+            "text": "\n".join(lines[line_start - 1 : end]),
+            "generation": generation,
+        }
+
+
+def resolve_inside(root: Path, path: Any) -> Path:
+    """`path` under `root`, symlinks resolved; -32602 when it would leave the root."""
+    if not isinstance(path, str) or not path or "\x00" in path:
+        raise invalid_params("path must be a non-empty string", field="path")
+    if os.path.isabs(path):
+        raise invalid_params("path must be relative to the workspace root", path=path)
+    root_real = root.resolve()
+    target = (root_real / path).resolve()
+    if target != root_real and root_real not in target.parents:
+        raise invalid_params("path is outside the workspace root", path=path)
+    if not target.is_file():
+        raise invalid_params(f"no such file in the workspace: {path}", path=path)
+    return target

@@ -1,0 +1,89 @@
+"""Workspaces: add, find by root, list, configure (re-chunking or re-embedding when an option
+asks), remove with everything of theirs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from .. import config, protocol
+from ..lexical import LexicalIndex
+from .indexing import Indexing
+
+
+class Workspaces(Indexing):
+    def workspace_add(self, name: Any, root: Any) -> protocol.WorkspaceAdded:
+        with self._write:
+            ws, created = self.store.add_workspace(name, root)
+        return protocol.WorkspaceAdded(**self._describe(ws), created=created)
+
+    def workspace_at(self, root: Path) -> str | None:
+        """The workspace whose root is this folder, if any."""
+        real = root.resolve()
+        for ws in self.store.workspaces():
+            if Path(ws.root) == real:
+                return ws.name
+        return None
+
+    def workspace_for_root(self, root: Path) -> str:
+        """The workspace on this folder: the existing one, or a new one named after it."""
+        existing = self.workspace_at(root)
+        if existing is not None:
+            return existing
+        real = root.resolve()
+        base = re.sub(r"[^A-Za-z0-9._-]+", "-", real.name).strip("-.")[:56] or "workspace"
+        taken = {ws.name for ws in self.store.workspaces()}
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base}-{n}", n + 1
+        self.workspace_add(name, str(real))
+        return name
+
+    def workspace_list(self) -> list[protocol.WorkspaceInfo]:
+        return [self._describe(ws) for ws in self.store.workspaces()]
+
+    def workspace_remove(self, name: Any) -> dict[str, Any]:
+        with self._write:
+            return self._workspace_remove(name)
+
+    def _workspace_remove(self, name: Any) -> dict[str, Any]:
+        self.store.writer()  # take the lease before touching anything
+        ws = self.store.remove_workspace(name)
+        with self._lock:
+            lex = self._lexical.pop(ws.id, None)
+            if lex is not None:
+                lex.close()
+        LexicalIndex.destroy(self.store.lexical_root / str(ws.id))
+        with self._lock:
+            for key in [k for k in self._signs if k[0] == ws.id]:
+                del self._signs[key]
+        for path in self.store.vectors_root.glob(f"{ws.id}-*"):
+            path.unlink(missing_ok=True)
+        return {"name": ws.name, "removed": True}
+
+    def workspace_configure(self, name: Any, changes: Any, *, wait: bool = True) -> dict[str, Any]:
+        """Set options in one transaction; re-chunk when a chunking option changed."""
+        with self._write:
+            return self._workspace_configure(name, changes, wait)
+
+    def _workspace_configure(self, name: Any, changes: Any, wait: bool) -> dict[str, Any]:
+        ws = self.workspace(name)
+        clean = config.validate(changes)
+        rechunk = any(
+            config.OPTIONS[k].rechunk and ws.options.get(k) != v for k, v in clean.items()
+        )
+        ws = self.store.set_options(ws, clean)
+        summary = None
+        if rechunk and ws.indexed_at is not None:
+            summary = self.index_run(ws.name, wait=wait)
+        elif "embedding" in clean and ws.indexed_at is not None:
+            if wait:
+                summary = {"embedding": self.embed_run(ws.name)}
+            else:
+                self.embed_in_background(ws.name)
+                summary = {"embedding": {"background": True}}
+        return {**self._describe(self.workspace(ws.name)), "reindexed": summary}
+
+    def workspace_section_size(self, name: Any, tokens: Any) -> dict[str, Any]:
+        return self.workspace_configure(name, {"section_tokens": tokens})
