@@ -27,10 +27,9 @@ from typing import Any, overload
 import yaml
 from yaml.constructor import SafeConstructor
 
-from . import protocol
+from . import protocol, store
 from .config import DEFAULT_SCHEMA
 from .errors import invalid_params
-from .store import Store
 
 FIELD_TYPES = ("string", "integer", "number", "boolean", "date", "list", "enum")
 _TYPE_ALIASES = {
@@ -439,9 +438,7 @@ class FacetFilter:
         values, or paths by range) and the sets are combined here, so the cost follows the
         rows that match, not the size of the workspace. Kept as the passing ids, or as the
         failing ones when most pass: the stages get whichever list is shorter."""
-        total = conn.execute(
-            "SELECT count(*) FROM documents WHERE workspace_id = ? AND deleted = 0", (ws_id,)
-        ).fetchone()[0]
+        total = store.live_document_count(conn, ws_id)
         keep: set[int] | None = None
         for name, matches in self.include.items():
             ids = self._matching(conn, ws_id, name, matches)
@@ -449,14 +446,7 @@ class FacetFilter:
         if self.paths:
             under: set[int] = set()
             for p in self.paths:
-                under.update(
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT id FROM documents WHERE workspace_id = ? AND deleted = 0"
-                        " AND path >= ? AND path < ?",
-                        (ws_id, p, p + "\U0010ffff"),
-                    )
-                )
+                under.update(store.documents_under(conn, ws_id, p))
             keep = under if keep is None else keep & under
         drop: set[int] = set()
         for name, matches in self.exclude.items():
@@ -465,10 +455,8 @@ class FacetFilter:
             return DocumentSet(total - len(drop), drop=drop)
         keep -= drop
         if len(keep) * 2 > total and len(keep) > TERM_SET_SMALL:
-            live = conn.execute(
-                "SELECT id FROM documents WHERE workspace_id = ? AND deleted = 0", (ws_id,)
-            )
-            return DocumentSet(len(keep), drop={r[0] for r in live if r[0] not in keep})
+            live = store.live_documents(conn, ws_id)
+            return DocumentSet(len(keep), drop={d for d in live if d not in keep})
         return DocumentSet(len(keep), keep=keep)
 
     @staticmethod
@@ -476,39 +464,20 @@ class FacetFilter:
         exact = [m.value for m in matches if not m.prefix]
         ids: set[int] = set()
         if exact:
-            ids.update(
-                r[0]
-                for r in conn.execute(
-                    "SELECT document_id FROM facets WHERE workspace_id = ? AND field = ?"
-                    f" AND value IN ({','.join('?' * len(exact))})",
-                    (ws_id, name, *exact),
-                )
-            )
+            ids.update(store.documents_with_facet(conn, ws_id, name, exact))
         for m in matches:
-            if m.prefix:  # a year or a month (digits, nothing GLOB reads): itself or under it
-                ids.update(
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT document_id FROM facets WHERE workspace_id = ? AND field = ?"
-                        " AND (value = ? OR value GLOB ?)",
-                        (ws_id, name, m.value, m.value + "-*"),
-                    )
-                )
+            if m.prefix:  # a year or a month: itself or under it
+                ids.update(store.documents_with_facet_under(conn, ws_id, name, m.value))
         return ids
 
     def browse(self, conn, ws_id: int, limit: int) -> tuple[list[int], int]:
         """(the first `limit` passing documents in path order, how many pass)."""
         passing = self.select(conn, ws_id)
         if passing.keep is not None:
-            rows = Store.rows(
-                conn, "SELECT id, path FROM documents WHERE id IN ({marks})", sorted(passing.keep)
-            )
-            return [r[0] for r in sorted(rows, key=lambda r: r[1])[:limit]], passing.size
+            paths = store.document_paths(conn, sorted(passing.keep))
+            return sorted(paths, key=lambda d: paths[d])[:limit], passing.size
         ids: list[int] = []
-        for (doc_id,) in conn.execute(  # the (workspace, deleted, path) index: in path order
-            "SELECT id FROM documents WHERE workspace_id = ? AND deleted = 0 ORDER BY path",
-            (ws_id,),
-        ):
+        for doc_id in store.live_documents(conn, ws_id):  # in path order
             if doc_id in passing:
                 ids.append(doc_id)
                 if len(ids) >= limit:
@@ -646,8 +615,8 @@ def schema_of(stored: str) -> Schema:
 
 def stored_schema(conn, ws_id: int) -> Schema:
     """The workspace's schema in this snapshot (EMPTY when it has none)."""
-    row = conn.execute("SELECT schema FROM schemas WHERE workspace_id = ?", (ws_id,)).fetchone()
-    return schema_of(row[0]) if row is not None else EMPTY
+    stored = store.stored_schema_json(conn, ws_id)
+    return schema_of(stored) if stored is not None else EMPTY
 
 
 def write_facets(conn, ws_id: int, schema: Schema, docs: Iterable[tuple[int, str, Any, Any]]):
@@ -656,22 +625,16 @@ def write_facets(conn, ws_id: int, schema: Schema, docs: Iterable[tuple[int, str
     rows = []
     ids = []
     for doc_id, path, meta, tags in docs:
-        ids.append((doc_id,))
+        ids.append(doc_id)
         meta = json.loads(meta or "{}") if isinstance(meta, str) or meta is None else meta
         tags = json.loads(tags or "[]") if isinstance(tags, str) or tags is None else tags
         rows += [(ws_id, doc_id, f, v) for f, v in document_facets(schema, path, meta, tags)]
-    conn.executemany("DELETE FROM facets WHERE document_id = ?", ids)
-    conn.executemany(
-        "INSERT INTO facets(workspace_id, document_id, field, value) VALUES (?, ?, ?, ?)", rows
-    )
+    store.replace_facets(conn, ws_id, ids, rows)
 
 
 def rebuild_facets(conn, ws_id: int, schema: Schema) -> int:
     """Every document's facets again, from the frontmatter kept in SQLite (a schema change)."""
-    conn.execute("DELETE FROM facets WHERE workspace_id = ?", (ws_id,))
-    docs = conn.execute(
-        "SELECT id, path, meta, tags FROM documents WHERE workspace_id = ? AND deleted = 0",
-        (ws_id,),
-    ).fetchall()
-    write_facets(conn, ws_id, schema, [(r[0], r[1], r[2], r[3]) for r in docs])
+    store.clear_facets(conn, ws_id)
+    docs = store.live_document_frontmatter(conn, ws_id)
+    write_facets(conn, ws_id, schema, docs)
     return len(docs)

@@ -548,7 +548,7 @@ class Store:
 
 # -- named queries: the reads the query path, status and checks make ---------------------------
 # Every SQL string of those modules lives here, named for what it answers; the indexer's write
-# protocol, the vector cache, name lookup and facets still hold their own (issue 20, next step).
+# protocol, the vector cache and name lookup still hold their own (issue 20, next step).
 
 
 def document_paths(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str]:
@@ -723,6 +723,89 @@ def unresolved_links(conn: sqlite3.Connection, ws_id: int) -> list[tuple[str, in
         " JOIN documents d ON d.id = l.source_id"
         " WHERE l.workspace_id = ? AND l.target_id IS NULL AND d.deleted = 0"
         " ORDER BY d.path, l.line",
+        (ws_id,),
+    )
+    return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+# -- facets: the filter's reads and the facet rows' writes --------------------------------------
+
+
+def live_document_count(conn: sqlite3.Connection, ws_id: int) -> int:
+    return conn.execute(
+        "SELECT count(*) FROM documents WHERE workspace_id = ? AND deleted = 0", (ws_id,)
+    ).fetchone()[0]
+
+
+def live_documents(conn: sqlite3.Connection, ws_id: int) -> Iterator[int]:
+    """Every live document's id, in path order (the (workspace, deleted, path) index)."""
+    rows = conn.execute(
+        "SELECT id FROM documents WHERE workspace_id = ? AND deleted = 0 ORDER BY path", (ws_id,)
+    )
+    return (r[0] for r in rows)
+
+
+def documents_under(conn: sqlite3.Connection, ws_id: int, prefix: str) -> set[int]:
+    """Live documents whose path starts with `prefix` (a range on the path index)."""
+    rows = conn.execute(
+        "SELECT id FROM documents WHERE workspace_id = ? AND deleted = 0"
+        " AND path >= ? AND path < ?",
+        (ws_id, prefix, prefix + "\U0010ffff"),
+    )
+    return {r[0] for r in rows}
+
+
+def documents_with_facet(
+    conn: sqlite3.Connection, ws_id: int, field: str, values: Sequence[str]
+) -> set[int]:
+    """Documents whose facet `field` holds one of these canonical values."""
+    marks = ",".join("?" * len(values))
+    rows = conn.execute(
+        "SELECT document_id FROM facets WHERE workspace_id = ? AND field = ?"
+        f" AND value IN ({marks})",
+        (ws_id, field, *values),
+    )
+    return {r[0] for r in rows}
+
+
+def documents_with_facet_under(
+    conn: sqlite3.Connection, ws_id: int, field: str, value: str
+) -> set[int]:
+    """Documents whose facet is `value` or under it (a date's year or month: `value-*`; digits,
+    nothing GLOB reads as a pattern)."""
+    rows = conn.execute(
+        "SELECT document_id FROM facets WHERE workspace_id = ? AND field = ?"
+        " AND (value = ? OR value GLOB ?)",
+        (ws_id, field, value, value + "-*"),
+    )
+    return {r[0] for r in rows}
+
+
+def stored_schema_json(conn: sqlite3.Connection, ws_id: int) -> str | None:
+    row = conn.execute("SELECT schema FROM schemas WHERE workspace_id = ?", (ws_id,)).fetchone()
+    return row[0] if row is not None else None
+
+
+def replace_facets(
+    conn: sqlite3.Connection, ws_id: int, document_ids: Sequence[int], rows: list[tuple[Any, ...]]
+) -> None:
+    """The facet rows of these documents, replaced by `rows` (workspace, document, field, value)."""
+    conn.executemany("DELETE FROM facets WHERE document_id = ?", [(d,) for d in document_ids])
+    conn.executemany(
+        "INSERT INTO facets(workspace_id, document_id, field, value) VALUES (?, ?, ?, ?)", rows
+    )
+
+
+def clear_facets(conn: sqlite3.Connection, ws_id: int) -> None:
+    conn.execute("DELETE FROM facets WHERE workspace_id = ?", (ws_id,))
+
+
+def live_document_frontmatter(
+    conn: sqlite3.Connection, ws_id: int
+) -> list[tuple[int, str, str | None, str | None]]:
+    """(id, path, meta JSON, tags JSON) of every live document."""
+    rows = conn.execute(
+        "SELECT id, path, meta, tags FROM documents WHERE workspace_id = ? AND deleted = 0",
         (ws_id,),
     )
     return [(r[0], r[1], r[2], r[3]) for r in rows]
