@@ -19,10 +19,11 @@ import numpy as np
 import onnxruntime  # noqa: F401 - usearch 2.26.2-2.26.6 crash if imported before onnxruntime
 from usearch.index import Index
 
+from . import store as queries
 from .embed import Embedder
 from .facets import DocumentSet
 from .fuse import MAX_READ, RETRIEVER_TOP
-from .store import LIVE, Store, Workspace
+from .store import Store, Workspace
 
 # Phase 2a shortlist: how many sign-code neighbours are rescored in float32. The smallest size
 # measured with recall@50 >= 0.97 against exact float32 on SciFact (400: 0.954, 500: 0.968,
@@ -106,11 +107,7 @@ class SignIndex:
         with self.lock:
             if epoch == self.epoch:
                 return
-            count, top = conn.execute(
-                "SELECT count(*), coalesce(max(id), 0) FROM embeddings"
-                " WHERE workspace_id = ? AND model_fp = ?",
-                (ws_id, model_fp),
-            ).fetchone()
+            count, top = queries.vector_stats(conn, ws_id, model_fp)
             collected = collections_of(conn, ws_id)
             # Rows were collected since this index was built: start over. The count alone
             # misses it when new rows outnumber the collected ones (found by the crash test:
@@ -120,11 +117,7 @@ class SignIndex:
                 self.max_id = 0
                 self._codes = None
                 self.collected = collected
-            rows = conn.execute(
-                "SELECT id, text_hash, bits FROM embeddings WHERE workspace_id = ?"
-                " AND model_fp = ? AND id > ? ORDER BY id",
-                (ws_id, model_fp, self.max_id),
-            ).fetchall()
+            rows = queries.vector_codes(conn, ws_id, model_fp, above=self.max_id)
             if rows:
                 codes = _Codes.of(rows)
                 fresh = ~np.asarray(self.index.contains(codes.keys), dtype=bool)
@@ -144,11 +137,7 @@ class SignIndex:
         with self.lock:
             if self._codes is None:  # once per process: the codes the index holds
                 self._codes = _Codes.of(
-                    conn.execute(
-                        "SELECT id, text_hash, bits FROM embeddings WHERE workspace_id = ?"
-                        " AND model_fp = ? AND id <= ? ORDER BY id",
-                        (ws_id, model_fp, self.max_id),
-                    ).fetchall()
+                    queries.vector_codes(conn, ws_id, model_fp, upto=self.max_id)
                 )
             codes = self._codes
         return codes.lookup(hashes)
@@ -206,24 +195,8 @@ class _Codes:
 # -- filling the cache ---------------------------------------------------------------------------
 
 
-def missing_count(conn, ws_id: int, model_fp: str) -> int:
-    return conn.execute(
-        "SELECT count(DISTINCT c.text_hash) FROM chunks c WHERE c.workspace_id = ?"
-        f" AND c.state = {LIVE} AND NOT EXISTS (SELECT 1 FROM embeddings e"
-        " WHERE e.workspace_id = c.workspace_id AND e.model_fp = ? AND e.text_hash = c.text_hash)",
-        (ws_id, model_fp),
-    ).fetchone()[0]
-
-
-def coverage(conn, ws_id: int, model_fp: str) -> tuple[int, int]:
-    """(visible chunks with a vector, visible chunks)."""
-    total, embedded = conn.execute(
-        "SELECT count(*), count(e.id) FROM chunks c LEFT JOIN embeddings e"
-        " ON e.workspace_id = c.workspace_id AND e.model_fp = ? AND e.text_hash = c.text_hash"
-        f" WHERE c.workspace_id = ? AND c.state = {LIVE}",
-        (model_fp, ws_id),
-    ).fetchone()
-    return embedded, total
+missing_count = queries.missing_text_count
+coverage = queries.vector_coverage
 
 
 def fill(
@@ -239,38 +212,25 @@ def fill(
     incremental coverage), so a save does not scan the whole workspace."""
     if among is not None and not among:
         return 0
-    scope = ""
-    if among is not None:
-        scope = f" AND c.id IN ({','.join(str(int(i)) for i in among)})"
     with store.snapshot() as conn:
         total = missing_count(conn, ws.id, embedder.model_fp) if among is None else len(among)
     done = 0
     while total and (stop is None or not stop.is_set()):
         with store.snapshot() as conn:
-            rows = conn.execute(
-                "SELECT c.text_hash, min(c.breadcrumb), min(c.text) FROM chunks c"
-                f" WHERE c.workspace_id = ? AND c.state = {LIVE}{scope} AND NOT EXISTS ("
-                " SELECT 1 FROM embeddings e WHERE e.workspace_id = c.workspace_id"
-                " AND e.model_fp = ? AND e.text_hash = c.text_hash)"
-                " GROUP BY c.text_hash ORDER BY min(c.document_id), min(c.ordinal) LIMIT ?",
-                (ws.id, embedder.model_fp, FILL_BATCH),
-            ).fetchall()
+            rows = queries.texts_to_embed(conn, ws.id, embedder.model_fp, among, FILL_BATCH)
         if not rows:
             break
         # The chunk's breadcrumb is part of what is embedded (as in Chunk.embed_text).
         vectors = embedder.embed([f"{r[1]}\n\n{r[2]}" for r in rows])
         bits = sign_bits(vectors)
         with store.transaction() as conn:
-            conn.executemany(
-                "INSERT OR IGNORE INTO embeddings(workspace_id, model_fp, text_hash, f32, bits)"
-                " VALUES (?, ?, ?, ?, ?)",
+            queries.add_vectors(
+                conn,
+                ws.id,
                 [
                     (ws.id, embedder.model_fp, r[0], vectors[i].tobytes(), bits[i].tobytes())
                     for i, r in enumerate(rows)
                 ],
-            )
-            conn.execute(
-                "UPDATE workspaces SET vector_epoch = vector_epoch + 1 WHERE id = ?", (ws.id,)
             )
         done += len(rows)
         if progress:
@@ -278,33 +238,15 @@ def fill(
     return done
 
 
-def collections_of(conn, ws_id: int) -> int:
-    """How many times vectors were collected in this workspace: a sign index built before the
-    last collection may hold vectors that are gone."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (f"collected:{ws_id}",)).fetchone()
-    return int(row[0]) if row else 0
+# How many times vectors were collected in a workspace: a sign index built before the last
+# collection may hold vectors that are gone.
+collections_of = queries.collections
 
 
 def collect_unused(store: Store, ws: Workspace, keep: set[str]) -> int:
     """Drop vectors no visible chunk uses, and every vector of models not in `keep`."""
     with store.transaction() as conn:
-        marks = ",".join("?" * len(keep)) or "''"
-        n = conn.execute(
-            f"DELETE FROM embeddings WHERE workspace_id = ? AND (model_fp NOT IN ({marks})"
-            " OR NOT EXISTS (SELECT 1 FROM chunks c WHERE c.workspace_id = embeddings.workspace_id"
-            " AND c.text_hash = embeddings.text_hash AND c.state != 0))",
-            (ws.id, *keep),
-        ).rowcount
-        if n:
-            conn.execute(
-                "UPDATE workspaces SET vector_epoch = vector_epoch + 1 WHERE id = ?", (ws.id,)
-            )
-            conn.execute(
-                "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key)"
-                " DO UPDATE SET value = CAST(value AS INTEGER) + 1",
-                (f"collected:{ws.id}",),
-            )
-    return n
+        return queries.collect_vectors(conn, ws.id, keep)
 
 
 # -- the query path -----------------------------------------------------------------------------
@@ -358,18 +300,11 @@ def semantic_candidates(
 
 def _chunk_count(conn, docs: set[int]) -> int:
     """Live chunks of these documents (an index-only count)."""
-    return sum(
-        Store.column(
-            conn,
-            f"SELECT count(*) FROM chunks WHERE document_id IN ({{marks}}) AND state = {LIVE}",
-            sorted(docs),
-        )
-    )
+    return queries.live_chunk_count_of(conn, sorted(docs))
 
 
 def _kept(conn, ws_id: int, allowed: DocumentSet) -> set[int]:
-    live = conn.execute("SELECT id FROM documents WHERE workspace_id = ? AND deleted = 0", (ws_id,))
-    return {r[0] for r in live if r[0] in allowed}
+    return {d for d in queries.live_documents(conn, ws_id) if d in allowed}
 
 
 def _subset(
@@ -387,11 +322,7 @@ def _subset(
 ) -> tuple[list[tuple[int, int, float]], bool]:
     """The two phases over the kept documents' vectors only: Hamming distance on their sign
     codes (numpy popcount), then float32 rescoring of the SHORTLIST nearest."""
-    hashes = Store.column(
-        conn,
-        f"SELECT text_hash FROM chunks WHERE document_id IN ({{marks}}) AND state = {LIVE}",
-        sorted(keep),
-    )
+    hashes = queries.live_text_hashes_of(conn, sorted(keep))
     keys, bits = signs.codes_for(conn, ws_id, model_fp, hashes)
     if not len(keys):
         return [], False
@@ -406,11 +337,7 @@ def _rescore(conn, keys: np.ndarray, qvec: np.ndarray) -> list[tuple[str, float]
     """(text_hash, cosine) best first, from the float32 vectors of the shortlist."""
     if not len(keys):
         return []
-    rows = Store.rows(
-        conn,
-        "SELECT id, text_hash, f32 FROM embeddings WHERE id IN ({marks})",
-        [int(k) for k in keys],
-    )
+    rows = queries.vectors_by_id(conn, [int(k) for k in keys])
     if not rows:
         return []
     matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1)
@@ -454,29 +381,11 @@ def _visible_slice(
     if not ranked:
         return []
     position = {h: i for i, (h, _) in enumerate(ranked)}
-    rows = Store.rows(
-        conn,
-        # INDEXED BY: without statistics SQLite would rather scan (workspace, state).
-        "SELECT c.id, c.document_id, c.text_hash FROM chunks c INDEXED BY chunks_by_hash"
-        f" WHERE c.text_hash IN ({{marks}}) AND c.workspace_id = ? AND c.state = {LIVE}",
-        list(position),
-        ws_id,
-    )
+    rows = queries.live_chunks_with_texts(conn, ws_id, list(position))
     if allowed is not None:
         rows = [r for r in rows if r[1] in allowed]
     docs = [] if complete else sorted({r[1] for r in rows})
-    incomplete = {
-        r[0]
-        for r in store.in_batches(
-            conn,
-            "SELECT DISTINCT c.document_id FROM chunks c WHERE c.document_id IN ({marks})"
-            f" AND c.state = {LIVE} AND NOT EXISTS (SELECT 1 FROM embeddings e"
-            " WHERE e.workspace_id = c.workspace_id AND e.model_fp = ?"
-            " AND e.text_hash = c.text_hash)",
-            docs,
-            model_fp,
-        )
-    }
+    incomplete = queries.documents_missing_vectors(conn, docs, model_fp)
     rows = [r for r in rows if r[1] not in incomplete]
     rows.sort(key=lambda r: (position[r[2]], r[0]))
     return [(r[0], r[1], ranked[position[r[2]]][1]) for r in rows]

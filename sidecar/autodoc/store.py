@@ -548,7 +548,7 @@ class Store:
 
 # -- named queries: the reads the query path, status and checks make ---------------------------
 # Every SQL string of those modules lives here, named for what it answers; the indexer's write
-# protocol, the vector cache and name lookup still hold their own (issue 20, next step).
+# protocol and name lookup still hold their own (issue 20, next step).
 
 
 def document_paths(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str]:
@@ -809,3 +809,156 @@ def live_document_frontmatter(
         (ws_id,),
     )
     return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+# -- vectors: the sign index's reads, the cache's fill and collection, the semantic stage's reads
+
+
+def vector_stats(conn: sqlite3.Connection, ws_id: int, model_fp: str) -> tuple[int, int]:
+    """(this model's vectors in the workspace, the highest vector id)."""
+    row = conn.execute(
+        "SELECT count(*), coalesce(max(id), 0) FROM embeddings"
+        " WHERE workspace_id = ? AND model_fp = ?",
+        (ws_id, model_fp),
+    ).fetchone()
+    return row[0], row[1]
+
+
+def vector_codes(
+    conn: sqlite3.Connection, ws_id: int, model_fp: str, *, above: int = 0, upto: int | None = None
+) -> list[tuple[int, str, bytes]]:
+    """(vector id, text hash, sign code) of this model's vectors with ids above `above` (and
+    at most `upto`), by id."""
+    if upto is None:
+        sql, args = " AND id > ?", (ws_id, model_fp, above)
+    else:
+        sql, args = " AND id <= ?", (ws_id, model_fp, upto)
+    rows = conn.execute(
+        "SELECT id, text_hash, bits FROM embeddings WHERE workspace_id = ? AND model_fp = ?"
+        + sql
+        + " ORDER BY id",
+        args,
+    ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def missing_text_count(conn: sqlite3.Connection, ws_id: int, model_fp: str) -> int:
+    """Distinct visible chunk texts with no vector of this model."""
+    return conn.execute(
+        "SELECT count(DISTINCT c.text_hash) FROM chunks c WHERE c.workspace_id = ?"
+        f" AND c.state = {LIVE} AND NOT EXISTS (SELECT 1 FROM embeddings e"
+        " WHERE e.workspace_id = c.workspace_id AND e.model_fp = ? AND e.text_hash = c.text_hash)",
+        (ws_id, model_fp),
+    ).fetchone()[0]
+
+
+def vector_coverage(conn: sqlite3.Connection, ws_id: int, model_fp: str) -> tuple[int, int]:
+    """(visible chunks with a vector, visible chunks), counted."""
+    total, embedded = conn.execute(
+        "SELECT count(*), count(e.id) FROM chunks c LEFT JOIN embeddings e"
+        " ON e.workspace_id = c.workspace_id AND e.model_fp = ? AND e.text_hash = c.text_hash"
+        f" WHERE c.workspace_id = ? AND c.state = {LIVE}",
+        (model_fp, ws_id),
+    ).fetchone()
+    return embedded, total
+
+
+def texts_to_embed(
+    conn: sqlite3.Connection, ws_id: int, model_fp: str, among: Sequence[int] | None, limit: int
+) -> list[tuple[str, str, str]]:
+    """(text hash, breadcrumb, text) of up to `limit` visible texts with no vector, in document
+    order; `among`: only these chunk ids can be missing."""
+    scope = "" if among is None else f" AND c.id IN ({','.join(str(int(i)) for i in among)})"
+    rows = conn.execute(
+        "SELECT c.text_hash, min(c.breadcrumb), min(c.text) FROM chunks c"
+        f" WHERE c.workspace_id = ? AND c.state = {LIVE}{scope} AND NOT EXISTS ("
+        " SELECT 1 FROM embeddings e WHERE e.workspace_id = c.workspace_id"
+        " AND e.model_fp = ? AND e.text_hash = c.text_hash)"
+        " GROUP BY c.text_hash ORDER BY min(c.document_id), min(c.ordinal) LIMIT ?",
+        (ws_id, model_fp, limit),
+    ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def add_vectors(conn: sqlite3.Connection, ws_id: int, rows: list[tuple[Any, ...]]) -> None:
+    """Store (workspace, model, text hash, f32, bits) rows; the workspace's vectors moved on."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO embeddings(workspace_id, model_fp, text_hash, f32, bits)"
+        " VALUES (?, ?, ?, ?, ?)",
+        rows,
+    )
+    conn.execute("UPDATE workspaces SET vector_epoch = vector_epoch + 1 WHERE id = ?", (ws_id,))
+
+
+def collections(conn: sqlite3.Connection, ws_id: int) -> int:
+    """How many times vectors were collected in this workspace."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (f"collected:{ws_id}",)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def collect_vectors(conn: sqlite3.Connection, ws_id: int, keep: set[str]) -> int:
+    """Drop vectors no visible chunk uses and every vector of models not in `keep`; count a
+    collection when any went. Returns how many went."""
+    marks = ",".join("?" * len(keep)) or "''"
+    n = conn.execute(
+        f"DELETE FROM embeddings WHERE workspace_id = ? AND (model_fp NOT IN ({marks})"
+        " OR NOT EXISTS (SELECT 1 FROM chunks c WHERE c.workspace_id = embeddings.workspace_id"
+        " AND c.text_hash = embeddings.text_hash AND c.state != 0))",
+        (ws_id, *keep),
+    ).rowcount
+    if n:
+        conn.execute("UPDATE workspaces SET vector_epoch = vector_epoch + 1 WHERE id = ?", (ws_id,))
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key)"
+            " DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+            (f"collected:{ws_id}",),
+        )
+    return n
+
+
+def live_chunk_count_of(conn: sqlite3.Connection, document_ids: Sequence[int]) -> int:
+    """Visible chunks of these documents (an index-only count)."""
+    sql = f"SELECT count(*) FROM chunks WHERE document_id IN ({{marks}}) AND state = {LIVE}"
+    return sum(Store.column(conn, sql, sorted(document_ids)))
+
+
+def live_text_hashes_of(conn: sqlite3.Connection, document_ids: Sequence[int]) -> list[str]:
+    sql = f"SELECT text_hash FROM chunks WHERE document_id IN ({{marks}}) AND state = {LIVE}"
+    return Store.column(conn, sql, sorted(document_ids))
+
+
+def vectors_by_id(conn: sqlite3.Connection, ids: Sequence[int]) -> list[tuple]:
+    """(id, text hash, f32) of these vectors (plain tuples: the float32 rescore's hot read)."""
+    return Store.rows(conn, "SELECT id, text_hash, f32 FROM embeddings WHERE id IN ({marks})", ids)
+
+
+def live_chunks_with_texts(
+    conn: sqlite3.Connection, ws_id: int, hashes: Sequence[str]
+) -> list[tuple]:
+    """(chunk id, document id, text hash) of the visible chunks holding these texts."""
+    return Store.rows(
+        conn,
+        # INDEXED BY: without statistics SQLite would rather scan (workspace, state).
+        "SELECT c.id, c.document_id, c.text_hash FROM chunks c INDEXED BY chunks_by_hash"
+        f" WHERE c.text_hash IN ({{marks}}) AND c.workspace_id = ? AND c.state = {LIVE}",
+        hashes,
+        ws_id,
+    )
+
+
+def documents_missing_vectors(
+    conn: sqlite3.Connection, document_ids: Sequence[int], model_fp: str
+) -> set[int]:
+    """Those of these documents with a visible chunk that has no vector of this model."""
+    return {
+        r[0]
+        for r in Store.in_batches(
+            conn,
+            "SELECT DISTINCT c.document_id FROM chunks c WHERE c.document_id IN ({marks})"
+            f" AND c.state = {LIVE} AND NOT EXISTS (SELECT 1 FROM embeddings e"
+            " WHERE e.workspace_id = c.workspace_id AND e.model_fp = ?"
+            " AND e.text_hash = c.text_hash)",
+            document_ids,
+            model_fp,
+        )
+    }
