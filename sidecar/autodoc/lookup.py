@@ -25,9 +25,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from . import store as queries
 from .document import ParsedDocument
 from .errors import invalid_params
-from .store import Store
 
 # Kinds of site, strongest first: what a name is to the document it occurs in.
 KIND_TITLE, KIND_ALIAS, KIND_HEADING, KIND_CODE = 0, 1, 2, 3
@@ -228,28 +228,13 @@ def document_symbols(doc: ParsedDocument) -> dict[str, tuple[int, int, int]]:
 
 def _detach(conn, doc_ids: list[int]) -> set[int]:
     """Delete these documents' sites; the names they used, to check for orphans after."""
-    sql = "SELECT DISTINCT symbol_id FROM symbol_sites WHERE document_id IN ({marks})"
-    used = set(Store.column(conn, sql, doc_ids))
-    conn.executemany("DELETE FROM symbol_sites WHERE document_id = ?", [(d,) for d in doc_ids])
-    return used
+    return queries.detach_names(conn, doc_ids)
 
 
 def _drop_orphans(conn, ws_id: int, symbol_ids: set[int]) -> None:
     """Names no document uses any more leave the dictionary (their keys by primary key)."""
-    orphans = Store.rows(
-        conn,
-        "SELECT id, name FROM symbols WHERE id IN ({marks}) AND NOT EXISTS"
-        " (SELECT 1 FROM symbol_sites s WHERE s.symbol_id = symbols.id)",
-        sorted(symbol_ids),
-    )
-    conn.executemany(
-        "DELETE FROM symbol_keys WHERE workspace_id = ? AND key = ? AND pos = ? AND symbol_id = ?",
-        [(ws_id, key, pos, sid) for sid, name in orphans for pos, key in suffix_keys(name)],
-    )
-    conn.executemany("DELETE FROM symbols WHERE id = ?", [(sid,) for sid, _ in orphans])
-
-
-_SYMBOL_IDS = "SELECT name, id FROM symbols WHERE name IN ({marks}) AND workspace_id = ?"
+    orphans = queries.orphan_names(conn, sorted(symbol_ids))
+    queries.drop_names(conn, ws_id, [(sid, suffix_keys(name)) for sid, name in orphans])
 
 
 def forget_documents(conn, ws_id: int, doc_ids: list[int]) -> None:
@@ -266,22 +251,17 @@ def write_documents(
     """Replace the sites of these documents (`replaced`: those that may have had some)."""
     used = _detach(conn, replaced)
     names = sorted({name for _, sites in docs for name in sites})
-    known = dict(Store.rows(conn, _SYMBOL_IDS, names, ws_id))
+    known = queries.name_ids(conn, ws_id, names)
     fresh = [n for n in names if n not in known]
-    conn.executemany(
-        "INSERT INTO symbols(workspace_id, name) VALUES (?, ?)", [(ws_id, n) for n in fresh]
-    )
-    added = Store.rows(conn, _SYMBOL_IDS, fresh, ws_id)
+    added = queries.add_names(conn, ws_id, fresh)
     known.update(added)
-    key_rows = [(ws_id, key, pos, sid) for name, sid in added for pos, key in suffix_keys(name)]
+    key_rows = [
+        (ws_id, key, pos, sid) for name, sid in added.items() for pos, key in suffix_keys(name)
+    ]
     key_rows.sort()  # in key order: B-tree pages fill in sequence
-    conn.executemany(
-        "INSERT OR IGNORE INTO symbol_keys(workspace_id, key, pos, symbol_id) VALUES (?, ?, ?, ?)",
-        key_rows,
-    )
-    conn.executemany(
-        "INSERT INTO symbol_sites(symbol_id, document_id, kind, label, line)"
-        " VALUES (?, ?, ?, ?, ?)",
+    queries.add_name_keys(conn, key_rows)
+    queries.add_name_sites(
+        conn,
         sorted(
             (known[name], doc_id, kind, label, line)
             for doc_id, sites in docs
@@ -323,36 +303,7 @@ def find(conn, ws_id: int, name: Any, *, exact: bool, limit: int):
     key = query_key(name)
     if not key:
         raise invalid_params("name has no letters or digits to look up", field="name")
-    if exact:
-        cand = (
-            "SELECT symbol_id, 0 AS tier FROM symbol_keys"
-            " WHERE workspace_id = :ws AND key = :key AND pos = 0 LIMIT :cap"
-        )
-    else:
-        cand = (
-            "SELECT symbol_id, MIN(CASE WHEN pos > 0 THEN 2 WHEN key = :key THEN 0 ELSE 1 END)"
-            " AS tier FROM (SELECT symbol_id, pos, key FROM symbol_keys"
-            "  WHERE workspace_id = :ws AND key >= :key AND key < :high LIMIT :cap)"
-            " GROUP BY symbol_id"
-        )
-    sql = (
-        f"WITH cand AS ({cand})"
-        " SELECT c.tier, st.kind, s.name, st.document_id, st.line"
-        " FROM cand c JOIN symbols s ON s.id = c.symbol_id"
-        " JOIN symbol_sites st ON st.symbol_id = c.symbol_id"
-        " JOIN documents d ON d.id = st.document_id"
-        " WHERE d.deleted = 0"
-        " ORDER BY c.tier, st.kind, length(s.name), st.label, s.name, d.path LIMIT :limit"
-    )
-    params = {"ws": ws_id, "key": key, "high": key + "\U0010ffff", "cap": CANDIDATES}
-    rows = conn.execute(sql, {**params, "limit": limit}).fetchall()
-    (read,) = conn.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM symbol_keys WHERE workspace_id = :ws"
-        + (" AND key = :key AND pos = 0" if exact else " AND key >= :key AND key < :high")
-        + " LIMIT :more)",
-        {**params, "more": CANDIDATES + 1},
-    ).fetchone()
-    return [tuple(r) for r in rows], read > CANDIDATES
+    return queries.find_names(conn, ws_id, key, exact=exact, limit=limit, cap=CANDIDATES)
 
 
 def answer(conn, ws_id: int, name: Any, opts: Any = None) -> dict[str, Any]:
@@ -361,23 +312,8 @@ def answer(conn, ws_id: int, name: Any, opts: Any = None) -> dict[str, Any]:
     rows, truncated = find(conn, ws_id, name, exact=exact, limit=limit)
     matches = []
     for tier, kind, matched, doc_id, line in rows:
-        path, title = conn.execute(
-            "SELECT path, title FROM documents WHERE id = ?", (doc_id,)
-        ).fetchone()
-        # The section holding the line; for a heading with no text of its own (so no chunk),
-        # the first section after it.
-        section = (
-            conn.execute(
-                "SELECT line_start, line_end, breadcrumb FROM chunks WHERE document_id = ?"
-                " AND state = 1 AND line_end >= ? ORDER BY line_start LIMIT 1",
-                (doc_id, line),
-            ).fetchone()
-            or conn.execute(
-                "SELECT line_start, line_end, breadcrumb FROM chunks WHERE document_id = ?"
-                " AND state = 1 ORDER BY line_start DESC LIMIT 1",
-                (doc_id,),
-            ).fetchone()
-        )
+        path, title = queries.document_title(conn, doc_id)
+        section = queries.section_at(conn, doc_id, line)
         match = {
             "name": matched,
             "match": MATCH_NAMES[tier],
