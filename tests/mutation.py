@@ -268,7 +268,7 @@ def plant(work: Path, targets, only: list[str] | None, mutmut: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(scratch / "sidecar")}
     env["AUTODOC_SHARED"] = str(REPO.parent / "shared")
     for module, glob in targets:
-        source = scratch / "sidecar" / "autodoc" / f"{module}.py"
+        source = scratch / "sidecar" / _path(module)
         original = source.read_text()
         tests = [f"tests/{t}" for t in only or MODULES[module]]
         prefix = f"autodoc.{module}."
