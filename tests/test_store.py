@@ -96,11 +96,32 @@ def test_meta_rows_are_written_once_and_the_store_id_is_stable(db_path):
     assert dict(conn.execute("SELECT key, value FROM meta")) == {
         "schema_version": "1",
         "store_id": sid,
+        "prunes_recorded": "1",
     }
     conn.close()
     other = Store(db_path.parent / "other.db")
     assert other.store_id != sid
     other.close()
+
+
+def test_a_store_pruned_before_prunes_were_recorded_still_resets_old_cursors(db_path, tmp_path):
+    """Opened once by this version, a store whose log an older one pruned takes each
+    workspace's oldest kept change as its newest pruned one: an older cursor resyncs."""
+    s = Store(db_path)
+    a, _ = s.add_workspace("a", str(folder(tmp_path, "a")))
+    b, _ = s.add_workspace("b", str(folder(tmp_path, "b")))
+    add_changes(s, [(5, 1.0, a.id, "a5"), (6, 1.0, b.id, "b6"), (9, 1.0, a.id, "a9")])
+    with s.transaction() as conn:  # as an older version left it: pruned, nothing recorded
+        conn.execute(
+            "DELETE FROM meta WHERE key LIKE 'changes_pruned:%' OR key = 'prunes_recorded'"
+        )
+    s.close()
+    s = Store(db_path)
+    try:
+        assert [s.changes_since(a, c)["reset"] for c in (0, 3, 4, 5)] == [True, True, False, False]
+        assert [s.changes_since(b, c)["reset"] for c in (4, 5)] == [True, False]
+    finally:
+        s.close()
 
 
 def test_reader_connection_pragmas(store):
@@ -321,6 +342,22 @@ def test_a_store_on_a_read_only_folder_still_serves_reads(ro_dir):
         finally:
             ro.close()
     assert sorted(p.name for p in ro_dir.iterdir()) == ["autodoc.db", "autodoc.db.lock"]
+
+
+def test_a_read_only_store_with_commits_left_in_its_log_is_refused(ro_dir):
+    """Read immutable, SQLite would ignore the commits in the write-ahead log: say so."""
+    db = ro_dir / "autodoc.db"
+    s = Store(db)
+    s.add_workspace("a", str(ro_dir))
+    s.close()
+    wal = Path(str(db) + "-wal")
+    wal.write_bytes(b"\0" * 64)  # a log a crashed or copied-while-live writer left behind
+    make_read_only(db, dir_writable=False)
+    with unprivileged(ro_dir), pytest.raises(RpcError) as exc:
+        Store(db)
+    code, message, data = error(exc)
+    assert (code, data) == (STORE_READ_ONLY, {"path": str(db)})
+    assert "write-ahead log holds commits" in message
 
 
 # -- workspaces ---------------------------------------------------------------------------------

@@ -54,6 +54,16 @@ class StoreBusyError(RpcError):
         super().__init__(STORE_BUSY, msg, {"lock": lock_path, "holder": holder})
 
 
+class StoreReadOnlyError(StoreBusyError):
+    """The store's folder cannot be written (a read-only mount): every front end treats it as
+    a lease it cannot take, serving reads, while the error says why."""
+
+    def __init__(self, path: str, folder: str) -> None:
+        RpcError.__init__(
+            self, STORE_READ_ONLY, f"the store's folder is read-only: {folder}", {"path": path}
+        )
+
+
 class Cancelled(RpcError):
     def __init__(self, reason: str = "cancelled") -> None:
         super().__init__(REQUEST_CANCELLED, reason)

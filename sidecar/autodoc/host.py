@@ -62,6 +62,7 @@ class Host:
         self.indexing: dict[str, str] = {}  # workspace -> "indexing", "ready" or why not
         self.refused: list[str] = []  # folders that could not become workspaces, and why
         self.opening = 0  # folders submitted and not yet opened
+        self.asked = False  # a folder was given: never fall back to another workspace
         self.options: dict[str, Any] = {}  # a client's options, applied to every folder
         self._search: CancelToken | None = None
         self._lock = threading.Lock()
@@ -84,6 +85,7 @@ class Host:
         lease the folder is served read-only and retried quietly."""
         with self._lock:
             self.opening += 1
+            self.asked = True
         return self.refresher.submit(lambda: self._open(root, progress, finished))
 
     def _open(
@@ -174,7 +176,7 @@ class Host:
             return next(iter(served))
         if self.refused:
             raise RpcError(INVALID_PARAMS, "; ".join(self.refused))
-        if self.opening:
+        if self.opening or self.asked:  # being added, or waiting for another writer's lease
             raise RpcError(INVALID_PARAMS, "the workspace is still being added; retry shortly")
         names = [w["name"] for w in self.engine.workspace_list()]
         if len(names) == 1:

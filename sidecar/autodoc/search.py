@@ -109,6 +109,7 @@ def run_search(
     ctx = _context(store, lexical, ws, text, opts, semantic, rank, cancel)
     if ctx.wordless and ctx.flt.active:
         return _browse(ctx)
+    ctx.check()  # superseded already: embed nothing
     plan = _plan(ctx)
     ctx.check()
     with store.snapshot() as conn:

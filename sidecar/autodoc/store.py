@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import config
-from .errors import STORE_READ_ONLY, RpcError, StoreBusyError, invalid_params
+from .errors import STORE_READ_ONLY, RpcError, StoreBusyError, StoreReadOnlyError, invalid_params
 
 SCHEMA_VERSION = 1
 
@@ -266,6 +266,23 @@ def _connect(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
     return conn
 
 
+def _remember_old_prunes(conn: sqlite3.Connection) -> None:
+    """A store pruned before prunes were recorded per workspace: take each workspace's oldest
+    kept change as the newest pruned one (a client with an older cursor resyncs, perhaps once
+    needlessly, rather than miss what went). Done once per store."""
+    if conn.execute("SELECT 1 FROM meta WHERE key = 'prunes_recorded'").fetchone():
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    if conn.execute("SELECT coalesce(min(seq), 1) FROM changes").fetchone()[0] > 1:
+        conn.execute(
+            "INSERT OR IGNORE INTO meta(key, value) SELECT ? || workspace_id, min(seq) - 1"
+            " FROM changes WHERE true GROUP BY workspace_id",
+            (PRUNED,),
+        )
+    conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('prunes_recorded', '1')")
+    conn.execute("COMMIT")
+
+
 class Store:
     """Opens the db, hands out snapshot readers, and owns the single writer connection."""
 
@@ -280,6 +297,16 @@ class Store:
         self._local = threading.local()
         self._writer: sqlite3.Connection | None = None
         self._write_lock = threading.RLock()
+        wal = Path(str(self.path) + "-wal")
+        if self.frozen and wal.exists() and wal.stat().st_size > 0:
+            # Read immutable, SQLite would ignore the commits still in the log: refuse rather
+            # than serve an older store than the lexical index beside it.
+            raise RpcError(
+                STORE_READ_ONLY,
+                "the store's folder is read-only and its write-ahead log holds commits not yet"
+                " in the database: open it once where it can be written",
+                {"path": str(self.path)},
+            )
         boot = _connect(self.path, immutable=self.frozen)
         if not self.frozen:
             boot.execute("PRAGMA journal_mode=WAL")
@@ -295,6 +322,7 @@ class Store:
                 " ('store_id', ?)",
                 (str(SCHEMA_VERSION), uuid.uuid4().hex),
             )
+            _remember_old_prunes(boot)
         row = boot.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
         # Files kept beside the db (saved sign indexes) name the store they belong to.
         self.store_id = row[0] if row else ""
@@ -343,11 +371,7 @@ class Store:
         with self._write_lock:
             if self._writer is None:
                 if self.frozen:
-                    raise RpcError(
-                        STORE_READ_ONLY,
-                        f"the store's folder is read-only: {self.path.parent}",
-                        {"path": str(self.path)},
-                    )
+                    raise StoreReadOnlyError(str(self.path), str(self.path.parent))
                 self.lease.acquire()
                 conn = _connect(self.path)
                 conn.execute("PRAGMA synchronous=NORMAL")
