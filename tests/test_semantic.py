@@ -483,7 +483,7 @@ def test_the_semantic_state_is_reported_when_the_stage_is_left_out(sample):
 def test_coverage_is_kept_incrementally_and_matches_a_full_count(sample):
     """After edits only new and still-missing chunks are looked at; the counts must equal a
     full count at every step (before and after the background fill)."""
-    from autodoc.semantic import coverage
+    from autodoc.store import vector_coverage as coverage
 
     rpc, root = sample
     engine = rpc.engine

@@ -61,16 +61,8 @@ def doc_ids(engine, *prefixes: str) -> set[int]:
 
 
 def candidates(engine, text: str, allowed=None, need: int = 10, complete: bool = True):
-    ws, p = plan(engine)
-    qvec = p.embedder.embed([text])[0]
-    with engine.store.snapshot() as conn:
-        (total,) = conn.execute(
-            f"SELECT count(*) FROM chunks WHERE workspace_id = ? AND state = {LIVE}", (ws.id,)
-        ).fetchone()
-        return semantic.semantic_candidates(
-            conn, engine.store, p.signs, ws, p.model_fp, qvec, allowed, need,
-            complete=complete, chunks=total,
-        )  # fmt: skip
+    _, p = plan(engine)
+    return candidates_for(engine, p.embedder.embed([text])[0], allowed, need, complete)
 
 
 def brute_force(engine, text: str, docs: set[int] | None, need: int = 10):
@@ -583,7 +575,7 @@ def test_a_ready_workspace_reports_no_reason(sem):
     assert (state["semantic"], state["semantic_reason"]) == ("ready", "")
 
 
-def candidates_for(engine, qvec: np.ndarray, allowed, need: int):
+def candidates_for(engine, qvec: np.ndarray, allowed, need: int, complete: bool = True):
     ws, p = plan(engine)
     with engine.store.snapshot() as conn:
         (total,) = conn.execute(
@@ -591,7 +583,7 @@ def candidates_for(engine, qvec: np.ndarray, allowed, need: int):
         ).fetchone()
         return semantic.semantic_candidates(
             conn, engine.store, p.signs, ws, p.model_fp, qvec, allowed, need,
-            complete=True, chunks=total,
+            complete=complete, chunks=total,
         )  # fmt: skip
 
 

@@ -24,11 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import invalid_params
-from .stages import stage_sets
+from .stages import STAGE_SETS
 
-# Stage sets, named as tables show them (and as `opts.mode` takes them), from the registry:
-# each retriever alone, "hybrid" (every retriever, fused), "rerank" (hybrid, then the ranker).
-STAGE_SETS: dict[str, list[str]] = stage_sets()
+# STAGE_SETS (the registry's): each retriever alone, "hybrid" (every retriever, fused), "rerank"
+# (hybrid, then the ranker), named as tables show them and as `opts.mode` takes them.
 DEPTH = 100  # hits read per query: deep enough for nDCG@10 after folding chunks into documents
 
 

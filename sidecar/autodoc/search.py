@@ -26,13 +26,13 @@ from .snippets import TermMatcher, make_snippet
 from .stages import (
     REGISTRY,
     RETRIEVERS,
+    STAGE_SETS,
     TOGGLES,
     QueryContext,
     SearchOptions,
     Skip,
     Stage,
     mode_used,
-    stage_sets,
 )
 from .stages.semantic import semantic_coverage
 from .store import Store, Workspace, read_epochs
@@ -59,7 +59,7 @@ def parse_options(opts: Any) -> SearchOptions:
     stages = opts.get("stages")
     mode = opts.get("mode")
     if mode is not None:
-        modes = stage_sets()  # the evaluation's sets: "hybrid" is every retriever, fused
+        modes = STAGE_SETS  # the evaluation's sets: "hybrid" is every retriever, fused
         if not isinstance(mode, str) or mode not in modes:
             raise invalid_params(f"mode must be one of {', '.join(modes)}", field="mode")
         stages = stages or modes[mode]

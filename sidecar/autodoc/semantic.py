@@ -108,7 +108,8 @@ class SignIndex:
             if epoch == self.epoch:
                 return
             count, top = queries.vector_stats(conn, ws_id, model_fp)
-            collected = collections_of(conn, ws_id)
+            # a sign index built before the last collection may hold vectors that are gone
+            collected = queries.collections(conn, ws_id)
             # Rows were collected since this index was built: start over. The count alone
             # misses it when new rows outnumber the collected ones (found by the crash test:
             # a saved index kept four vectors SQLite no longer had).
@@ -195,10 +196,6 @@ class _Codes:
 # -- filling the cache ---------------------------------------------------------------------------
 
 
-missing_count = queries.missing_text_count
-coverage = queries.vector_coverage
-
-
 def fill(
     store: Store,
     ws: Workspace,
@@ -213,7 +210,10 @@ def fill(
     if among is not None and not among:
         return 0
     with store.snapshot() as conn:
-        total = missing_count(conn, ws.id, embedder.model_fp) if among is None else len(among)
+        if among is None:
+            total = queries.missing_text_count(conn, ws.id, embedder.model_fp)
+        else:
+            total = len(among)
     done = 0
     while total and (stop is None or not stop.is_set()):
         with store.snapshot() as conn:
@@ -236,11 +236,6 @@ def fill(
         if progress:
             progress(min(done, total), total)
     return done
-
-
-# How many times vectors were collected in a workspace: a sign index built before the last
-# collection may hold vectors that are gone.
-collections_of = queries.collections
 
 
 def collect_unused(store: Store, ws: Workspace, keep: set[str]) -> int:

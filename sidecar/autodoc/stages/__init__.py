@@ -46,9 +46,13 @@ def stage_sets() -> dict[str, list[str]]:
     return sets
 
 
+# Derived once: the sets `opts.mode` names and the evaluation compares.
+STAGE_SETS: dict[str, list[str]] = stage_sets()
+
 __all__ = [
     "REGISTRY",
     "RETRIEVERS",
+    "STAGE_SETS",
     "TOGGLES",
     "QueryContext",
     "SearchOptions",

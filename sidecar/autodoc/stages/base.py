@@ -97,6 +97,20 @@ class QueryContext:
             self.timings[key] = round((time.perf_counter() - t0) * 1000, 2)
 
 
+class StageDefaults:
+    """What most stages do for the optional steps: always available, nothing to prepare,
+    nothing to say when they did not run."""
+
+    def unavailable(self, ctx: QueryContext) -> Skip | None:
+        return None
+
+    def prepare(self, ctx: QueryContext) -> Skip | None:
+        return None
+
+    def describe(self, ctx: QueryContext, conn: sqlite3.Connection | None, ran: bool) -> None:
+        return None
+
+
 class Stage(Protocol):
     """One step of the pipeline: registered once, in order, in `stages/__init__.py`."""
 

@@ -10,20 +10,14 @@ from typing import ClassVar
 
 from .. import fuse, protocol, store
 from ..lexical import analyze
-from .base import Phase, QueryContext, Skip
+from .base import Phase, QueryContext, Skip, StageDefaults
 
 
-class FuseStage:
+class FuseStage(StageDefaults):
     name: ClassVar[str] = "fuse"
     toggle: ClassVar[bool] = False  # always runs, on whatever the retrievers found
     retriever: ClassVar[bool] = False
     phase: ClassVar[Phase] = "snapshot"
-
-    def unavailable(self, ctx: QueryContext) -> Skip | None:
-        return None
-
-    def prepare(self, ctx: QueryContext) -> Skip | None:
-        return None
 
     def run(self, ctx: QueryContext, conn: sqlite3.Connection | None) -> Skip | None:
         assert conn is not None
@@ -56,9 +50,6 @@ class FuseStage:
             ctx.moved = fuse.demote_superseded(fused, {o: n for o, n in pairs if n in info})
         ctx.fused = fused
         return None
-
-    def describe(self, ctx: QueryContext, conn: sqlite3.Connection | None, ran: bool) -> None:
-        pass
 
 
 def has_query_tag(tags_json: str | None, words: set[str]) -> bool:

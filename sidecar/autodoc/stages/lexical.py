@@ -11,20 +11,14 @@ from ..fuse import MAX_READ, RETRIEVER_TOP
 from ..lexical import LexicalIndex
 from ..query import ParsedQuery
 from ..store import Store, Workspace, documents_named, first_live_chunk
-from .base import Phase, QueryContext, Skip
+from .base import Phase, QueryContext, Skip, StageDefaults
 
 
-class LexicalStage:
+class LexicalStage(StageDefaults):
     name: ClassVar[str] = "lexical"
     toggle: ClassVar[bool] = True
     retriever: ClassVar[bool] = True
     phase: ClassVar[Phase] = "snapshot"
-
-    def unavailable(self, ctx: QueryContext) -> Skip | None:
-        return None  # the lexical index is always there
-
-    def prepare(self, ctx: QueryContext) -> Skip | None:
-        return None
 
     def run(self, ctx: QueryContext, conn: sqlite3.Connection | None) -> Skip | None:
         assert conn is not None
@@ -37,9 +31,6 @@ class LexicalStage:
             ctx.ranked.append(("lexical", found))
         ctx.exact = exact_names(conn, ctx.ws, ctx.query, ctx.allowed)
         return None
-
-    def describe(self, ctx: QueryContext, conn: sqlite3.Connection | None, ran: bool) -> None:
-        pass
 
 
 def lexical_candidates(

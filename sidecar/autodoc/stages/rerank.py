@@ -8,10 +8,10 @@ from typing import ClassVar
 
 from .. import protocol
 from ..rerank import NO_RANKER, NOT_REQUESTED, rerank
-from .base import Phase, QueryContext, Skip
+from .base import Phase, QueryContext, Skip, StageDefaults
 
 
-class RerankStage:
+class RerankStage(StageDefaults):
     name: ClassVar[str] = "rerank"
     toggle: ClassVar[bool] = True
     retriever: ClassVar[bool] = False
@@ -21,9 +21,6 @@ class RerankStage:
         if ctx.rank.ranker is not None:
             return None
         return Skip(ctx.rank.reason or NO_RANKER)
-
-    def prepare(self, ctx: QueryContext) -> Skip | None:
-        return None
 
     def run(self, ctx: QueryContext, conn: sqlite3.Connection | None) -> Skip | None:
         rows, fused = ctx.rows, ctx.fused
