@@ -44,6 +44,9 @@ QUERY_PATH = [
     "test_rerank.py",
 ]
 
+# the store package's in-process tests: every module of it shares them
+STORE = ["test_store.py", "test_indexer.py", "test_concurrency.py", "test_dispatcher.py"]
+
 # module → the in-process test files that exercise it
 MODULES: dict[str, list[str]] = {
     "markdown": ["test_markdown.py", "test_chunking.py", "test_document.py"],
@@ -62,7 +65,12 @@ MODULES: dict[str, list[str]] = {
     "snippets": ["test_lexical.py", "test_protocol.py", "test_stages.py"],
     "lookup": ["test_lookup.py"],
     "facets": ["test_facets_rules.py", "test_facets.py"],
-    "store": ["test_store.py", "test_indexer.py", "test_concurrency.py", "test_dispatcher.py"],
+    "store.db": STORE,
+    "store.queries": STORE,
+    "store.writes": STORE,
+    "store.schema": STORE,
+    "store.lease": STORE,
+    "store.workspace": STORE,
     "engine.reading": ["test_read_path.py", "test_dispatcher.py", "test_reliability.py"],
     "engine.core": ["test_dispatcher.py", "test_semantic_stage.py", "test_stages.py"],
     "engine.indexing": ["test_indexer.py", "test_dispatcher.py", "test_semantic_stage.py"],

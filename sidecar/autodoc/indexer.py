@@ -31,15 +31,14 @@ from .document import ParsedDocument, parse_document
 from .lexical import LexicalDoc, LexicalIndex
 from .markdown import STRUCTURE_FORMAT
 from .store import (
-    DEAD,
-    LIVE,
     NAME_ALIAS,
     NAME_PATH,
     NAME_STEM,
     NAME_TITLE,
-    PENDING,
     Store,
     Workspace,
+    queries,
+    writes,
 )
 from .walker import FoundFile, find, is_utf8, read_markdown, scan
 
@@ -148,10 +147,7 @@ class Indexer:
             return shown, f"cannot read the schema: {exc.strerror or exc}"
         digest = facets.schema_hash(data) if data is not None else ""
         with self.store.snapshot() as conn:
-            row = conn.execute(
-                "SELECT path, content_hash, schema, error FROM schemas WHERE workspace_id = ?",
-                (self.ws.id,),
-            ).fetchone()
+            row = writes.loaded_schema(conn, self.ws.id)
         if row is not None and row["path"] == str(path) and row["content_hash"] == digest:
             self.schema = facets.schema_of(row["schema"])
             return (shown, row["error"]) if row["error"] else None
@@ -168,10 +164,8 @@ class Indexer:
                 error = str(exc)
         changed = row is None or row["schema"] != schema.to_json()
         with self.store.transaction() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO schemas(workspace_id, path, content_hash, schema, error,"
-                " loaded_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (self.ws.id, str(path), digest, schema.to_json(), error, time.time()),
+            writes.save_schema(
+                conn, self.ws.id, str(path), digest, schema.to_json(), error, time.time()
             )
             if changed:  # filters read the table in their snapshot: nothing else to refresh
                 facets.rebuild_facets(conn, self.ws.id, schema)
@@ -183,23 +177,14 @@ class Indexer:
     def reconcile(self) -> dict[str, int]:
         """Remove what an interrupted writer left: PENDING rows, and DEAD rows past grace."""
         with self.store.snapshot() as conn:
-            pending = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT id FROM chunks WHERE workspace_id = ? AND state = ?",
-                    (self.ws.id, PENDING),
-                )
-            ]
-            live = conn.execute(
-                "SELECT count(*) FROM chunks WHERE workspace_id = ? AND state = ?",
-                (self.ws.id, LIVE),
-            ).fetchone()[0]
+            pending = writes.pending_chunks(conn, self.ws.id)
+            live = writes.live_chunk_count(conn, self.ws.id)
         rebuilt = 0
         if pending:
             self.lexical.delete(pending)
             self.lexical.commit()
             with self.store.transaction() as conn:
-                conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in pending])
+                writes.delete_chunks(conn, pending)
         if self.lexical.num_docs() < live or not self.lexical.format_ok:
             rebuilt = self.rebuild_lexical()  # lost, truncated, or written by an older format
         purged = self.purge_retired(grace=RETIRE_GRACE_S)
@@ -209,13 +194,7 @@ class Indexer:
         """Refill Tantivy from SQLite, the source of truth."""
         self.lexical.delete_all()
         with self.store.snapshot() as conn:
-            rows = conn.execute(
-                "SELECT c.id, c.document_id, c.breadcrumb, c.text,"
-                " d.title, d.aliases, d.tags FROM chunks c"
-                " JOIN documents d ON d.id = c.document_id"
-                " WHERE c.workspace_id = ? AND c.state != ?",
-                (self.ws.id, PENDING),
-            )
+            rows = writes.lexical_rows(conn, self.ws.id)
             n = self.lexical.add(
                 LexicalDoc(
                     r["id"],
@@ -236,31 +215,22 @@ class Indexer:
     def purge_retired(self, grace: float) -> int:
         cutoff = time.time() - grace
         with self.store.snapshot() as conn:
-            dead = [
-                r[0]
-                for r in conn.execute(
-                    # `state = 2` literally, so the partial index chunks_retired answers
-                    f"SELECT id FROM chunks WHERE workspace_id = ? AND state = {DEAD}"
-                    " AND retired_at < ?",
-                    (self.ws.id, cutoff),
-                )
-            ]
+            dead = writes.retired_chunks(conn, self.ws.id, cutoff)
         if not dead:
             return 0
         self.lexical.delete(dead)
         self.lexical.commit()
         with self.store.transaction() as conn:
-            conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in dead])
+            writes.delete_chunks(conn, dead)
             self._bump_epoch(conn)
         return len(dead)
 
     def _bump_epoch(self, conn=None) -> None:
-        sql = "UPDATE workspaces SET lexical_epoch = lexical_epoch + 1 WHERE id = ?"
         if conn is not None:
-            conn.execute(sql, (self.ws.id,))
+            writes.bump_lexical_epoch(conn, self.ws.id)
         else:
             with self.store.transaction() as c:
-                c.execute(sql, (self.ws.id,))
+                writes.bump_lexical_epoch(c, self.ws.id)
 
     # -- a run -----------------------------------------------------------------------------
 
@@ -291,7 +261,7 @@ class Indexer:
         touched = self._read_files(files, known, force, progress, summary, problems)
         self._record(paths, touched, problems, summary)
         if summary.added or summary.modified or summary.deleted:
-            self.store.writer().execute("PRAGMA optimize")  # statistics for the query planner
+            writes.optimize(self.store.writer())  # statistics for the query planner
         if paths is None:  # a save (`paths`): don't count the whole workspace every time
             summary.documents, summary.chunks = self._counts()
         else:
@@ -301,18 +271,8 @@ class Indexer:
 
     def _known(self, paths: list[str] | None) -> dict[str, sqlite3.Row]:
         """What the store holds of these paths (None: every path of the workspace)."""
-        columns = "SELECT id, path, size, mtime_ns, content_hash, chunk_fp, deleted FROM documents"
         with self.store.snapshot() as conn:
-            if paths is None:
-                rows = conn.execute(f"{columns} WHERE workspace_id = ?", (self.ws.id,))
-            else:
-                rows = self.store.in_batches(
-                    conn,
-                    f"{columns} WHERE path IN ({{marks}}) AND workspace_id = ?",
-                    sorted(set(paths)),
-                    self.ws.id,
-                )
-            return {r["path"]: r for r in rows}
+            return writes.known_documents(conn, self.ws.id, paths)
 
     def _read_files(
         self,
@@ -398,39 +358,25 @@ class Indexer:
         run's time, the change log pruned."""
         with self.store.transaction() as conn:
             if touched:
-                conn.executemany("UPDATE documents SET size=?, mtime_ns=? WHERE id=?", touched)
+                writes.update_document_stats(conn, touched)
             if paths is None:
-                conn.execute("DELETE FROM problems WHERE workspace_id = ?", (self.ws.id,))
+                writes.clear_problems(conn, self.ws.id)
             else:
-                conn.executemany(
-                    "DELETE FROM problems WHERE workspace_id = ? AND path = ?",
-                    [(self.ws.id, p) for p in set(paths)],
-                )
-                conn.execute(
-                    "DELETE FROM problems WHERE workspace_id = ? AND kind = 'schema'", (self.ws.id,)
-                )
-            conn.executemany(
-                "INSERT INTO problems(workspace_id, path, kind, message) VALUES (?, ?, ?, ?)",
-                [(self.ws.id, *p) for p in problems],
-            )
+                writes.clear_problems_of(conn, self.ws.id, paths)
+            writes.add_problems(conn, self.ws.id, problems)
             if summary.added or summary.modified or summary.deleted:
                 if paths is None:
                     self._resolve_links(conn)
                 else:  # a few documents changed: re-resolve only what they can affect
                     self._resolve_links_around(conn)
             now = time.time()
-            conn.execute("UPDATE workspaces SET indexed_at = ? WHERE id = ?", (now, self.ws.id))
+            writes.mark_indexed(conn, self.ws.id, now)
             self.store.prune_changes(conn, now)
 
     def _counts(self) -> tuple[int, int]:
         """(live documents, live chunks) of the workspace."""
         with self.store.snapshot() as conn:
-            docs, chunks = conn.execute(
-                "SELECT (SELECT count(*) FROM documents WHERE workspace_id = ?1"
-                " AND deleted = 0),"
-                " (SELECT count(*) FROM chunks WHERE workspace_id = ?1 AND state = 1)",
-                (self.ws.id,),
-            ).fetchone()
+            docs, chunks = queries.workspace_counts(conn, self.ws.id)
         return docs, chunks
 
     def _publish(self, updates: list[DocumentUpdate], gone: list[str], summary: RunSummary) -> None:
@@ -439,10 +385,9 @@ class Indexer:
         now = time.time()
         with self.store.transaction() as conn:  # step 1
             plans = self._plan(conn, updates)
-            conn.executemany(
-                "INSERT INTO chunks(id, document_id, workspace_id, state, generation, kind,"
-                " ordinal, breadcrumb, text, text_hash, byte_start, byte_end, line_start,"
-                f" line_end) VALUES (?, ?, {self.ws.id}, {PENDING}, ?,?,?,?,?,?,?,?,?,?)",
+            writes.add_pending_chunks(
+                conn,
+                self.ws.id,
                 [
                     (cid, p.doc_id, p.generation, ch.kind, ch.ordinal, ch.breadcrumb, ch.text,
                      ch.text_hash, ch.byte_start, ch.byte_end, ch.line_start, ch.line_end)
@@ -468,21 +413,10 @@ class Indexer:
             summary.chunks_written += len(p.new)
             summary.chunks_kept += len(p.kept)
 
-    # Over 60 lines: one pass deciding, per document, which chunks are kept, reused or
-    # written; split, the reuse rule would be spread over three functions.
     def _plan(self, conn, updates: list[DocumentUpdate]) -> list[_Plan]:
         """Give each changed document its next generation; keep chunks whose text is unchanged."""
         ws_id = self.ws.id
-        rows = {
-            r["path"]: r
-            for r in self.store.in_batches(
-                conn,
-                "SELECT id, path, generation, deleted, meta_fp FROM documents"
-                " WHERE path IN ({marks}) AND workspace_id = ?",
-                [u.file.rel for u in updates],
-                ws_id,
-            )
-        }
+        rows = writes.documents_to_plan(conn, ws_id, [u.file.rel for u in updates])
         reusable: dict[int, dict[tuple[str, str], list[int]]] = defaultdict(
             lambda: defaultdict(list)
         )
@@ -493,29 +427,15 @@ class Indexer:
             and not r["deleted"]
             and r["meta_fp"] == u.meta_fp
         ]
-        for old in self.store.in_batches(
-            conn,
-            "SELECT id, document_id, kind, text_hash FROM chunks"
-            " WHERE document_id IN ({marks}) AND state = 1 ORDER BY document_id, ordinal",
-            keep_from,
-        ):
+        for old in writes.reusable_chunks(conn, keep_from):
             reusable[old["document_id"]][(old["kind"], old["text_hash"])].append(old["id"])
-        conn.executemany(
-            "INSERT INTO documents(workspace_id, path, generation, deleted) VALUES (?, ?, 0, 1)",
-            [(ws_id, u.file.rel) for u in updates if u.file.rel not in rows],
+        writes.add_placeholder_documents(
+            conn, ws_id, [u.file.rel for u in updates if u.file.rel not in rows]
         )
-        fresh = {
-            r["path"]: r["id"]
-            for r in self.store.in_batches(
-                conn,
-                "SELECT id, path FROM documents WHERE path IN ({marks}) AND workspace_id = ?",
-                [u.file.rel for u in updates if u.file.rel not in rows],
-                ws_id,
-            )
-        }
-        next_id = (
-            conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'").fetchone() or [0]
-        )[0] + 1
+        fresh = writes.document_ids(
+            conn, ws_id, [u.file.rel for u in updates if u.file.rel not in rows]
+        )
+        next_id = writes.next_chunk_id(conn)
         plans = []
         for u in updates:
             row = rows.get(u.file.rel)
@@ -536,9 +456,8 @@ class Indexer:
 
     def _switch(self, conn, plans: list[_Plan], now: float) -> None:
         """New chunks live, replaced ones retired, documents at their new generation."""
-        conn.executemany(
-            "UPDATE documents SET generation=?, deleted=0, size=?, mtime_ns=?, content_hash=?,"
-            " chunk_fp=?, meta_fp=?, title=?, tags=?, aliases=?, meta=?, indexed_at=? WHERE id=?",
+        writes.publish_documents(
+            conn,
             [
                 (p.generation, p.update.file.size, p.update.file.mtime_ns, p.update.content_hash,
                  p.update.chunk_fp, p.update.meta_fp, p.update.parsed.title,
@@ -555,14 +474,9 @@ class Indexer:
              for p in plans],
         )  # fmt: skip
         replaced = [p.doc_id for p in plans if not p.created]
-        conn.executemany(
-            f"UPDATE chunks SET state = {DEAD}, retired_at = ? WHERE document_id = ?"
-            f" AND state = {LIVE}",
-            [(now, d) for d in replaced],
-        )
-        conn.executemany(
-            f"UPDATE chunks SET state = {LIVE}, generation = ?, ordinal = ?, byte_start = ?,"
-            " byte_end = ?, line_start = ?, line_end = ?, retired_at = NULL WHERE id = ?",
+        writes.retire_live_chunks(conn, replaced, now)
+        writes.make_chunks_live(
+            conn,
             [
                 (p.generation, ch.ordinal, ch.byte_start, ch.byte_end, ch.line_start,
                  ch.line_end, cid)
@@ -574,8 +488,8 @@ class Indexer:
         lookup.write_documents(
             conn, self.ws.id, [(p.doc_id, p.update.symbols) for p in plans], replaced
         )
-        conn.executemany(
-            "INSERT INTO changes(time, workspace_id, path, op, generation) VALUES (?, ?, ?, ?, ?)",
+        writes.log_changes(
+            conn,
             [
                 (now, self.ws.id, p.update.file.rel, "add" if p.created else "modify", p.generation)
                 for p in plans
@@ -585,41 +499,25 @@ class Indexer:
     def _retire(self, conn, gone: list[str], now: float, summary: RunSummary) -> None:
         """Deleted files: a new generation with no chunks, and a `delete` in the change log."""
         for path in gone:
-            row = conn.execute(
-                "SELECT id, generation FROM documents WHERE workspace_id = ? AND path = ?",
-                (self.ws.id, path),
-            ).fetchone()
+            row = writes.document_at(conn, self.ws.id, path)
             gen = row["generation"] + 1
-            conn.execute(
-                "UPDATE documents SET deleted = 1, generation = ?, size = NULL, mtime_ns = NULL,"
-                " content_hash = NULL, indexed_at = ? WHERE id = ?",
-                (gen, now, row["id"]),
-            )
-            conn.execute(
-                f"UPDATE chunks SET state = {DEAD}, retired_at = ?"
-                f" WHERE document_id = ? AND state != {DEAD}",
-                (now, row["id"]),
-            )
+            writes.mark_document_deleted(conn, row["id"], gen, now)
+            writes.retire_document_chunks(conn, row["id"], now)
             self._forget_links(conn, [row["id"]])
-            conn.execute("DELETE FROM names WHERE document_id = ?", (row["id"],))
+            writes.delete_document_names(conn, [row["id"]])
             lookup.forget_documents(conn, self.ws.id, [row["id"]])
-            conn.execute("DELETE FROM facets WHERE document_id = ?", (row["id"],))
-            conn.execute(
-                "INSERT INTO changes(time, workspace_id, path, op, generation)"
-                " VALUES (?, ?, ?, 'delete', ?)",
-                (now, self.ws.id, path, gen),
-            )
+            writes.delete_document_facets(conn, row["id"])
+            writes.log_deletion(conn, self.ws.id, path, gen, now)
             summary.deleted += 1
 
     def _replace_links_and_names(self, conn, plans: list[_Plan]) -> None:
         ws_id = self.ws.id
-        ids = [(p.doc_id,) for p in plans if not p.created]  # the others have none
+        ids = [p.doc_id for p in plans if not p.created]  # the others have none
         self._changed.update(p.doc_id for p in plans)
-        self._forget_links(conn, [i for (i,) in ids])
-        conn.executemany("DELETE FROM names WHERE document_id = ?", ids)
-        conn.executemany(
-            "INSERT INTO links(source_id, workspace_id, kind, target, key, heading, line,"
-            " relation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        self._forget_links(conn, ids)
+        writes.delete_document_names(conn, ids)
+        writes.add_links(
+            conn,
             [
                 (p.doc_id, ws_id, ln.kind, ln.target, link_key(p.update.file.rel, ln.kind,
                  ln.target), ln.heading, ln.line, ln.relation)
@@ -627,8 +525,8 @@ class Indexer:
                 for ln in p.update.parsed.links
             ],
         )  # fmt: skip
-        conn.executemany(
-            "INSERT INTO names(workspace_id, key, document_id, rank) VALUES (?, ?, ?, ?)",
+        writes.add_document_names(
+            conn,
             [
                 (ws_id, key, p.doc_id, rank)
                 for p in plans
@@ -641,111 +539,26 @@ class Indexer:
     def _forget_links(self, conn, doc_ids: list[int]) -> None:
         """Drop these documents' outgoing links, remembering where they pointed (inbound)."""
         self._changed.update(doc_ids)
-        self._old_targets.update(
-            r[0]
-            for r in self.store.in_batches(
-                conn,
-                "SELECT DISTINCT target_id FROM links WHERE source_id IN ({marks})"
-                " AND target_id IS NOT NULL",
-                doc_ids,
-            )
-        )
-        conn.executemany("DELETE FROM links WHERE source_id = ?", [(i,) for i in doc_ids])
+        self._old_targets.update(writes.link_targets(conn, doc_ids))
+        writes.delete_links(conn, doc_ids)
 
-    # Over 60 lines: the targeted link resolution is one sequence of set queries that a test
-    # holds equal to a full resolution; kept whole so the sequence reads in order.
     def _resolve_links_around(self, conn) -> None:
         """`_resolve_links` for the links a few changed documents can affect: their own, those
         that pointed at them, and those whose key is one of their (new) names; then inbound
         counts and supersessions for every document whose inbound links moved."""
         ws_id, changed = self.ws.id, sorted(self._changed)
-        keys = sorted(
-            {
-                r[0]
-                for r in self.store.in_batches(
-                    conn, "SELECT key FROM names WHERE document_id IN ({marks})", changed
-                )
-            }
-        )
-        affected: dict[int, int | None] = {}  # link id -> its target before
-        for sql, ids in (
-            ("SELECT rowid, target_id FROM links WHERE source_id IN ({marks})", changed),
-            ("SELECT rowid, target_id FROM links WHERE target_id IN ({marks})", changed),
-            (
-                "SELECT rowid, target_id FROM links WHERE key IN ({marks}) AND workspace_id = ?",
-                keys,
-            ),
-        ):
-            tail = (ws_id,) if "workspace_id" in sql else ()
-            affected.update((r[0], r[1]) for r in self.store.in_batches(conn, sql, ids, *tail))
+        keys = sorted(writes.name_keys_of(conn, changed))
+        affected = writes.affected_links(conn, ws_id, changed, keys)  # link id -> target before
         link_ids = sorted(affected)
-        for start in range(0, len(link_ids), 900):
-            part = link_ids[start : start + 900]
-            conn.execute(
-                "UPDATE links SET target_id = ("
-                " SELECT n.document_id FROM names n WHERE n.workspace_id = links.workspace_id"
-                " AND n.key = links.key AND (links.kind != 'md' OR n.rank = 0)"
-                " ORDER BY n.rank, n.document_id LIMIT 1)"
-                f" WHERE rowid IN ({','.join('?' * len(part))})",
-                part,
-            )
+        writes.resolve_links_by_rowid(conn, link_ids)
         moved = {t for t in affected.values() if t is not None} | self._old_targets
-        moved.update(
-            r[0]
-            for r in self.store.in_batches(
-                conn,
-                "SELECT DISTINCT target_id FROM links WHERE rowid IN ({marks})"
-                " AND target_id IS NOT NULL",
-                link_ids,
-            )
-        )
+        moved.update(writes.targets_of_links(conn, link_ids))
         moved.update(changed)
-        touched = sorted(moved)
-        for start in range(0, len(touched), 900):
-            part = touched[start : start + 900]
-            marks = ",".join("?" * len(part))
-            conn.execute(
-                "UPDATE documents SET inbound = (SELECT count(DISTINCT l.source_id) FROM links l"
-                " WHERE l.target_id = documents.id AND l.source_id != documents.id)"
-                f" WHERE id IN ({marks})",
-                part,
-            )
-            conn.execute(
-                f"DELETE FROM supersessions WHERE old_id IN ({marks}) OR new_id IN ({marks})",
-                part + part,
-            )
-            conn.execute(
-                "INSERT OR IGNORE INTO supersessions(workspace_id, old_id, new_id)"
-                " SELECT workspace_id, CASE relation WHEN 'superseded_by' THEN source_id"
-                " ELSE target_id END, CASE relation WHEN 'superseded_by' THEN target_id"
-                " ELSE source_id END FROM links WHERE workspace_id = ? AND relation != ''"
-                " AND target_id IS NOT NULL AND target_id != source_id"
-                f" AND (source_id IN ({marks}) OR target_id IN ({marks}))",
-                [ws_id, *part, *part],
-            )
+        writes.recount_links_of(conn, ws_id, sorted(moved))
 
     def _resolve_links(self, conn) -> None:
         """Point every link at its document (path, stem, title, alias) and recount inbound."""
-        conn.execute(
-            "UPDATE links SET target_id = ("
-            " SELECT n.document_id FROM names n WHERE n.workspace_id = links.workspace_id"
-            " AND n.key = links.key AND (links.kind != 'md' OR n.rank = 0)"
-            " ORDER BY n.rank, n.document_id LIMIT 1) WHERE workspace_id = ?",
-            (self.ws.id,),
-        )
-        conn.execute(
-            "UPDATE documents SET inbound = (SELECT count(DISTINCT l.source_id) FROM links l"
-            " WHERE l.target_id = documents.id AND l.source_id != documents.id)"
-            " WHERE workspace_id = ?",
-            (self.ws.id,),
-        )
+        writes.resolve_all_links(conn, self.ws.id)
+        writes.recount_all_inbound(conn, self.ws.id)
         # Who supersedes whom, from "superseded_by"/"supersedes" fields and sentences.
-        conn.execute("DELETE FROM supersessions WHERE workspace_id = ?", (self.ws.id,))
-        conn.execute(
-            "INSERT OR IGNORE INTO supersessions(workspace_id, old_id, new_id)"
-            " SELECT workspace_id, CASE relation WHEN 'superseded_by' THEN source_id"
-            " ELSE target_id END, CASE relation WHEN 'superseded_by' THEN target_id"
-            " ELSE source_id END FROM links WHERE workspace_id = ? AND relation != ''"
-            " AND target_id IS NOT NULL AND target_id != source_id",
-            (self.ws.id,),
-        )
+        writes.rebuild_supersessions(conn, self.ws.id)

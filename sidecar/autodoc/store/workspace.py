@@ -1,0 +1,52 @@
+"""A workspace as the store holds it: its row read into a `Workspace`, the rule for its name, and
+the epochs that cached views of it are keyed by."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import config
+
+WORKSPACE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # the whole name (fullmatch)
+
+
+@dataclass(frozen=True)
+class Workspace:
+    id: int
+    name: str
+    root: Path
+    options: dict[str, Any]
+    indexed_at: float | None
+    lexical_epoch: int
+    vector_epoch: int = 0
+    active_model_fp: str | None = None
+    active_embedding: dict[str, Any] | None = None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Workspace:
+        options = config.defaults()
+        options.update(json.loads(row["options"]))
+        return cls(
+            row["id"],
+            row["name"],
+            Path(row["root"]),
+            options,
+            row["indexed_at"],
+            row["lexical_epoch"],
+            row["vector_epoch"],
+            row["active_model_fp"],
+            json.loads(row["active_embedding"]) if row["active_embedding"] else None,
+        )
+
+
+def read_epochs(conn: sqlite3.Connection, ws_id: int) -> tuple[int, int] | None:
+    """(lexical_epoch, vector_epoch): what cached views of a workspace are keyed by."""
+    row = conn.execute(
+        "SELECT lexical_epoch, vector_epoch FROM workspaces WHERE id = ?", (ws_id,)
+    ).fetchone()
+    return (row[0], row[1]) if row is not None else None
