@@ -106,7 +106,7 @@ def _isolated_store(tmp_path: Path, monkeypatch):
 
 async def test_initialize_indexes_the_folder_with_progress(client: LanguageClient, vault: Path):
     ready = client.ready
-    assert ready["writer"] is True
+    assert ready["server"]["writer"] is True
     [ws] = ready["workspaces"]
     assert ws["name"] == "vault" and ws["documents"] == 8 and ws["semantic"] == "off"
     reports = [r for rs in client.progress_reports.values() for r in rs]
@@ -168,11 +168,13 @@ async def test_execute_commands(client: LanguageClient):
     answer = await execute(client, "autodoc.search", "reclaimBatch")
     assert answer["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
     protocol.conform(answer, protocol.Answer)
-    protocol.conform(client.ready, protocol.Ready)
+    protocol.conform(client.ready, protocol.Status)
     status = await execute(client, "autodoc.status")
-    protocol.conform(status, protocol.ServerStatus)
+    protocol.conform(status, protocol.Status)
     assert status["server"]["writer"] is True
-    assert status["workspaces"][0]["name"] == "vault"
+    assert [(w["name"], w["served"], w["indexing"]) for w in status["workspaces"]] == [
+        ("vault", True, "ready")
+    ]
     again = asyncio.ensure_future(client.wait_for_notification("autodoc/indexReady"))
     summaries = await execute(client, "autodoc.reindex")
     assert summaries[0]["unchanged"] == 8
@@ -505,7 +507,8 @@ async def test_a_second_sidecar_on_the_same_store_reads_and_defers_writes(
             )
         )
         info = plain(await asyncio.wait_for(ready, WAIT_S))
-        assert info["writer"] is False and info["holder"].startswith("pid ")
+        assert info["server"]["writer"] is False
+        assert info["server"]["holder"].startswith("pid ")
         assert info["workspaces"][0]["documents"] == 8  # what the first one indexed
         assert "adr/0003-embedded-sqlite-store.md" in await paths_for(second, "reclaimBatch")
         with pytest.raises(JsonRpcException) as err:

@@ -133,12 +133,13 @@ def test_the_tools_are_listed_with_descriptions_for_a_model(served):
 def test_status_names_the_served_workspace(served):
     session, root, _ = served
     status = session.ok("status")
-    protocol.conform(status, protocol.AgentStatus)
+    protocol.conform(status, protocol.Status)
     (ws,) = status["workspaces"]
     assert ws["root"] == str(root.resolve()) and ws["served"] is True
     assert ws["documents"] == 5 and ws["chunks"] > 5
     assert ws["semantic"] == "ready" and ws["semantic_coverage"]["embedded"] == ws["chunks"]
-    assert ws["rank"] == "off"
+    assert ws["rank"]["state"] == "off" and status["refused"] == []
+    assert status["server"]["writer"] is True and status["server"]["watching"] is True
 
 
 def test_search_returns_compact_spans_to_read(served):
@@ -308,7 +309,9 @@ def test_a_second_server_on_a_held_store_serves_reads(served):
                 and s
             )
         )
-        assert status["writer"] is False and status["holder"].startswith("pid ")
+        protocol.conform(status, protocol.Status)
+        assert status["server"]["writer"] is False
+        assert status["server"]["holder"].startswith("pid ")
         hits = second.ok("search", {"query": "passkey challenge", "limit": 1})["hits"]
         assert hits[0]["path"] == "api/auth.md"
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -75,16 +76,31 @@ def test_the_other_answers_are_exactly_their_types(wired):
     protocol.conform(err.value.to_dict(), protocol.ErrorObject)
 
 
-def test_a_hosts_ready_notification_is_exactly_ready(wired):
+def test_every_server_status_is_one_shape_served_workspaces_first(wired, tmp_path):
+    """`autodoc.status`, the MCP `status` tool and `autodoc/indexReady` are `Host.status()`:
+    the workspaces this process serves first, then the rest of the store, marked as such."""
     rpc, root = wired
+    other = tmp_path / "a-other"
+    other.mkdir()
+    (other / "note.md").write_text("# Other\n\nA note.\n")
+    rpc.call("workspace.add", ["a-other", str(other)])
     host = Host(rpc.engine, watch=False)
+    sent: list[tuple[str, Any]] = []
+    host.notify = lambda event, params: sent.append((event, params))
     try:
         host.open(root).result(timeout=60)
-        ready = host.ready_params()
-        assert [w["name"] for w in ready["workspaces"]] == ["v"]
-        protocol.conform(ready, protocol.Ready)
+        status = host.status()
+        protocol.conform(status, protocol.Status)
+        assert [(w["name"], w["served"], w["indexing"]) for w in status["workspaces"]] == [
+            ("v", True, "ready"),
+            ("a-other", False, "not refreshed by this server"),
+        ]
+        assert status["server"]["watching"] is False and status["refused"] == []
+        (ready,) = [params for event, params in sent if event == "autodoc/indexReady"]
+        assert ready == status
     finally:
         host.refresher.close()
+        rpc.call("workspace.remove", ["a-other"])
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ local M = {}
 
 local NAME = "autodoc"
 
---- Per client id: the workspaces from the last `autodoc/indexReady`.
----@type table<integer, autodoc.ReadyWorkspace[]>
+--- Per client id: the workspaces from the last `autodoc/indexReady` (served ones first).
+---@type table<integer, autodoc.WorkspaceState[]>
 M.ready = {}
 
 ---@param fname string
@@ -145,7 +145,7 @@ end
 ---@param callback fun(name: string?)
 function M.workspace(client, root, callback)
   for _, ws in ipairs(M.ready[client.id] or {}) do
-    if real(ws.root) == root then
+    if ws.served and real(ws.root) == root then
       return callback(ws.name)
     end
   end

@@ -77,6 +77,10 @@ function M.check()
       end
       health.start("Workspaces")
       for _, ws in ipairs(status.workspaces) do
+        if not ws.served then
+          health.info(ws.name .. ": in the store, not served by this sidecar (" .. ws.root .. ")")
+          goto continue
+        end
         health.ok(
           string.format(
             "%s: %d documents, %d chunks, indexed %s",
@@ -87,8 +91,8 @@ function M.check()
           )
         )
         local semantic = "embedding: " .. (ws.semantic or "off")
-        if ws.embedding then
-          semantic = semantic .. " (" .. ws.embedding.model .. ")"
+        if ws.model and ws.model ~= "" then
+          semantic = semantic .. " (" .. ws.model .. ")"
         elseif ws.semantic_reason and ws.semantic_reason ~= "" then
           semantic = semantic .. " (" .. ws.semantic_reason .. ")"
         end
@@ -103,6 +107,7 @@ function M.check()
         else
           health.info("ranker: off (" .. (rank.error or "") .. ")")
         end
+        ::continue::
       end
     end
   end

@@ -104,8 +104,9 @@ function M.status()
     table.insert(
       lines,
       string.format(
-        "%s: %d documents, %d chunks, semantic %s, rank %s (%s)",
+        "%s: %s, %d documents, %d chunks, semantic %s, rank %s (%s)",
         ws.name,
+        ws.indexing,
         ws.documents,
         ws.chunks,
         ws.semantic,

@@ -186,19 +186,6 @@
 ---@field semantic_coverage? autodoc.Coverage?
 ---@field embedding? autodoc.EmbeddingInfo
 
----@class autodoc.ReadyWorkspace
----@field name string
----@field root string
----@field documents integer
----@field chunks integer
----@field semantic "ready"|"partial"|"off"|"switching"
----@field model string
-
----@class autodoc.Ready `autodoc/indexReady`: the served workspaces once a folder is indexed.
----@field workspaces autodoc.ReadyWorkspace[]
----@field writer boolean False while another process holds the store's writer lease.
----@field holder string
-
 ---@class autodoc.ServerInfo
 ---@field version string
 ---@field pid integer
@@ -208,28 +195,24 @@
 ---@field pending integer Edits waiting to be re-indexed.
 ---@field watching boolean
 
----@class autodoc.ServerStatus The LSP server's `autodoc.status` command: the process, then each folder's index.
----@field server autodoc.ServerInfo
----@field workspaces autodoc.IndexStatus[]
-
----@class autodoc.AgentWorkspace
+---@class autodoc.WorkspaceState One workspace of the store as a server sees it: whether it keeps it fresh, its size,
 ---@field name string
 ---@field root string
 ---@field served boolean This server keeps it fresh (the others are in the store, indexed by another).
 ---@field indexing string `indexing`, `ready`, `read-only: ...`, `error: ...`, or `not refreshed by this server`.
 ---@field documents integer
 ---@field chunks integer
+---@field indexed_at number?
 ---@field semantic "ready"|"partial"|"off"|"switching"
 ---@field semantic_reason string
 ---@field semantic_coverage autodoc.Coverage?
----@field rank string
+---@field model string
+---@field rank autodoc.RankerState
 
----@class autodoc.AgentStatus The MCP `status` tool: what an agent needs to choose a workspace, compactly.
----@field version string
----@field writer boolean
----@field holder string
----@field workspaces autodoc.AgentWorkspace[]
----@field refused? string[] Folders that could not become workspaces, and why.
+---@class autodoc.Status The one status of a long-lived server: the LSP `autodoc.status` command, the MCP `status`
+---@field server autodoc.ServerInfo
+---@field workspaces autodoc.WorkspaceState[]
+---@field refused string[] Folders that could not become workspaces, and why.
 
 ---@class autodoc.ErrorObject A JSON-RPC error: `code` is one of errors.py's, never reused for another meaning.
 ---@field code integer

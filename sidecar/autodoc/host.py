@@ -11,13 +11,14 @@ between their wire and these methods.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from . import protocol
+from . import __version__, protocol
 from .dispatcher import WRITES, Dispatcher
 from .engine import Engine
 from .errors import INVALID_PARAMS, CancelToken, RpcError, StoreBusyError
@@ -130,7 +131,7 @@ class Host:
         if finished is not None:
             finished(opened)
         if not (retry and state == READ_ONLY):
-            self.notify(INDEX_READY, self.ready_params())
+            self.notify(INDEX_READY, self.status())
         if name is not None and summary is not None:
             self.check_state(name, "semantic")
         return opened
@@ -217,26 +218,41 @@ class Host:
 
     # -- state -------------------------------------------------------------------------------
 
-    def ready_params(self) -> protocol.Ready:
-        """What `autodoc/indexReady` carries: each served workspace's size and semantic state."""
-        workspaces: list[protocol.ReadyWorkspace] = []
-        served = self.served
+    def status(self) -> protocol.Status:
+        """The one status every adapter serves (`autodoc.status`, MCP `status`,
+        `autodoc/indexReady`): this process, then each workspace of the store, served first."""
+        served, indexing = self.served, self.indexing
+        workspaces: list[protocol.WorkspaceState] = []
         for ws in self.engine.workspace_list():
-            if ws["name"] in served:
-                state = self.engine.semantic_state(ws["name"])
-                workspaces.append(
-                    protocol.ReadyWorkspace(
-                        name=ws["name"],
-                        root=ws["root"],
-                        documents=ws["documents"],
-                        chunks=ws["chunks"],
-                        semantic=state["semantic"],
-                        model=state["model"],
-                    )
+            name = ws["name"]
+            state = self.engine.semantic_state(name)
+            workspaces.append(
+                protocol.WorkspaceState(
+                    name=name,
+                    root=ws["root"],
+                    served=name in served,
+                    indexing=indexing.get(name, "not refreshed by this server"),
+                    documents=ws["documents"],
+                    chunks=ws["chunks"],
+                    indexed_at=ws["indexed_at"],
+                    semantic=state["semantic"],
+                    semantic_reason=state["semantic_reason"],
+                    semantic_coverage=state["semantic_coverage"],
+                    model=state["model"],
+                    rank=state["rank"],
                 )
-        return protocol.Ready(
-            workspaces=workspaces, writer=self.refresher.writer, holder=self.refresher.holder
+            )
+        workspaces.sort(key=lambda w: (not w["served"], w["name"]))
+        server = protocol.ServerInfo(
+            version=__version__,
+            pid=os.getpid(),
+            db=str(self.engine.store.path),
+            writer=self.refresher.writer,
+            holder=self.refresher.holder,
+            pending=self.refresher.pending(),
+            watching=self.watcher is not None,
         )
+        return protocol.Status(server=server, workspaces=workspaces, refused=list(self.refused))
 
     def check_state(self, workspace: str, event: str) -> None:
         """Tell clients when the semantic or rank state a picker shows has changed."""

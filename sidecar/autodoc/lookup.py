@@ -23,16 +23,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
+from . import protocol
 from . import store as queries
 from .document import ParsedDocument
 from .errors import invalid_params
 
 # Kinds of site, strongest first: what a name is to the document it occurs in.
 KIND_TITLE, KIND_ALIAS, KIND_HEADING, KIND_CODE = 0, 1, 2, 3
-KIND_NAMES = ("title", "alias", "heading", "identifier")
-MATCH_NAMES = ("exact", "prefix", "partial")
+KIND_NAMES: tuple[Literal["title", "alias", "heading", "identifier"], ...] = (
+    "title",
+    "alias",
+    "heading",
+    "identifier",
+)
+MATCH_NAMES: tuple[Literal["exact", "prefix", "partial"], ...] = ("exact", "prefix", "partial")
 
 MAX_NAME_CHARS = 200  # longer "names" are sentences, not names
 MAX_KEYS = 12  # suffix joins stored per name: headings of many words stay cheap
@@ -306,25 +312,26 @@ def find(conn, ws_id: int, name: Any, *, exact: bool, limit: int):
     return queries.find_names(conn, ws_id, key, exact=exact, limit=limit, cap=CANDIDATES)
 
 
-def answer(conn, ws_id: int, name: Any, opts: Any = None) -> dict[str, Any]:
-    """`search.find`: the matches with each one's document and the section around it."""
+def answer(
+    conn, ws_id: int, name: Any, opts: Any = None
+) -> tuple[list[protocol.FindMatch], bool, bool]:
+    """`search.find`'s (matches, exact, truncated): each match with its document and the
+    section around it."""
     exact, limit = parse_options(opts)
     rows, truncated = find(conn, ws_id, name, exact=exact, limit=limit)
     matches = []
     for tier, kind, matched, doc_id, line in rows:
         path, title = queries.document_title(conn, doc_id)
         section = queries.section_at(conn, doc_id, line)
-        match = {
-            "name": matched,
-            "match": MATCH_NAMES[tier],
-            "kind": KIND_NAMES[kind],
-            "path": path,
-            "title": title,
-            "line": line,
-        }
+        match = protocol.FindMatch(
+            name=matched,
+            match=MATCH_NAMES[tier],
+            kind=KIND_NAMES[kind],
+            path=path,
+            title=title,
+            line=line,
+        )
         if section is not None:
-            match.update(
-                {"line_start": section[0], "line_end": section[1], "breadcrumb": section[2]}
-            )
+            match["line_start"], match["line_end"], match["breadcrumb"] = section
         matches.append(match)
-    return {"name": name, "exact": exact, "matches": matches, "truncated": truncated}
+    return matches, exact, truncated

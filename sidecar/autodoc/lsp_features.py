@@ -176,9 +176,9 @@ def register_search(server: AutodocServer) -> None:
                 )
             job = host.refresher.submit(partial(ls.engine.index_run, name, wait=False))
             out.append(await ls.in_writer(job))
-        ls.notify(INDEX_READY, host.ready_params())
+        ls.notify(INDEX_READY, host.status())
         return out
 
     @server.command(COMMAND_STATUS)
     async def command_status(ls: AutodocServer, *args: Any) -> Any:
-        return await ls.in_reader(ls.status)
+        return await ls.in_reader(ls.host.status)

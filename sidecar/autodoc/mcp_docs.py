@@ -15,8 +15,9 @@ SEARCH_DOC = """Search the knowledge base by meaning and by words; the best sect
 
 Returns `hits`, each with `path`, `line_start`-`line_end` (1-based, inclusive), `breadcrumb`
 (document title › headings), `snippet`, `relevance` (0-1, comparable within one answer) and `via`
-(the stages that found it: lexical, semantic, exact, rerank), plus `stages` (which ran, which
-were skipped and why). Read a hit with `read_span(path, line_start, line_end)` rather than the
+(what found it: lexical, semantic, exact when the query is the document's title or alias,
+rank when the reranker ordered it, facet for a filters-only query), plus `stages` (which ran,
+which were skipped and why). Read a hit with `read_span(path, line_start, line_end)` rather than the
 whole file. Ask for few hits (`limit`, default 5). Prefer `find` when you know a name.
 The query may carry filters on frontmatter fields the vault declares: `status:accepted`,
 `-status:superseded`, `tag:security`, `type:adr`, `date:2024`."""
@@ -35,7 +36,9 @@ matched `name`, its `kind` (title, alias, heading, identifier), `path`, `line`, 
 around it (`line_start`-`line_end`, `breadcrumb`) to pass to `read_span`. `exact=true` keeps
 whole-name matches. `truncated` says the name was too short to list every candidate."""
 
-STATUS_DOC = """What this server searches: each workspace's name and root, documents and chunks
-indexed, whether indexing is still running, the semantic stage's state (ready, partial with
-coverage, off with the reason) and the reranker's. Call it to choose a workspace or when
-answers look empty."""
+STATUS_DOC = """What this server searches: `workspaces`, the ones it serves first (`served`),
+each with its name and root, documents and chunks indexed, `indexing` (still running, ready, or
+why not), the semantic stage's state (ready, partial with coverage, off with the reason) and the
+reranker's (`rank.state`); `server.writer` is false while another process writes the store, and
+`refused` lists folders that could not be served. Call it to choose a workspace or when answers
+look empty."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -23,7 +24,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from . import __version__, protocol
+from . import __version__
 from .engine import Engine
 from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from .host import Host
@@ -62,10 +63,14 @@ class AgentServer:
     # -- tools -------------------------------------------------------------------------------
 
     def call(self, method: str, params: list[Any], shape=None) -> CallToolResult:
-        """One dispatcher call as a tool result: compact JSON, structured as well as text.
-        A failure is a tool error whose text starts with the JSON-RPC code."""
+        """One dispatcher call as a tool result: compact JSON, structured as well as text."""
+        return self.reply(lambda: self.host.dispatcher.call(method, params), shape)
+
+    def reply(self, answer: Callable[[], Any], shape=None) -> CallToolResult:
+        """`answer()` as a tool result; a failure is a tool error whose text starts with the
+        JSON-RPC code."""
         try:
-            result = self.host.dispatcher.call(method, params)
+            result = answer()
             if shape is not None:
                 result = shape(result)
         except RpcError as err:
@@ -134,38 +139,7 @@ class AgentServer:
         return self.call_in(workspace, "search.find", [name, {"exact": exact, "limit": limit}])
 
     def status(self) -> CallToolResult:
-        return self.call("workspace.list", [], self._status)
-
-    def _status(self, listed: list[protocol.WorkspaceInfo]) -> protocol.AgentStatus:
-        host = self.host
-        served, indexing = host.served, host.indexing
-        workspaces = []
-        for ws in listed:
-            state = self.engine.semantic_state(ws["name"])
-            workspaces.append(
-                protocol.AgentWorkspace(
-                    name=ws["name"],
-                    root=ws["root"],
-                    served=ws["name"] in served,
-                    indexing=indexing.get(ws["name"], "not refreshed by this server"),
-                    documents=ws["documents"],
-                    chunks=ws["chunks"],
-                    semantic=state["semantic"],
-                    semantic_reason=state["semantic_reason"],
-                    semantic_coverage=state["semantic_coverage"],
-                    rank=state["rank"]["state"],
-                )
-            )
-        workspaces.sort(key=lambda w: (not w["served"], w["name"]))
-        answer = protocol.AgentStatus(
-            version=__version__,
-            writer=host.refresher.writer,
-            holder=host.refresher.holder,
-            workspaces=workspaces,
-        )
-        if host.refused:
-            answer["refused"] = host.refused
-        return answer
+        return self.reply(self.host.status)
 
 
 def _error_result(err: RpcError) -> CallToolResult:

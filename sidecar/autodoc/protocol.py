@@ -312,26 +312,6 @@ class IndexStatus(WorkspaceInfo):
 
 
 @_WIRE
-class ReadyWorkspace(TypedDict):
-    name: str
-    root: str
-    documents: int
-    chunks: int
-    semantic: SemanticStateName
-    model: str
-
-
-@_WIRE
-class Ready(TypedDict):
-    """`autodoc/indexReady`: the served workspaces once a folder is indexed."""
-
-    workspaces: list[ReadyWorkspace]
-    writer: bool
-    """False while another process holds the store's writer lease."""
-    holder: str
-
-
-@_WIRE
 class ServerInfo(TypedDict):
     version: str
     pid: int
@@ -345,15 +325,10 @@ class ServerInfo(TypedDict):
 
 
 @_WIRE
-class ServerStatus(TypedDict):
-    """The LSP server's `autodoc.status` command: the process, then each folder's index."""
+class WorkspaceState(TypedDict):
+    """One workspace of the store as a server sees it: whether it keeps it fresh, its size,
+    and what its stages can do."""
 
-    server: ServerInfo
-    workspaces: list[IndexStatus]
-
-
-@_WIRE
-class AgentWorkspace(TypedDict):
     name: str
     root: str
     served: bool
@@ -362,21 +337,23 @@ class AgentWorkspace(TypedDict):
     """`indexing`, `ready`, `read-only: ...`, `error: ...`, or `not refreshed by this server`."""
     documents: int
     chunks: int
+    indexed_at: float | None
     semantic: SemanticStateName
     semantic_reason: str
     semantic_coverage: Coverage | None
-    rank: str
+    model: str
+    rank: RankerState
 
 
 @_WIRE
-class AgentStatus(TypedDict):
-    """The MCP `status` tool: what an agent needs to choose a workspace, compactly."""
+class Status(TypedDict):
+    """The one status of a long-lived server: the LSP `autodoc.status` command, the MCP `status`
+    tool and the `autodoc/indexReady` notification all carry it. Served workspaces come first.
+    `index.status` adds one workspace's problems, links and models."""
 
-    version: str
-    writer: bool
-    holder: str
-    workspaces: list[AgentWorkspace]
-    refused: NotRequired[list[str]]
+    server: ServerInfo
+    workspaces: list[WorkspaceState]
+    refused: list[str]
     """Folders that could not become workspaces, and why."""
 
 
@@ -413,12 +390,9 @@ WIRE_TYPES: tuple[type, ...] = (
     LexicalInfo,
     EmbeddingInfo,
     IndexStatus,
-    ReadyWorkspace,
-    Ready,
     ServerInfo,
-    ServerStatus,
-    AgentWorkspace,
-    AgentStatus,
+    WorkspaceState,
+    Status,
     ErrorObject,
 )
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -194,20 +193,6 @@ class AutodocServer(LanguageServer):
             hits.extend((h, root) for h in answer["hits"])
         hits.sort(key=lambda pair: -pair[0]["score"])
         return [_symbol(hit, root) for hit, root in hits[:SYMBOL_LIMIT]]
-
-    def status(self) -> protocol.ServerStatus:
-        host = self.host
-        server = protocol.ServerInfo(
-            version=__version__,
-            pid=os.getpid(),
-            db=str(self.engine.store.path),
-            writer=host.refresher.writer,
-            holder=host.refresher.holder,
-            pending=host.refresher.pending(),
-            watching=host.watcher is not None,
-        )
-        workspaces = [self.engine.index_status(name) for name in sorted(host.served)]
-        return protocol.ServerStatus(server=server, workspaces=workspaces)
 
     def shutdown_all(self) -> None:
         if self._closed:

@@ -35,22 +35,27 @@ class Reading(EngineCore):
             self.on_stale(ws.name, answer["stale"])
         return answer
 
-    def find(self, name: Any, query: Any, opts: Any = None) -> dict[str, Any]:
+    def find(self, name: Any, query: Any, opts: Any = None) -> protocol.FindAnswer:
         """Documents by a name they hold: title, alias, heading or code identifier."""
         ws = self.workspace(name)
         started = time.perf_counter()
         with self.store.snapshot() as conn:
-            answer = lookup.answer(conn, ws.id, query, opts)
-        answer["workspace"] = ws.name
-        answer["took_ms"] = round((time.perf_counter() - started) * 1000, 2)
-        return answer
+            matches, exact, truncated = lookup.answer(conn, ws.id, query, opts)
+        return protocol.FindAnswer(
+            name=query,
+            exact=exact,
+            matches=matches,
+            truncated=truncated,
+            workspace=ws.name,
+            took_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
 
     def semantic_state(self, name: Any) -> protocol.StageState:
         """What a picker shows beside its stage toggles; cheap (coverage is cached per epoch)."""
         ws = self.workspace(name)
         return self._semantic_state(ws, self.semantic_plan(ws))
 
-    def changes_since(self, name: Any, cursor: Any = 0) -> dict[str, Any]:
+    def changes_since(self, name: Any, cursor: Any = 0) -> protocol.Changes:
         ws = self.workspace(name)
         if isinstance(cursor, bool) or not isinstance(cursor, int) or cursor < 0:
             raise invalid_params("cursor must be a non-negative integer", field="cursor")
@@ -58,7 +63,7 @@ class Reading(EngineCore):
 
     def doc_read(
         self, name: Any, path: Any, line_start: Any = None, line_end: Any = None
-    ) -> dict[str, Any]:
+    ) -> protocol.Span:
         """Lines line_start..line_end (1-based, inclusive) of a file inside the workspace; a
         null line_start is the first line, a null line_end the last."""
         ws = self.workspace(name)
@@ -87,15 +92,15 @@ class Reading(EngineCore):
         rel = target.relative_to(ws.root.resolve()).as_posix()
         with self.store.snapshot() as conn:
             generation = queries.document_generation(conn, ws.id, rel)
-        return {
-            "workspace": ws.name,
-            "path": rel,
-            "line_start": line_start,
-            "line_end": end,
-            "lines_total": len(lines),
-            "text": "\n".join(lines[line_start - 1 : end]),
-            "generation": generation,
-        }
+        return protocol.Span(
+            workspace=ws.name,
+            path=rel,
+            line_start=line_start,
+            line_end=end,
+            lines_total=len(lines),
+            text="\n".join(lines[line_start - 1 : end]),
+            generation=generation,
+        )
 
 
 def resolve_inside(root: Path, path: Any) -> Path:
