@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from autodoc import golden
 from autodoc.cli import main
-from autodoc.evaluate import golden_targets, load_golden, mrr_at, ndcg_at, recall_at
+from autodoc.evaluate import mrr_at, ndcg_at, recall_at
 
 from .conftest import EXAMPLE_VAULT, write
 from .fake_rankers import tiny_cross_encoder
@@ -119,21 +120,57 @@ def test_a_golden_file_gates_recall_at_3(vault, tmp_path, capsys):
     assert code == 1 and "gate: Recall@3 0.667 (lexical) >= 0.9: FAILED" in out
 
 
-def test_golden_lines_and_bad_files(tmp_path, capsys):
-    golden = tmp_path / "g.jsonl"
-    golden.write_text(
-        '{"query": "q", "path": "a.md", "line": 12}\n{"query": "q", "path": "./b.md"}\n'
+def test_golden_entries_group_by_query_with_kinds_and_negatives(tmp_path, capsys):
+    path = tmp_path / "g.jsonl"
+    path.write_text(
+        '{"query": "q", "path": "a.md", "line": 12, "kind": "section"}\n'
+        '{"query": "q", "path": "./b.md"}\n'
+        '{"query": "kafka", "path": ""}\n'
+        '{"query": "r", "path": "c.md"}\n'
     )
-    queries = load_golden(golden)
-    assert len(queries) == 1 and queries[0].relevant == {"a.md:12": 1, "b.md": 1}
-    targets = golden_targets(queries)
+    queries = golden.load(path)
+    assert [(q.query, q.kind, q.targets) for q in queries] == [
+        ("q", "section", [("a.md", 12), ("b.md", None)]),
+        ("kafka", "negative", []),
+        ("r", "unkinded", [("c.md", None)]),
+    ]
+    assert queries[0].has_line and not queries[2].has_line and queries[1].negative
+    bad = [
+        '{"query": "q"}',
+        '{"query": "q", "path": "", "line": 3}',
+        '{"query": " ", "path": "a.md"}',
+        '{"query": "q", "path": "a.md", "line": true}',
+    ]
+    for entry in bad:
+        path.write_text(entry + "\n")
+        assert main(["--db", str(tmp_path / "s.db"), "eval", str(tmp_path), "--golden",
+                     str(path)]) == 1  # fmt: skip
+        assert "entry 1 needs a query, a path" in capsys.readouterr().err
+
+
+def test_a_golden_rank_is_the_row_the_picker_shows():
+    """Rows that answer nothing count: a target under two other files is at rank 3 (the first
+    version ranked only the answering hits and called it rank 1)."""
+    q = golden.GoldenQuery("q", "section", [("a.md", 12), ("b.md", None)])
     hits = [
+        {"path": "x.md", "line_start": 1, "line_end": 9},
+        {"path": "y.md", "line_start": 1, "line_end": 9},
         {"path": "a.md", "line_start": 1, "line_end": 10},  # the file, not the line
-        {"path": "b.md", "line_start": 3, "line_end": 4},
+        {"path": "z.md", "line_start": 1, "line_end": 9},
         {"path": "a.md", "line_start": 11, "line_end": 20},
     ]
-    assert targets(hits) == ["b.md", "a.md:12"]
-    golden.write_text('{"query": "q"}\n')
-    assert main(["--db", str(tmp_path / "s.db"), "eval", str(tmp_path), "--golden",
-                 str(golden)]) == 1  # fmt: skip
-    assert "entry 1 needs a query, a path" in capsys.readouterr().err
+    assert golden.ranks(q, hits) == (3, 5)
+    assert golden.ranks(q, hits[:4]) == (3, None)
+    assert golden.ranks(golden.GoldenQuery("q", "title", [("b.md", None)]), hits) == (None, None)
+    records = [
+        golden.judge(q, {"hits": hits}),
+        golden.judge(golden.GoldenQuery("n", "title", [("y.md", None)]), {"hits": hits}),
+        golden.judge(golden.GoldenQuery("k", "negative", []), {"hits": hits, "missing": ["k"]}),
+        golden.judge(golden.GoldenQuery("m", "negative", []), {"hits": [], "confidence": "low"}),
+    ]
+    s = golden.summarise(records)
+    assert (s["queries"], s["negatives"], s["with_line"]) == (2, 2, 1)
+    assert (s["recall@1"], s["recall@3"], s["section_recall@3"]) == (0.0, 1.0, 0.0)
+    assert s["mrr@10"] == pytest.approx((1 / 3 + 1 / 2) / 2)
+    assert s["negatives_flagged"] == 0.5  # `missing` says it; confidence low does not
+    assert records[0]["top"] == "x.md:1-9" and records[3]["top"] == ""

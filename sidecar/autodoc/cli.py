@@ -6,6 +6,7 @@ A thin layer over the dispatcher: it parses arguments, calls one method, and pri
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -13,6 +14,7 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -280,9 +282,77 @@ def _check(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
     return EXIT_RPC_ERROR if summary["errors"] else EXIT_OK
 
 
-# Over 60 lines: `autodoc eval` end to end (dataset, index, runs, gate, report); its steps are
-# evaluate.py's functions, this only sequences them and prints.
 def _eval(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
+    """`autodoc eval`: a BEIR dataset in a store of its own, or a vault with a golden file."""
+    from . import evaluate as ev
+
+    try:
+        options = json.loads(args.options) if args.options else None
+    except json.JSONDecodeError as exc:
+        raise RpcError(-32700, f"--options is not valid JSON: {exc}") from None
+    target = Path(args.target).expanduser().resolve() if args.target else None
+    if target is not None and ev.is_beir(target):
+        return _eval_beir(args, target, options)
+    if not args.golden:
+        raise RpcError(-32602, "eval takes a BEIR folder, or a vault with --golden FILE")
+    return _eval_golden(dispatcher, args, target, options)
+
+
+def _eval_sets(
+    dispatcher: Dispatcher, name: str, options: Any, stages: str | None
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """Index the workspace (options first); (run summary, index status, stage sets to run)."""
+    from . import evaluate as ev
+
+    if options:
+        dispatcher.call("workspace.configure", [name, options])
+    summary = dispatcher.engine.index_run(name, embed_progress=_ProgressBar("embedding"))
+    status = dispatcher.call("index.status", [name])
+    sets = ev.available_sets(status)
+    if stages:
+        asked = [s.strip() for s in stages.split(",") if s.strip()]
+        missing = [s for s in asked if s not in sets]
+        if missing:
+            raise RpcError(-32602, f"cannot run {missing[0]!r} here (available: "
+                           f"{', '.join(sets)})", {"stages": sets})  # fmt: skip
+        sets = asked
+    return summary, status, sets
+
+
+def _eval_head(name: str, split: str, queries: int, args, summary, status) -> dict[str, Any]:
+    return {
+        "dataset": name,
+        "split": split,
+        "queries": queries,
+        "documents": status["documents"],
+        "chunks": status["chunks"],
+        "model": (status.get("embedding") or {}).get("model", ""),
+        "ranker": (status.get("rank") or {}).get("model", ""),
+        "fusion": args.fusion or "confidence",
+        "index_s": summary["seconds"],
+        "embedding": {k: summary["embedding"].get(k) for k in ("embedded", "per_second")},
+    }
+
+
+def _eval_gate(report: dict[str, Any], value: Callable[[str], float], min_recall3: float) -> bool:
+    """Judge the fullest set that ran against `--min-recall3`; True when it fails."""
+    from . import evaluate as ev
+
+    judged_set = ev.gate_set(report["results"])
+    got = value(judged_set)
+    report["gate"] = {"set": judged_set, "recall@3": got, "min": min_recall3,
+                      "passed": got >= min_recall3}  # fmt: skip
+    return got < min_recall3
+
+
+def _print_gate(report: dict[str, Any]) -> None:
+    if "gate" in report:
+        g = report["gate"]
+        verdict = "passed" if g["passed"] else "FAILED"
+        print(f"\ngate: Recall@3 {g['recall@3']:.3f} ({g['set']}) >= {g['min']}: {verdict}")
+
+
+def _eval_beir(args: argparse.Namespace, target: Path, options: Any) -> int:
     from . import evaluate as ev
 
     try:
@@ -290,90 +360,66 @@ def _eval(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
                     is not None else set()))  # fmt: skip
     except ValueError:
         raise RpcError(-32602, f"--k takes integers: {args.k!r}") from None
-    try:
-        options = json.loads(args.options) if args.options else None
-    except json.JSONDecodeError as exc:
-        raise RpcError(-32700, f"--options is not valid JSON: {exc}") from None
-    target = Path(args.target).expanduser().resolve() if args.target else None
-    work: tempfile.TemporaryDirectory | None = None
-    if target is not None and ev.is_beir(target):
-        split = ev.beir_split(target, args.split)
-        corpus, judged = ev.load_beir(target, split)
+    split = ev.beir_split(target, args.split)
+    corpus, judged = ev.load_beir(target, split)
+    with contextlib.ExitStack() as stack:
         if args.work:
             base = Path(args.work).expanduser().resolve()
         else:
-            work = tempfile.TemporaryDirectory(prefix="autodoc-eval-")
-            base = Path(work.name)
+            base = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="autodoc-eval-")))
         engine = Engine(base / "autodoc.db")
+        stack.callback(engine.close)
         dispatcher = Dispatcher(engine)
         name = _workspace_name_for(target)
         names_file = base / "names.json"
         if not names_file.exists():
-            names = ev.write_corpus(corpus, base / "vault")
-            names_file.write_text(json.dumps(names))
+            names_file.write_text(json.dumps(ev.write_corpus(corpus, base / "vault")))
         names = json.loads(names_file.read_text())
         dispatcher.call("workspace.add", [name, str(base / "vault")])
         data = ev.Dataset(target.name, split, judged, len(corpus), ev.documents_of(names))
-    else:
-        if not args.golden:
-            raise RpcError(-32602, "eval takes a BEIR folder, or a vault with --golden FILE")
-        if target is not None:
-            name = args.workspace or _workspace_name_for(target)
-            dispatcher.call("workspace.add", [name, str(target)])
-        else:
-            name = args.workspace or _default_workspace(dispatcher)
-        judged = ev.load_golden(Path(args.golden))
-        data = ev.Dataset(name, "golden", judged, 0, ev.golden_targets(judged))
-    try:
-        if options:
-            dispatcher.call("workspace.configure", [name, options])
-        summary = dispatcher.engine.index_run(name, embed_progress=_ProgressBar("embedding"))
-        status = dispatcher.call("index.status", [name])
-        data.documents = status["documents"]
-        sets = ev.available_sets(status)
-        if args.stages:
-            asked = [s.strip() for s in args.stages.split(",") if s.strip()]
-            missing = [s for s in asked if s not in sets]
-            if missing:
-                raise RpcError(-32602, f"cannot run {missing[0]!r} here (available: "
-                               f"{', '.join(sets)})", {"stages": sets})  # fmt: skip
-            sets = asked
+        summary, status, sets = _eval_sets(dispatcher, name, options, args.stages)
         results = ev.evaluate(dispatcher.call, name, data, sets, ks, fusion=args.fusion)
-    finally:
-        if target is not None and ev.is_beir(target):
-            dispatcher.engine.close()
-        if work is not None:
-            work.cleanup()
-    report: dict[str, Any] = {
-        "dataset": data.name,
-        "split": data.split,
-        "queries": len(data.queries),
-        "documents": data.documents,
-        "chunks": status["chunks"],
-        "model": (status.get("embedding") or {}).get("model", ""),
-        "ranker": (status.get("rank") or {}).get("model", ""),
-        "fusion": args.fusion or "confidence",
-        "index_s": summary["seconds"],
-        "embedding": {k: summary["embedding"].get(k) for k in ("embedded", "per_second")},
-        "results": results,
-    }
-    failed = False
-    if args.min_recall3 is not None:
-        judged_set = ev.gate_set(results)
-        value = results[judged_set]["recall@3"]
-        failed = value < args.min_recall3
-        report["gate"] = {"set": judged_set, "recall@3": value, "min": args.min_recall3,
-                          "passed": not failed}  # fmt: skip
+    report = _eval_head(data.name, split, len(judged), args, summary, status)
+    report["results"] = results
+    failed = args.min_recall3 is not None and _eval_gate(
+        report, lambda s: results[s]["recall@3"], args.min_recall3
+    )
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
     else:
-        print(f"### {data.name} ({data.split}: {len(data.queries)} queries, "
-              f"{data.documents:,} documents, {status['chunks']:,} chunks)\n")  # fmt: skip
+        print(f"### {data.name} ({split}: {len(judged)} queries, "
+              f"{status['documents']:,} documents, {status['chunks']:,} chunks)\n")  # fmt: skip
         print("\n".join(ev.table(results, ks)))
-        if "gate" in report:
-            g = report["gate"]
-            verdict = "passed" if g["passed"] else "FAILED"
-            print(f"\ngate: Recall@3 {g['recall@3']:.3f} ({g['set']}) >= {g['min']}: {verdict}")
+        _print_gate(report)
+    return EXIT_RPC_ERROR if failed else EXIT_OK
+
+
+def _eval_golden(
+    dispatcher: Dispatcher, args: argparse.Namespace, target: Path | None, options: Any
+) -> int:
+    from . import golden
+
+    if target is not None:
+        name = args.workspace or _workspace_name_for(target)
+        dispatcher.call("workspace.add", [name, str(target)])
+    else:
+        name = args.workspace or _default_workspace(dispatcher)
+    queries = golden.load(Path(args.golden))
+    summary, status, sets = _eval_sets(dispatcher, name, options, args.stages)
+    results = golden.evaluate(dispatcher.call, name, queries, sets, fusion=args.fusion)
+    report = _eval_head(name, "golden", len(queries), args, summary, status)
+    report["results"] = results
+    failed = args.min_recall3 is not None and _eval_gate(
+        report, lambda s: results[s]["all"]["recall@3"] or 0.0, args.min_recall3
+    )
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        print(f"### {name} ({len(queries)} golden queries, {status['documents']:,} documents,"
+              f" {status['chunks']:,} chunks)\n")  # fmt: skip
+        for label, result in results.items():
+            print("\n".join(golden.table(label, result)) + "\n")
+        _print_gate(report)
     return EXIT_RPC_ERROR if failed else EXIT_OK
 
 

@@ -1,12 +1,9 @@
 """`autodoc eval`: retrieval quality and query latency per stage set, through the real pipeline.
 
-Two kinds of judgments:
-- a BEIR-layout dataset (`corpus.jsonl`, `queries.jsonl`, `qrels/<split>.tsv`): each corpus entry
-  becomes one Markdown document (`# title`, then the text) in a workspace of its own; hits map
-  back to corpus ids, a document counted once at its best hit (graded nDCG as BEIR does);
-- a golden file for a user's own vault: `{"query", "path"[, "line"]}` per line (JSONL) or a JSON
-  list; a hit answers an entry when its path matches and, when `line` is given, its line span
-  holds that line. Several entries with one query are several relevant targets.
+A BEIR-layout dataset (`corpus.jsonl`, `queries.jsonl`, `qrels/<split>.tsv`): each corpus entry
+becomes one Markdown document (`# title`, then the text) in a workspace of its own; hits map back
+to corpus ids, a document counted once at its best hit (graded nDCG as BEIR does). A vault's own
+golden file is golden.py's.
 
 Every query goes through the dispatcher's `search.query`, as the CLI, the LSP server and the
 picker send it; nothing here ranks on its own.
@@ -125,68 +122,6 @@ def write_corpus(corpus: list[dict[str, Any]], root: Path) -> dict[str, str]:
 def documents_of(names: dict[str, str]) -> Callable[[list[dict[str, Any]]], list[str]]:
     def targets(hits: list[dict[str, Any]]) -> list[str]:
         return list(dict.fromkeys(names[h["path"]] for h in hits if h["path"] in names))
-
-    return targets
-
-
-# -- golden files ----------------------------------------------------------------------------
-
-
-def load_golden(path: Path) -> list[Judged]:
-    """Entries `{"query", "path"[, "line"]}`, as JSONL or one JSON list; -32602 naming the
-    entry that is not one."""
-    text = path.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-        entries = data if isinstance(data, list) else [data]
-    except json.JSONDecodeError:
-        entries = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    entries.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise invalid_params(f"{path}:{n}: not JSON: {exc.msg}", line=n) from None
-    by_query: dict[str, dict[str, int]] = {}
-    for n, e in enumerate(entries, 1):
-        ok = (
-            isinstance(e, dict)
-            and isinstance(e.get("query"), str)
-            and e["query"].strip()
-            and isinstance(e.get("path"), str)
-            and e["path"]
-            and (e.get("line") is None or (isinstance(e["line"], int) and e["line"] >= 1))
-        )
-        if not ok:
-            raise invalid_params(
-                f"{path}: entry {n} needs a query, a path and optionally a line >= 1", entry=n
-            )
-        target = e["path"].removeprefix("./") + (f":{e['line']}" if e.get("line") else "")
-        by_query.setdefault(e["query"], {})[target] = 1
-    return [Judged(str(i), q, rel) for i, (q, rel) in enumerate(by_query.items(), 1)]
-
-
-def _split_target(target: str) -> tuple[str, int | None]:
-    path, sep, line = target.rpartition(":")
-    return (path, int(line)) if sep and line.isdigit() else (target, None)
-
-
-def golden_targets(queries: list[Judged]) -> Callable[[list[dict[str, Any]]], list[str]]:
-    """Hits -> the golden targets they answer, in hit order: `path` by any hit of that file,
-    `path:line` by a hit whose span holds the line."""
-    wanted: dict[str, list[tuple[str, int | None]]] = {}
-    for q in queries:
-        for target in q.relevant:
-            path, line = _split_target(target)
-            wanted.setdefault(path, []).append((target, line))
-
-    def targets(hits: list[dict[str, Any]]) -> list[str]:
-        out: list[str] = []
-        for h in hits:
-            for target, line in wanted.get(h["path"], ()):
-                if line is None or h["line_start"] <= line <= h["line_end"]:
-                    out.append(target)
-        return list(dict.fromkeys(out))
 
     return targets
 
