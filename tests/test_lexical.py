@@ -272,3 +272,46 @@ def test_a_file_left_by_a_killed_writer_does_not_block_the_next_commit(tmp_path)
     b.delete([1, 2])
     b.commit()  # the same opstamp: must not fail on the leftover
     assert b.all_chunk_ids() == {3, 4, 5}
+
+
+@pytest.fixture
+def records(rpc, vault):
+    """Decision records numbered the ways projects number them: in the file name, padded."""
+    write(vault, "adr/0042-use-kafka.md", "# Use Kafka\n\nEvents go through a broker.\n")
+    write(vault, "adr/0007-use-postgres.md", "# Use Postgres\n\nOne database. See ADR 0042.\n")
+    write(vault, "decisions/ADR-5-logging.md", "# Logging\n\nStructured logs to stdout.\n")
+    write(vault, "other/queue_retention.md", "# Retention\n\nHow long events are kept.\n")
+    for c in "abcdefgh":
+        write(vault, f"filler/note-{c}.md", f"# Note {c}\n\nUnrelated text about {c}.\n")
+    rpc.call("workspace.add", ["kb", str(vault)])
+    rpc.call("workspace.configure", ["kb", {"embedding": "none"}])
+    rpc.call("index.run", ["kb"])
+    return rpc
+
+
+@pytest.mark.parametrize(
+    "query, path",
+    [
+        ("adr 42", "adr/0042-use-kafka.md"),  # the number is only in the file name, padded
+        ("ADR-0042", "adr/0042-use-kafka.md"),
+        ("adr_42", "adr/0042-use-kafka.md"),
+        ("0007", "adr/0007-use-postgres.md"),
+        ("adr 5", "decisions/ADR-5-logging.md"),
+        ("queue retention", "other/queue_retention.md"),  # folder and stem words
+        ("decisions logging", "decisions/ADR-5-logging.md"),
+    ],
+)
+def test_a_files_path_is_searchable_and_numbers_meet_without_their_zeros(records, query, path):
+    answer = records.call("search.query", ["kb", query, {"stages": ["lexical"]}])
+    assert answer["hits"][0]["path"] == path
+
+
+def test_a_padded_number_in_the_text_is_found_and_marked_by_the_plain_number(records):
+    answer = records.call("search.query", ["kb", "see adr 42", {"stages": ["lexical"]}])
+    hit = next(h for h in answer["hits"] if h["path"] == "adr/0007-use-postgres.md")
+    marked = [hit["snippet"][a:b] for a, b in hit["highlights"]]
+    assert "0042" in marked and "See" in marked
+    # A decimal keeps its digits: 1.05 is not 1.5.
+    from autodoc.lexical import analyze
+
+    assert analyze("ADR-0042 v1.05 2022-03-28") == ["adr", "42", "v1", "05", "2022", "3", "28"]

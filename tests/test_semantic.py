@@ -602,7 +602,7 @@ def test_the_answer_says_which_fusion_ran_and_the_spec_cases_still_come_first(sa
     assert answer["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
     plain = search(rpc, "kb", "why did we pick sqlite", fusion="rrf")
     assert plain["fusion"] == {"method": "rrf", "k": 60, "weights": {"lexical": 1.0,
-                                                                     "semantic": 1.0}}  # fmt: skip
+                               "semantic": 1.0}, "intent": "question"}  # fmt: skip
     assert plain["hits"][0]["relevance"] <= 1.0
     for needle in ("reclaimBatch", "-32069", "3f2a9c1"):  # identifiers, error codes, hex
         top = search(rpc, "kb", needle)["hits"][0]
@@ -712,3 +712,24 @@ def test_fused_order_and_relevance_follow_the_reported_weights_and_k(fusion_vaul
     for h in answer["hits"]:
         assert h["score"] == pytest.approx(expected[h["chunk_id"]], abs=1e-6)
         assert h["relevance"] == pytest.approx(min(1.0, h["score"] / top_possible), abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    "query, intent",
+    [("log*", "prefix"), ('"the audit log"', "phrase"), ("retention 7", "number")],
+)
+def test_a_query_that_names_its_words_is_answered_lexical_first(fusion_vault, query, intent):
+    """Number, identifier, path, phrase and prefix queries: the lexical order stands and a hit
+    only meaning found comes below every lexical hit, in its semantic order."""
+    rpc = fusion_vault
+    lexical = [h["chunk_id"] for h in search(rpc, "kb", query, stages=["lexical"])["hits"]]
+    semantic = [h["chunk_id"] for h in search(rpc, "kb", query, stages=["semantic"])["hits"]]
+    answer = search(rpc, "kb", query, limit=len(FUSION_NOTES))
+    assert answer["fusion"]["intent"] == intent
+    assert answer["fusion"]["weights"] == {"lexical": 2.0, "semantic": 0.0}
+    assert lexical and set(semantic) - set(lexical)  # both stages have something to say
+    got = [h["chunk_id"] for h in answer["hits"]]
+    assert got == lexical + [c for c in semantic if c not in lexical][: len(got) - len(lexical)]
+    # A question in words is fused by both stages' votes.
+    asked = search(rpc, "kb", "where is the log kept")
+    assert asked["fusion"]["intent"] == "question" and asked["fusion"]["weights"]["semantic"] > 0

@@ -30,6 +30,7 @@
 ---@field method string `confidence` (the default) or the spec's plain `rrf`.
 ---@field k integer
 ---@field weights table<string, number> Each retrieval stage's weight in this answer.
+---@field intent "phrase"|"prefix"|"path"|"number"|"identifier"|"question"|"words" What the query looks like: number, identifier, path, phrase and prefix queries are answered lexical-first (semantic hits only below), question and words ones by both.
 
 ---@class autodoc.RankRecord The rerank stage in this answer: ran (`ready`), `skipped`, `failed` or `off`, and why.
 ---@field state "ready"|"off"|"skipped"|"failed"
@@ -62,6 +63,9 @@
 ---@field matched? integer A filters-only query: how many documents match.
 ---@field truncated boolean A stage could not read deep enough to fill the answer.
 ---@field stale string[] Paths changed on disk since indexing: left out of this answer, re-indexed now.
+---@field missing string[] The query's content words that occur in no chunk of the workspace.
+---@field confidence "high"|"low"|"none" From absolute evidence (`missing`, `cosine`), not from relevance: `none` says the workspace has no answer, `low` that the hits may not be one.
+---@field cosine number? The semantic stage's best cosine (absolute; null when it did not run).
 ---@field took_ms number
 ---@field timings table<string, number>
 

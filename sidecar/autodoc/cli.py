@@ -461,6 +461,10 @@ def _search(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
         note += f" · semantic {answer['semantic']} ({cov['embedded']}/{cov['total']} chunks)"
     for stage, why in stages["skipped"].items():
         note += f" · {stage} skipped: {why}"
+    if answer["missing"]:
+        note += f" · missing: {', '.join(answer['missing'])}"
+    if answer["confidence"] != "high":
+        note += f" · confidence {answer['confidence']}"
     print(note, file=sys.stderr)
     return EXIT_OK
 

@@ -204,6 +204,7 @@ class Indexer:
                     json.loads(r["aliases"]),
                     json.loads(r["tags"]),
                     r["text"],
+                    r["path"],
                 )
                 for r in rows
             )
@@ -397,7 +398,7 @@ class Indexer:
             )  # fmt: skip
         added = self.lexical.add(  # step 2
             LexicalDoc(cid, p.doc_id, p.update.parsed.title, ch.breadcrumb,
-                       p.update.parsed.aliases, p.update.parsed.tags, ch.text)
+                       p.update.parsed.aliases, p.update.parsed.tags, ch.text, p.update.file.rel)
             for p in plans
             for cid, ch in p.new
         )  # fmt: skip

@@ -30,6 +30,7 @@ ANALYZER_NAME = "autodoc_en"
 # match outrank the same words in a body (test_title_match_outranks_the_same_word_in_a_body).
 FIELD_WEIGHTS: dict[str, float] = {
     "title": 1.2,  # the title and every alias: a document's names
+    "path": 1.2,  # the file's folders and stem in words: a name too (`0042-use-kafka.md`)
     "breadcrumb": 1.1,  # the heading path and every tag: what the section is about
     "body": 1.0,
 }
@@ -37,12 +38,13 @@ FIELD_WEIGHTS: dict[str, float] = {
 # own: most documents have none, and BM25 measures a field's length against its average over
 # all documents, so a lone alias would look long and score below a body match.
 TIE_BREAKER = 0.0
+NAME_FIELDS = ("title", "path")  # where a number names a document (`build_names`)
 
 # The schema's text fields, in a fixed order (Tantivy refuses a schema that differs from the one
 # on disk): the scored ones. Filters by alias or tag read SQLite, not this index.
 TEXT_FIELDS = tuple(FIELD_WEIGHTS)
 # Bumped when what is indexed changes; a writer rebuilds an index of another format from SQLite.
-LEXICAL_FORMAT = "3"
+LEXICAL_FORMAT = "4"
 _FORMAT_FILE = "autodoc-format"
 
 _HEX = re.compile(r"^(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")
@@ -72,8 +74,39 @@ _STOP = (
 )
 
 
+# A number written with leading zeros is the same number: `0042`, `ADR-42` and `adr_0042` all
+# hold the word `42` (file names pad record numbers, people do not). Only a whole run of digits
+# (the analyzer's word) loses its zeros, and not after a decimal point (`1.05`).
+_LEADING_ZEROS = re.compile(r"(?<![0-9A-Za-z])(?<!\d\.)0+(?=\d+(?![0-9A-Za-z]))")
+
+
+def normalise_numbers(text: str) -> str:
+    return _LEADING_ZEROS.sub("", text)
+
+
 def analyze(text: str) -> list[str]:
-    return STEMMED.analyze(text)
+    """The index's words of `text`, as a query or a hit sees them."""
+    return STEMMED.analyze(normalise_numbers(text))
+
+
+# A code joined to its letters (`C4996`, `LNK2019`) is also its number, in a name: "warning
+# 4996" finds the page titled C4996. A date in a file name is one word and its year, so that a
+# record's number does not meet the day of the month (`2022-03-17_017-udp.md` is record 17).
+_CODE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{1,5}0*(\d+)(?![A-Za-z0-9])")
+_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+
+
+def name_words(text: str) -> str:
+    """A title's or alias's text for the index: numbers without their zeros, codes' numbers."""
+    tails = _CODE.findall(text)
+    text = normalise_numbers(text)
+    return f"{text} {' '.join(tails)}" if tails else text
+
+
+def path_words(path: str) -> str:
+    """A file's path as the words of its folders and stem (`.md` off), for the path field."""
+    stem = path[:-3] if path.lower().endswith(".md") else path
+    return name_words(_DATE.sub(r"\1 \1\2\3", stem))
 
 
 def is_stopword(word: str) -> bool:
@@ -101,6 +134,7 @@ class LexicalDoc:
     aliases: list[str]
     tags: list[str]
     body: str
+    path: str = ""
 
 
 class LexicalIndex:
@@ -158,13 +192,14 @@ class LexicalIndex:
             doc = tantivy.Document()
             doc.add_unsigned("chunk_id", d.chunk_id)
             doc.add_unsigned("document_id", d.document_id)
-            doc.add_text("title", d.title)
-            doc.add_text("breadcrumb", d.breadcrumb)
+            doc.add_text("title", name_words(d.title))
+            doc.add_text("path", path_words(d.path))
+            doc.add_text("breadcrumb", normalise_numbers(d.breadcrumb))
             for alias in d.aliases:
-                doc.add_text("title", alias)
+                doc.add_text("title", name_words(alias))
             for tag in d.tags:
-                doc.add_text("breadcrumb", tag)
-            doc.add_text("body", d.body)
+                doc.add_text("breadcrumb", normalise_numbers(tag))
+            doc.add_text("body", normalise_numbers(d.body))
             w.add_document(doc)
             n += 1
         return n
@@ -227,6 +262,31 @@ class LexicalIndex:
             return words
         return Query.boolean_query([(Occur.Must, words), restrict])
 
+    def build_names(
+        self, numbers: list[str], query: ParsedQuery, restrict: tuple[Occur, Query] | None = None
+    ) -> Query | None:
+        """The documents a query's numbers name: each number (its digits: `ADR-0042` is 42,
+        `C4996` 4996) in the title or the path, required; the query's other words score in
+        those fields only, so "jabref 0058" ranks JabRef's record 58 above another project's,
+        and a record that only mentions ADR 58 in its text is not among them."""
+        digits = {str(int(m[-1])) for w in numbers if (m := re.findall(r"\d+", w))}
+        if not digits:
+            return None
+        required = [self._in_names(token) for token in sorted(digits)]
+        others = {t for item in query.items for t in analyze(item.text)} - digits
+        scored = [self._in_names(token) for token in sorted(others)]
+        names = Query.boolean_query(
+            [(Occur.Must, q) for q in required] + [(Occur.Should, q) for q in scored]
+        )
+        return names if restrict is None else Query.boolean_query([(Occur.Must, names), restrict])
+
+    def _in_names(self, token: str) -> Query:
+        per_field = [
+            Query.boost_query(Query.term_query(self.schema, name, token), FIELD_WEIGHTS[name])
+            for name in NAME_FIELDS
+        ]
+        return Query.disjunction_max_query(per_field, TIE_BREAKER)
+
     def only_documents(
         self, keep: list[int] | None = None, drop: list[int] | None = None
     ) -> tuple[Occur, Query]:
@@ -242,7 +302,7 @@ class LexicalIndex:
             return None
         prefix_tail = None
         if item.prefix:
-            raw = UNSTEMMED.analyze(item.text)
+            raw = UNSTEMMED.analyze(normalise_numbers(item.text))
             prefix_tail = raw[-1] if raw else None
         # Built with tantivy's element type: its stubs take a `list`, which is invariant.
         phrase: list[str | tuple[int, str]] = list(tokens)

@@ -17,8 +17,10 @@ Returns `hits`, each with `path`, `line_start`-`line_end` (1-based, inclusive), 
 (document title › headings), `snippet`, `relevance` (0-1, comparable within one answer) and `via`
 (what found it: lexical, semantic, exact when the query is the document's title or alias,
 rank when the reranker ordered it, facet for a filters-only query), plus `stages` (which ran,
-which were skipped and why). Read a hit with `read_span(path, line_start, line_end)` rather than the
-whole file. Ask for few hits (`limit`, default 5). Prefer `find` when you know a name.
+which were skipped and why), `confidence` (high, low, or none: the knowledge base holds no
+answer) and `missing` (query words that occur nowhere in it). Read a hit with
+`read_span(path, line_start, line_end)` rather than the whole file. Ask for few hits (`limit`,
+default 5). Prefer `find` when you know a name.
 The query may carry filters on frontmatter fields the vault declares: `status:accepted`,
 `-status:superseded`, `tag:security`, `type:adr`, `date:2024`."""
 

@@ -170,6 +170,10 @@ def _compact_search(answer: dict[str, Any]) -> dict[str, Any]:
         out["matched"] = answer["matched"]
     if answer["semantic"] not in ("ready", "off"):
         out["semantic"] = answer["semantic"]
+    # An agent must tell "no answer" from "an answer": the evidence, never a normalised score.
+    out["confidence"] = answer["confidence"]
+    if answer["missing"]:
+        out["missing"] = answer["missing"]
     return out
 
 

@@ -28,6 +28,8 @@ SemanticStateName = Literal["ready", "partial", "off", "switching"]
 RankStateName = Literal["ready", "off", "skipped", "failed"]
 ModeUsed = Literal["lexical", "semantic", "hybrid", "facet", "none"]
 Via = Literal["lexical", "semantic", "exact", "rank", "facet"]
+ConfidenceLevel = Literal["high", "low", "none"]
+Intent = Literal["phrase", "prefix", "path", "number", "identifier", "question", "words"]
 
 
 # -- search.query --------------------------------------------------------------------------------
@@ -84,6 +86,9 @@ class FusionRecord(TypedDict):
     k: int
     weights: dict[str, float]
     """Each retrieval stage's weight in this answer."""
+    intent: Intent
+    """What the query looks like: number, identifier, path, phrase and prefix queries are
+    answered lexical-first (semantic hits only below), question and words ones by both."""
 
 
 @_WIRE
@@ -135,6 +140,13 @@ class Answer(TypedDict):
     """A stage could not read deep enough to fill the answer."""
     stale: list[str]
     """Paths changed on disk since indexing: left out of this answer, re-indexed now."""
+    missing: list[str]
+    """The query's content words that occur in no chunk of the workspace."""
+    confidence: ConfidenceLevel
+    """From absolute evidence (`missing`, `cosine`), not from relevance: `none` says the
+    workspace has no answer, `low` that the hits may not be one."""
+    cosine: float | None
+    """The semantic stage's best cosine (absolute; null when it did not run)."""
     took_ms: float
     timings: dict[str, float]
 

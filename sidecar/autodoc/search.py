@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, TypedDict, cast
 
-from . import facets, fuse, protocol
+from . import confidence, facets, fuse, intent, protocol
 from . import store as queries
 from .errors import CancelToken, RpcError, invalid_params
 from .lexical import LexicalIndex, analyze
@@ -172,6 +172,7 @@ def _context(
         check=cancel.check if cancel is not None else (lambda: None),
         wordless=not any(analyze(item.text) for item in query.items),  # "", "*** !!!"
         started=started,
+        intent=intent.detect(query),
     )
 
 
@@ -279,8 +280,29 @@ def _answer(ctx: QueryContext) -> protocol.Answer:
         filter=ctx.flt.describe(),
         truncated=ctx.truncated,
         stale=sorted(ctx.stale),
+        **_confidence(ctx, len(hits)),
         took_ms=ctx.timings["total_ms"],
         timings=ctx.timings,
+    )
+
+
+class _Confidence(TypedDict):
+    missing: list[str]
+    confidence: protocol.ConfidenceLevel
+    cosine: float | None
+
+
+def _confidence(ctx: QueryContext, hits: int) -> _Confidence:
+    """What the answer can say about itself from absolute evidence (confidence.py)."""
+    missing = confidence.missing_words(ctx.lexical, ctx.query)
+    words = len(confidence.content_words(ctx.query))
+    semantic = ctx.signals.get("semantic") if "semantic" in ctx.performed else None
+    cosine = round(float(semantic[0]), 4) if semantic else None
+    lexical_hits = next((len(found) for stage, found in ctx.ranked if stage == "lexical"), 0)
+    return _Confidence(
+        missing=missing,
+        confidence=confidence.level(hits, words, len(missing), cosine, lexical_hits),
+        cosine=cosine,
     )
 
 
@@ -369,6 +391,9 @@ def _browse(ctx: QueryContext) -> protocol.Answer:
         matched=matched,
         truncated=False,
         stale=sorted(stale),
+        missing=[],
+        confidence="high" if hits else "none",  # the filter is exact: what matches, matches
+        cosine=None,
         took_ms=total_ms,
         timings={"filter_ms": round((time.perf_counter() - t0) * 1000, 2), "total_ms": total_ms},
     )

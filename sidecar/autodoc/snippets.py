@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-from .lexical import STEMMED, UNSTEMMED, analyze
+from .lexical import UNSTEMMED, analyze
 from .query import ParsedQuery
 
 SNIPPET_CHARS = 220
@@ -42,8 +42,10 @@ def _heads(query: ParsedQuery) -> set[str]:
         stems.update(analyze(item.text))
         if item.prefix:
             stems.update(UNSTEMMED.analyze(item.text)[-1:])
-    # A Porter stem keeps the start of its word (it rewrites endings), so these must match.
-    return {t[: min(3, max(1, len(t) - 1))] for t in stems}
+    # A Porter stem keeps the start of its word (it rewrites endings), so these must match; a
+    # number may be written with leading zeros (`42` finds `0042`).
+    heads = {t[: min(3, max(1, len(t) - 1))] for t in stems}
+    return heads | ({"0"} if any(t.isdigit() for t in stems) else set())
 
 
 def _term_matcher(query: ParsedQuery) -> Callable[[str], bool]:
@@ -60,7 +62,7 @@ def _term_matcher(query: ParsedQuery) -> Callable[[str], bool]:
         key = word.lower()
         hit = memo.get(key)
         if hit is None:
-            hit = any(t in stems for t in STEMMED.analyze(key)) or any(
+            hit = any(t in stems for t in analyze(key)) or any(
                 r.startswith(p) for r in UNSTEMMED.analyze(key) for p in prefixes
             )
             memo[key] = hit

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal, Protocol
 import numpy as np
 
 from .. import facets, fuse, protocol
+from ..intent import Intent
 from ..lexical import LexicalIndex
 from ..query import ParsedQuery
 from ..rerank import RankPlan
@@ -67,6 +68,7 @@ class QueryContext:
     check: Callable[[], None]
     wordless: bool
     started: float
+    intent: Intent = "words"
     # filled in inside the snapshot
     epochs: tuple[int, int] = (0, 0)
     allowed: facets.DocumentSet | None = None

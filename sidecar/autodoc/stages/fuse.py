@@ -9,6 +9,7 @@ import sqlite3
 from typing import ClassVar
 
 from .. import fuse, protocol, store
+from ..intent import LEXICAL_FIRST
 from ..lexical import analyze
 from .base import Phase, QueryContext, Skip, StageDefaults
 
@@ -22,11 +23,16 @@ class FuseStage(StageDefaults):
     def run(self, ctx: QueryContext, conn: sqlite3.Connection | None) -> Skip | None:
         assert conn is not None
         stages = [stage for stage, _ in ctx.ranked]
-        if ctx.options.fusion == "confidence" and stages == ["lexical", "semantic"]:
-            lex, sem = fuse.confidence_weights(
+        both = stages == ["lexical", "semantic"]
+        if both and ctx.intent in LEXICAL_FIRST and ctx.ranked[0][1]:
+            # The query names the words the answer holds: the lexical order stands, and a hit
+            # only meaning found comes below every hit the words found.
+            weights: tuple[float, ...] = (2.0, 0.0)
+            k = fuse.CONFIDENCE_K if ctx.options.fusion == "confidence" else fuse.RRF_K
+        elif both and ctx.options.fusion == "confidence":
+            weights = fuse.confidence_weights(
                 ctx.signals.get("lexical", []), ctx.signals.get("semantic", [])
             )
-            weights: tuple[float, ...] = (lex, sem)
             k = fuse.CONFIDENCE_K
         else:
             weights, k = tuple(1.0 for _ in stages), fuse.RRF_K
@@ -34,6 +40,7 @@ class FuseStage(StageDefaults):
             method=ctx.options.fusion,
             k=k,
             weights={s: round(w, 4) for s, w in zip(stages, weights, strict=True)},
+            intent=ctx.intent,
         )
         fused = fuse.rrf(ctx.ranked, k, weights)
         docs = sorted({f.document_id for f in fused})

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from .. import facets, fuse
 from ..fuse import MAX_READ, RETRIEVER_TOP
+from ..intent import number_words
 from ..lexical import LexicalIndex
 from ..query import ParsedQuery
 from ..store import Store, Workspace, documents_named, first_live_chunk
@@ -24,8 +25,9 @@ class LexicalStage(StageDefaults):
         assert conn is not None
         with ctx.timed("lexical_ms"):
             ctx.lexical.refresh(ctx.epochs[0])
+            names = number_words(ctx.query) if ctx.intent == "number" else None
             found, cut, ctx.signals["lexical"] = lexical_candidates(
-                conn, ctx.store, ctx.lexical, ctx.ws, ctx.query, ctx.allowed
+                conn, ctx.store, ctx.lexical, ctx.ws, ctx.query, ctx.allowed, names=names
             )
             ctx.truncated |= cut
             ctx.ranked.append(("lexical", found))
@@ -41,8 +43,10 @@ def lexical_candidates(
     query: ParsedQuery,
     allowed: facets.DocumentSet | None = None,
     need: int = RETRIEVER_TOP,
+    names: list[str] | None = None,
 ) -> tuple[list[tuple[int, int]], bool, list[float]]:
-    """Visible (chunk_id, document_id) best first: all-words matches, then any-word ones.
+    """Visible (chunk_id, document_id) best first: all-words matches, then any-word ones;
+    before them, with `names` (a query's numbers), the documents those numbers name.
 
     `allowed`: the documents a filter keeps (None: all), applied inside the Tantivy query.
     Reads twice what it needs, then up to MAX_READ when invisible chunks starve the read.
@@ -60,10 +64,14 @@ def lexical_candidates(
             restrict = lexical.only_documents(keep=sorted(allowed.keep))
         else:
             restrict = lexical.only_documents(drop=sorted(allowed.drop or ()))
-    for all_words in (True, False):
-        q = lexical.build(query, all_words=all_words, restrict=restrict)
+    passes = [lexical.build(query, all_words=True, restrict=restrict)]
+    if passes[0] is not None:
+        passes.append(lexical.build(query, all_words=False, restrict=restrict))
+        if names:
+            passes.insert(0, lexical.build_names(names, query, restrict))
+    for q in passes:
         if q is None:
-            break
+            continue
         read = need * 2
         while True:
             pairs = lexical.search(q, read)

@@ -70,10 +70,10 @@ def delete_chunks(conn: sqlite3.Connection, ids: Sequence[int]) -> None:
 
 def lexical_rows(conn: sqlite3.Connection, ws_id: int) -> sqlite3.Cursor:
     """What the lexical index holds of every chunk not PENDING: the chunk's id, document,
-    breadcrumb and text, its document's title, aliases and tags (JSON)."""
+    breadcrumb and text, its document's title, aliases and tags (JSON), and path."""
     return conn.execute(
         "SELECT c.id, c.document_id, c.breadcrumb, c.text,"
-        " d.title, d.aliases, d.tags FROM chunks c"
+        " d.title, d.aliases, d.tags, d.path FROM chunks c"
         " JOIN documents d ON d.id = c.document_id"
         " WHERE c.workspace_id = ? AND c.state != ?",
         (ws_id, PENDING),

@@ -1,0 +1,77 @@
+"""How sure an answer is, from absolute evidence rather than the per-query normalised score.
+
+Relevance is normalised within one answer (the top hit is near 1.0 whatever it is), so it cannot
+say "nothing here". Two facts can: which of the query's content words occur nowhere in the
+workspace (`missing`: a word no chunk holds cannot be answered by words), and how close the
+nearest section's meaning is (the semantic stage's top cosine, an absolute number). The level:
+
+- `none`: no hit, or no content word occurs anywhere and the nearest meaning is far;
+- `low`: a content word occurs nowhere and the nearest meaning is not close, or only meaning
+  found anything and it is far;
+- `high`: otherwise.
+
+The cosine thresholds are the bundled model's, calibrated on the golden sets of `bench/golden/`
+(doc/benchmarks/retrieval.md): another model's cosines sit on another scale.
+"""
+
+from __future__ import annotations
+
+from .lexical import TEXT_FIELDS, UNSTEMMED, LexicalIndex, analyze, is_stopword
+from .protocol import ConfidenceLevel
+from .query import ParsedQuery
+
+NEAR_COSINE = 0.45  # at or above: a section close in meaning, though a word is missing
+FAR_COSINE = 0.30  # below: nothing close in meaning
+
+
+def content_words(query: ParsedQuery) -> list[tuple[str, bool]]:
+    """(word as typed, lowercased; is the trailing prefix) for every word that is not a
+    stopword, each once, in query order."""
+    out: dict[str, bool] = {}
+    for item in query.items:
+        words = item.text.split()
+        for n, word in enumerate(words):
+            prefix = item.prefix and n == len(words) - 1
+            if analyze(word) and (prefix or item.phrase or not is_stopword(word)):
+                out.setdefault(word.lower(), prefix)
+    return list(out.items())
+
+
+def missing_words(lexical: LexicalIndex, query: ParsedQuery) -> list[str]:
+    """The content words no chunk of the index holds, in any field (for a prefix: no word
+    starts with it). The index may still hold a chunk retired seconds ago: such a word counts
+    as present, and the answer's hits show it is not."""
+    searcher = lexical.index.searcher()
+    missing = []
+    for word, prefix in content_words(query):
+        if prefix:
+            tail = UNSTEMMED.analyze(word)[-1:]
+            found = bool(tail) and any(
+                searcher.terms_with_prefix(name, tail[0], limit=1) for name in TEXT_FIELDS
+            )
+        else:
+            found = all(
+                any(searcher.doc_freq(name, token) for name in TEXT_FIELDS)
+                for token in analyze(word)
+            )
+        if not found:
+            missing.append(word)
+    return missing
+
+
+def level(
+    hits: int, words: int, missing: int, cosine: float | None, lexical_hits: int
+) -> ConfidenceLevel:
+    """`words`: the query's content words, `missing` of them absent; `cosine`: the semantic
+    stage's best (None: it did not run); `lexical_hits`: what the words found."""
+    if hits == 0:
+        return "none"
+    far = cosine is None or cosine < FAR_COSINE
+    near = cosine is not None and cosine >= NEAR_COSINE
+    if words and missing == words and far:
+        return "none"
+    if missing and not near:
+        return "low"
+    if lexical_hits == 0 and far:
+        return "low"
+    return "high"

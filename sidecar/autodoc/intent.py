@@ -1,0 +1,65 @@
+"""What kind of query this is: it decides how much each retriever's ranking counts.
+
+A person types a record's number, an identifier, a file name, a quoted phrase or a prefix when
+they know the words the answer holds: those queries are answered lexical-first (the meaning
+stage only adds hits below). A question in their own words is the semantic stage's to answer.
+Detection is by the shape of the text alone, so it costs microseconds and never surprises: the
+answer's `fusion.intent` says what was detected, and the picker's title shows it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import get_args
+
+from .protocol import Intent
+from .query import ParsedQuery
+
+INTENTS: tuple[Intent, ...] = get_args(Intent)  # the wire's, in the order `detect` tries them
+# The intents that know the answer's words: lexical ranks first, semantic adds below.
+LEXICAL_FIRST: frozenset[Intent] = frozenset({"number", "identifier", "path", "phrase", "prefix"})
+
+NUMBER_WORDS = 4  # "tendermint adr 42", "lnk2019 unresolved external": a number and a few words
+# A record's or a code's number: `42`, `0042`, `ADR-42`, `adr_0042`, `C4996`, `LNK2019`, `#42`.
+_NUMBER = re.compile(r"^#?(?:[A-Za-z]{1,5}[-_]?)?\d+[.:]?$")
+_IDENTIFIER = re.compile(
+    r"""(?x)
+      [A-Za-z0-9]_[A-Za-z0-9] | ^_+\w     # snake_case, _private, __dunder
+    | :: | -> | \w\(                     # C++ scope, members, calls
+    | ^(?:/|--?)[A-Za-z][\w:-]*$          # a command-line option: /permissive-, --force
+    | [a-z][A-Z] | [A-Z]{2}[a-z]\w        # camelCase; an acronym in a name (CWnd, not ADRs)
+    """
+)
+_PATH = re.compile(r"\w/\w|\w\.md$|^\w[\w-]*-\w[\w-]*\.\w{1,4}$", re.I)
+_QUESTION = re.compile(
+    r"^(?:why|how|what|when|where|which|who|whom|whose|can|could|should|would|do|does|did|is|"
+    r"are|was|were|will|shall|may|might|must|has|have|had)\b",
+    re.I,
+)
+
+
+def detect(query: ParsedQuery) -> Intent:
+    """The query's intent; the first rule that fits wins, in the order of INTENTS."""
+    items = query.items
+    if not items:
+        return "words"
+    words = [w for i in items if not i.phrase for w in i.text.split()]
+    if any(i.phrase for i in items):
+        return "phrase"
+    if items[-1].prefix:
+        return "prefix"
+    if any(_PATH.search(w) for w in words):
+        return "path"
+    asks = bool(_QUESTION.match(query.text)) or query.raw.rstrip().endswith("?")
+    if not asks and len(words) <= NUMBER_WORDS and number_words(query):
+        return "number"
+    if any(_IDENTIFIER.search(w) for w in words):
+        return "identifier"
+    if asks:
+        return "question"
+    return "words"
+
+
+def number_words(query: ParsedQuery) -> list[str]:
+    """The words of the query that are numbers (`42`, `adr-0042`, `C4996`), as typed."""
+    return [w for i in query.items if not i.phrase for w in i.text.split() if _NUMBER.match(w)]

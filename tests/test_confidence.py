@@ -1,0 +1,80 @@
+"""An answer says how sure it is from absolute evidence: words found nowhere, and how near the
+nearest meaning is, never from the per-query normalised relevance."""
+
+from __future__ import annotations
+
+import pytest
+
+from autodoc.confidence import FAR_COSINE, NEAR_COSINE, content_words, level
+from autodoc.query import parse_query
+
+from .conftest import write
+
+
+@pytest.fixture
+def kb(rpc, vault):
+    write(vault, "adr/0001-kafka.md", "# Use Kafka\n\nEvents go through Kafka; retries back off.\n")
+    write(vault, "adr/0002-postgres.md", "# Use Postgres\n\nOne database for the orders.\n")
+    rpc.call("workspace.add", ["kb", str(vault)])
+    rpc.call("workspace.configure", ["kb", {"embedding": "none"}])
+    rpc.call("index.run", ["kb"])
+    return rpc
+
+
+def ask(rpc, query):
+    return rpc.call("search.query", ["kb", query, {"stages": ["lexical"]}])
+
+
+def test_content_words_leave_stopwords_out_and_keep_phrases_and_the_prefix():
+    words = content_words(parse_query('why is the "kafka of it" Kafka retr*'))
+    assert words == [("why", False), ("kafka", False), ("of", False), ("it", False),
+                     ("retr", True)]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "query, missing, confidence",
+    [
+        ("kafka retries", [], "high"),
+        ("kafka rabbitmq", ["rabbitmq"], "low"),  # found by one word; the other is nowhere
+        ("rabbitmq", ["rabbitmq"], "none"),
+        ("RabbitMQ dead letters", ["rabbitmq", "dead", "letters"], "none"),
+        ("orders in kaf*", [], "high"),
+        ("orders in zzq*", ["zzq"], "low"),
+        ("the of", [], "high"),  # stopwords only: nothing to be missing
+    ],
+)
+def test_every_answer_names_the_words_found_nowhere_and_its_confidence(
+    kb, query, missing, confidence
+):
+    answer = ask(kb, query)
+    assert (answer["missing"], answer["confidence"], answer["cosine"]) == (
+        missing,
+        confidence,
+        None,
+    )
+
+
+def test_a_deleted_word_stops_counting_once_its_chunk_is_gone(kb, vault):
+    (vault / "adr" / "0002-postgres.md").write_text("# Use Postgres\n\nOne store.\n")
+    kb.call("index.run", ["kb"])
+    kb.engine.index_run("kb")
+    answer = ask(kb, "orders")
+    assert answer["hits"] == [] and answer["confidence"] == "none"
+
+
+@pytest.mark.parametrize(
+    "hits, words, missing, cosine, lexical_hits, expected",
+    [
+        (0, 2, 0, 0.9, 0, "none"),  # nothing to show
+        (5, 2, 2, None, 0, "none"),  # every word missing, no meaning to go by
+        (5, 2, 2, FAR_COSINE - 0.01, 0, "none"),
+        (5, 2, 2, FAR_COSINE, 0, "low"),  # the nearest meaning is not far
+        (5, 2, 1, NEAR_COSINE - 0.01, 3, "low"),  # a word missing, meaning not close
+        (5, 2, 1, NEAR_COSINE, 3, "high"),  # a word missing, but a section close in meaning
+        (5, 2, 0, FAR_COSINE - 0.01, 0, "low"),  # only meaning found anything, and it is far
+        (5, 2, 0, FAR_COSINE - 0.01, 1, "high"),  # the words found it
+        (5, 0, 0, None, 3, "high"),
+    ],
+)
+def test_the_levels_follow_the_evidence(hits, words, missing, cosine, lexical_hits, expected):
+    assert level(hits, words, missing, cosine, lexical_hits) == expected

@@ -1,0 +1,48 @@
+"""Query intent: the shape of the text decides which retriever's order counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from autodoc.intent import INTENTS, LEXICAL_FIRST, detect, number_words
+from autodoc.query import parse_query
+
+CASES = [
+    ("adr 42", "number", ["42"]),
+    ("hydra adr 17", "number", ["17"]),
+    ("ADR-0042", "number", ["ADR-0042"]),
+    ("adr_0042", "number", ["adr_0042"]),
+    ("C4996", "number", ["C4996"]),
+    ("lnk2019 unresolved external", "number", ["lnk2019"]),
+    ("#42", "number", ["#42"]),
+    ("strcpy_s", "identifier", []),
+    ("CWnd::OnPaint", "identifier", []),
+    ("/permissive-", "identifier", []),
+    ("--force", "identifier", []),
+    ("_countof", "identifier", []),
+    ("__declspec(dllexport)", "identifier", []),
+    ("placeOrderRequest", "identifier", []),
+    ("docs/adr", "path", []),
+    ("0042-use-kafka.md", "path", []),
+    ("migr*", "prefix", []),
+    ('"blocks are gossiped in parts"', "phrase", []),
+    ("why did we choose kafka", "question", []),
+    ("is long 8 bytes on 64-bit windows", "question", ["8"]),
+    ("kafka retention?", "question", []),
+    ("use markdown architectural decision records", "words", []),
+    ("ADRs and RFCs", "words", []),
+    ("one two three four 5 six", "words", ["5"]),  # a number among many words is a word
+    ("", "words", []),
+]
+
+
+@pytest.mark.parametrize("text, intent, numbers", CASES)
+def test_each_shape_of_query_has_its_intent(text, intent, numbers):
+    query = parse_query(text)
+    assert detect(query) == intent
+    assert number_words(query) == numbers
+
+
+def test_the_intents_are_the_wires_and_lexical_first_is_the_named_ones():
+    assert set(INTENTS) == {i for _, i, _ in CASES}
+    assert {"number", "identifier", "path", "phrase", "prefix"} == LEXICAL_FIRST
