@@ -204,6 +204,7 @@ def test_enter_jumps_to_the_span_and_ctrl_q_fills_quickfix(start, vault: Path):
         "return vim.api.nvim_win_get_config(require('autodoc.picker').state().wins.prompt).title"
     )
     assert "not re-ranked: no ranker configured" in "".join(t[0] for t in title)
+    assert " · identifier" in "".join(t[0] for t in title)  # reclaimBatch: camelCase
     preview_marks = n.lua(
         "local s = require('autodoc.picker').state();"
         " return #vim.api.nvim_buf_get_extmarks(s.bufs.preview, -1, 0, -1, {details = true})"
@@ -330,3 +331,21 @@ def test_a_client_started_by_the_lsp_config_gets_the_plugins_notifications(start
         )
 
     assert n.until(ready) == 8
+
+
+def test_the_picker_says_which_words_are_nowhere_and_when_it_is_unsure(start):
+    n = start({"embedding": "none"})
+    n.nvim.command("AutodocSearch")
+    answer = n.answer_after(lambda: type_query(n, "lease zorblaxian"))
+    assert answer["missing"] == ["zorblaxian"] and answer["confidence"] == "low"
+    line = n.lines("stages")[0]
+    assert line.endswith(" · missing: zorblaxian · confidence low"), line
+    marks = n.lua(
+        "local s = require('autodoc.picker').state();"
+        " return vim.api.nvim_buf_get_extmarks(s.bufs.stages, -1, 0, -1, {details = true})"
+    )
+    low = [m for m in marks if m[3]["hl_group"] == "AutodocLowConfidence"]
+    start, end = low[0][2], low[0][3]["end_col"]  # byte columns
+    assert line.encode()[start:end].decode() == " · missing: zorblaxian · confidence low"
+    answer = n.answer_after(lambda: n.nvim.input("<C-u>lease"))
+    assert answer["confidence"] == "high" and "missing" not in n.lines("stages")[0]

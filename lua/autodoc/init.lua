@@ -14,6 +14,7 @@ local HIGHLIGHTS = {
   AutodocRelevance = "Number",
   AutodocCheckOn = "DiagnosticOk",
   AutodocCheckOff = "NonText",
+  AutodocLowConfidence = "WarningMsg",
 }
 
 --- Link AutoDoc's highlight groups, leaving any the user or colorscheme defined.

@@ -112,6 +112,9 @@ local function title(answer)
   if S and S.workspace then
     table.insert(parts, ": " .. S.workspace)
   end
+  if answer and answer.fusion and answer.fusion.intent then
+    table.insert(parts, " · " .. answer.fusion.intent) -- number, identifier, ... question
+  end
   if answer and answer.rank then
     if answer.rank.state == "ready" then
       table.insert(parts, " · re-ranked by " .. answer.rank.model)
@@ -164,6 +167,18 @@ local function render_stages()
     local filtered = a.filter and next(a.filter) and " · filtered" or ""
     line = line
       .. string.format("%d hits · %s%s · %.0f ms", #S.hits, a.mode_used, filtered, a.took_ms or 0)
+    -- What the answer says about itself from absolute evidence, not from relevance.
+    local doubt = ""
+    if a.missing and #a.missing > 0 then
+      doubt = " · missing: " .. table.concat(a.missing, ", ")
+    end
+    if a.confidence and a.confidence ~= "high" then
+      doubt = doubt .. " · confidence " .. a.confidence
+    end
+    if doubt ~= "" then
+      table.insert(marks, { #line, #line + #doubt, "AutodocLowConfidence" })
+      line = line .. doubt
+    end
   end
   local buf = S.bufs.stages
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, { line })
