@@ -315,3 +315,40 @@ def test_a_padded_number_in_the_text_is_found_and_marked_by_the_plain_number(rec
     from autodoc.lexical import analyze
 
     assert analyze("ADR-0042 v1.05 2022-03-28") == ["adr", "42", "v1", "05", "2022", "3", "28"]
+
+
+@pytest.fixture
+def cjk(rpc, vault):
+    write(vault, "zh.md", "# 存储方案\n\n我们选择了数据库检索方案，因为它简单。\n")
+    write(vault, "ja.md", "# 検索エンジン\n\n全文検索エンジンを使うことにした。\n")
+    write(vault, "ko.md", "# 저장소\n\n데이터베이스를 하나만 사용한다.\n")
+    write(vault, "en.md", "# Storage\n\nWe picked one database for search.\n")
+    rpc.call("workspace.add", ["kb", str(vault)])
+    rpc.call("workspace.configure", ["kb", {"embedding": "none"}])
+    rpc.call("index.run", ["kb"])
+    return rpc
+
+
+@pytest.mark.parametrize(
+    "query, path",
+    [
+        ("数据库", "zh.md"),  # inside a run of seven characters
+        ("案", "zh.md"),  # one character: a bigram that starts with it
+        ("检索方案", "zh.md"),
+        ("検索", "ja.md"),  # Han in a Japanese run
+        ("エンジン", "ja.md"),  # Katakana
+        ("데이터베이스", "ko.md"),  # Hangul
+        ("database 数据库", "zh.md"),  # any word: the CJK one is there (all words: none is)
+    ],
+)
+def test_chinese_japanese_and_korean_words_are_found_inside_runs(cjk, query, path):
+    answer = cjk.call("search.query", ["kb", query, {"stages": ["lexical"]}])
+    assert [h["path"] for h in answer["hits"]][:1] == [path], query
+    if " " not in query:
+        assert [h["path"] for h in answer["hits"]] == [path]  # nothing else holds it
+        assert answer["missing"] == [] and answer["confidence"] == "high"
+
+
+def test_a_cjk_word_found_nowhere_is_missing(cjk):
+    answer = cjk.call("search.query", ["kb", "数据仓库", {"stages": ["lexical"]}])
+    assert answer["hits"] == [] and answer["missing"] == ["数据仓库"]

@@ -122,6 +122,7 @@ def judge(q: GoldenQuery, answer: dict[str, Any]) -> dict[str, Any]:
         "top": f"{top['path']}:{top['line_start']}-{top['line_end']}" if top else "",
         "missing": answer.get("missing", []),
         "confidence": answer.get("confidence", ""),
+        "cosine": answer.get("cosine"),
     }
 
 

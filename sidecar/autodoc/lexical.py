@@ -43,8 +43,16 @@ NAME_FIELDS = ("title", "path")  # where a number names a document (`build_names
 # The schema's text fields, in a fixed order (Tantivy refuses a schema that differs from the one
 # on disk): the scored ones. Filters by alias or tag read SQLite, not this index.
 TEXT_FIELDS = tuple(FIELD_WEIGHTS)
+# Chinese, Japanese and Korean have no spaces between words, so the word analyzer sees a whole
+# run as one word and `数据库` never matches `我们选择了数据库检索方案`. Every run of Han, Hiragana,
+# Katakana or Hangul characters is also indexed as overlapping bigrams in a field of its own, and
+# a query's runs are phrases of their bigrams there (a one-character run: a bigram holding it).
+CJK_FIELD, CJK_ANALYZER, CJK_WEIGHT = "cjk", "autodoc_cjk2", 1.0
+_CJK_RUN = re.compile(
+    "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
+)
 # Bumped when what is indexed changes; a writer rebuilds an index of another format from SQLite.
-LEXICAL_FORMAT = "4"
+LEXICAL_FORMAT = "5"
 _FORMAT_FILE = "autodoc-format"
 
 _HEX = re.compile(r"^(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")
@@ -64,6 +72,17 @@ def _analyzer(stem: bool) -> tantivy.TextAnalyzer:
 
 STEMMED = _analyzer(stem=True)
 UNSTEMMED = _analyzer(stem=False)
+CJK_BIGRAMS = (
+    TextAnalyzerBuilder(Tokenizer.ngram(min_gram=2, max_gram=2, prefix_only=False))
+    .filter(Filter.lowercase())
+    .build()
+)
+
+
+def cjk_runs(text: str) -> list[str]:
+    return _CJK_RUN.findall(text)
+
+
 # A word that this analyzer drops is an English stopword (Lucene's list: "the", "of", "is";
 # not "why", "did" or "we").
 _STOP = (
@@ -122,6 +141,7 @@ def build_schema() -> tantivy.Schema:
     sb.add_unsigned_field("document_id", indexed=True)
     for name in TEXT_FIELDS:
         sb.add_text_field(name, tokenizer_name=ANALYZER_NAME)
+    sb.add_text_field(CJK_FIELD, tokenizer_name=CJK_ANALYZER)
     return sb.build()
 
 
@@ -155,6 +175,7 @@ class LexicalIndex:
         if fresh:
             self.mark_format()
         self.index.register_tokenizer(ANALYZER_NAME, STEMMED)
+        self.index.register_tokenizer(CJK_ANALYZER, CJK_BIGRAMS)
         self.index.config_reader(reload_policy="Manual")
         self._writer: tantivy.IndexWriter | None = None
         self.epoch_seen = -1
@@ -200,6 +221,8 @@ class LexicalIndex:
             for tag in d.tags:
                 doc.add_text("breadcrumb", normalise_numbers(tag))
             doc.add_text("body", normalise_numbers(d.body))
+            for run in cjk_runs(f"{d.title}\n{d.breadcrumb}\n{d.body}"):
+                doc.add_text(CJK_FIELD, run)  # one value a run: no bigram spans two
             w.add_document(doc)
             n += 1
         return n
@@ -325,7 +348,32 @@ class LexicalIndex:
                 else Query.boolean_query([(Occur.Should, a) for a in alternatives])
             )
             per_field.append(Query.boost_query(q, weight))
+        per_field.extend(self._cjk_query(item.text))
         return Query.disjunction_max_query(per_field, TIE_BREAKER)
+
+    def holds_cjk(self, text: str) -> bool:
+        """Whether some chunk of the index holds `text`'s CJK runs."""
+        q = self._cjk_query(text)
+        return bool(q) and bool(self.index.searcher().search(q[0], 1, count=False).hits)
+
+    def _cjk_query(self, text: str) -> list[Query]:
+        """The item's CJK runs in the bigram field, all of them (empty: it has none)."""
+        runs = []
+        for run in cjk_runs(text):
+            # The n-gram tokenizer puts every bigram of a value at position 0: a phrase of them
+            # all at 0 is every bigram in one run of the text (as Tantivy's own parser builds it).
+            grams: list[str | tuple[int, str]] = [(0, g) for g in CJK_BIGRAMS.analyze(run)]
+            if len(grams) > 1:
+                runs.append(Query.phrase_query(self.schema, CJK_FIELD, grams))
+            elif grams:
+                runs.append(Query.term_query(self.schema, CJK_FIELD, CJK_BIGRAMS.analyze(run)[0]))
+            else:  # one character: any bigram that holds it
+                c = re.escape(run)
+                runs.append(Query.regex_query(self.schema, CJK_FIELD, f"{c}.|.{c}"))
+        if not runs:
+            return []
+        q = runs[0] if len(runs) == 1 else Query.boolean_query([(Occur.Must, r) for r in runs])
+        return [Query.boost_query(q, CJK_WEIGHT)]
 
     def search(self, q: Query, limit: int) -> list[tuple[int, float]]:
         """The top `limit` (chunk_id, bm25) best first; ties broken by chunk id so the order is
