@@ -32,6 +32,12 @@ CASES = [
     ("use markdown architectural decision records", "words", []),
     ("ADRs and RFCs", "words", []),
     ("one two three four 5 six", "words", ["5"]),  # a number among many words is a word
+    # A sentence holding a name, a quote or a number is not a lookup (claims, agents' requests).
+    ("How to configure the IPv6 connection settings?", "question", ["IPv6"]),
+    ("1 in 5 million in UK have abnormal PrP positivity.", "words", ["1", "5"]),
+    ('we want "one phrase" found in a long request', "words", []),
+    ("we are building a robot for hopping arou*", "words", []),
+    ("what does /permissive- do", "identifier", []),  # short: the option is the point
     ("", "words", []),
 ]
 

@@ -19,7 +19,7 @@ INTENTS: tuple[Intent, ...] = get_args(Intent)  # the wire's, in the order `dete
 # The intents that know the answer's words: lexical ranks first, semantic adds below.
 LEXICAL_FIRST: frozenset[Intent] = frozenset({"number", "identifier", "path", "phrase", "prefix"})
 
-NUMBER_WORDS = 4  # "tendermint adr 42", "lnk2019 unresolved external": a number and a few words
+SHORT_WORDS = 4  # "tendermint adr 42", "CWnd SetTimer elapse units": a name and a few words
 # A record's or a code's number: `42`, `0042`, `ADR-42`, `adr_0042`, `C4996`, `LNK2019`, `#42`.
 _NUMBER = re.compile(r"^#?(?:[A-Za-z]{1,5}[-_]?)?\d+[.:]?$")
 _IDENTIFIER = re.compile(
@@ -39,25 +39,26 @@ _QUESTION = re.compile(
 
 
 def detect(query: ParsedQuery) -> Intent:
-    """The query's intent; the first rule that fits wins, in the order of INTENTS."""
+    """The query's intent; the first rule that fits wins, in the order of INTENTS. Only a short
+    query (at most SHORT_WORDS words beside its phrases) names its words: a sentence that holds
+    an identifier, a quote or a number (a claim, a request to an agent) is a question or words."""
     items = query.items
     if not items:
         return "words"
     words = [w for i in items if not i.phrase for w in i.text.split()]
-    if any(i.phrase for i in items):
-        return "phrase"
-    if items[-1].prefix:
-        return "prefix"
-    if any(_PATH.search(w) for w in words):
-        return "path"
     asks = bool(_QUESTION.match(query.text)) or query.raw.rstrip().endswith("?")
-    if not asks and len(words) <= NUMBER_WORDS and number_words(query):
-        return "number"
-    if any(_IDENTIFIER.search(w) for w in words):
-        return "identifier"
-    if asks:
-        return "question"
-    return "words"
+    if len(words) <= SHORT_WORDS:
+        if any(i.phrase for i in items):
+            return "phrase"
+        if items[-1].prefix:
+            return "prefix"
+        if any(_PATH.search(w) for w in words):
+            return "path"
+        if not asks and number_words(query):
+            return "number"
+        if any(_IDENTIFIER.search(w) for w in words):
+            return "identifier"
+    return "question" if asks else "words"
 
 
 def number_words(query: ParsedQuery) -> list[str]:
