@@ -48,13 +48,13 @@ def content_words(query: ParsedQuery) -> list[tuple[str, bool]]:
     return list(out.items())
 
 
-def missing_words(lexical: LexicalIndex, query: ParsedQuery) -> list[str]:
-    """The content words no chunk of the index holds, in any field (for a prefix: no word
-    starts with it). The index may still hold a chunk retired seconds ago: such a word counts
-    as present, and the answer's hits show it is not."""
+def missing_words(lexical: LexicalIndex, words: list[tuple[str, bool]]) -> list[str]:
+    """Of `words` (`content_words`'), those no chunk of the index holds, in any field (for a
+    prefix: no word starts with it). The index may still hold a chunk retired seconds ago:
+    such a word counts as present, and the answer's hits show it is not."""
     searcher = lexical.index.searcher()
     missing = []
-    for word, prefix in content_words(query):
+    for word, prefix in words:
         if cjk_runs(word):  # words without spaces: a run of the text holds them
             found = lexical.holds_cjk(word)
         elif prefix:

@@ -294,14 +294,14 @@ class _Confidence(TypedDict):
 
 def _confidence(ctx: QueryContext, hits: int) -> _Confidence:
     """What the answer can say about itself from absolute evidence (confidence.py)."""
-    missing = confidence.missing_words(ctx.lexical, ctx.query)
-    words = len(confidence.content_words(ctx.query))
+    words = confidence.content_words(ctx.query)
+    missing = confidence.missing_words(ctx.lexical, words)
     semantic = ctx.signals.get("semantic") if "semantic" in ctx.performed else None
     cosine = round(float(semantic[0]), 4) if semantic else None
     lexical_hits = next((len(found) for stage, found in ctx.ranked if stage == "lexical"), 0)
     return _Confidence(
         missing=missing,
-        confidence=confidence.level(hits, words, len(missing), cosine, lexical_hits),
+        confidence=confidence.level(hits, len(words), len(missing), cosine, lexical_hits),
         cosine=cosine,
     )
 
