@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from autodoc.chunking import Chunker, estimate_tokens
+from autodoc.chunking import Chunker, estimate_tokens, is_stub
 from autodoc.document import parse_document
 
 
@@ -298,3 +298,113 @@ def test_invalid_utf8_without_character_starts_is_cut_at_the_budget():
 def test_units_that_make_exactly_the_budget_are_one_chunk():
     data = ("```\n" + "a" * 396 + "\n" + "b" * 300 + "\n```\n").encode()  # over: cut by lines
     assert spans(data, 100) == [(1, 2), (3, 4)]  # fence + first line is 400 bytes: together
+
+
+# -- stub sections: metadata only, merged into the section after them ----------------------
+
+ADR = """
+    # 7. Use Kafka
+
+    Date: 2019-01-08
+
+    ## Status
+
+    Accepted
+
+    ## Context
+
+    We need a durable log between the billing and ledger services.
+
+    ## Decision
+
+    We use Kafka, because it keeps ordered partitions.
+    """
+
+
+def test_stub_sections_merge_forward_into_the_section_that_answers():
+    data, chunks = chunks_of(ADR)
+    assert_spans_exact(data, chunks)
+    assert [c.breadcrumb for c in chunks] == ["7. Use Kafka › Context", "7. Use Kafka › Decision"]
+    first = chunks[0]
+    # the title, the date and the status stay in the text: they are what the stub said
+    assert first.text.startswith("# 7. Use Kafka\n\nDate: 2019-01-08\n\n## Status\n\nAccepted")
+    assert "durable log" in first.text and first.line_start == 1
+    assert "Kafka, because" not in first.text
+
+
+def test_trailing_stubs_merge_back_into_the_last_section():
+    data, chunks = chunks_of(
+        """
+        # Guide
+
+        Install it with the package manager.
+
+        ## Tags
+
+        - infrastructure
+
+        ## References
+
+        - [Kafka docs](https://kafka.apache.org/)
+        """
+    )
+    assert_spans_exact(data, chunks)
+    assert len(chunks) == 1 and chunks[0].breadcrumb == "Guide"
+    assert chunks[0].text.rstrip().endswith("(https://kafka.apache.org/)")
+
+
+def test_a_document_of_metadata_only_keeps_its_chunk():
+    _, chunks = chunks_of(
+        """
+        # Note
+
+        | Metadata | Value      |
+        |----------|------------|
+        | Date     | 2021-08-11 |
+        | Status   | Deprecated |
+        """
+    )
+    assert len(chunks) == 1 and chunks[0].breadcrumb == "Note"
+    assert "Deprecated" in chunks[0].text
+
+
+@pytest.mark.parametrize(
+    ("heading", "body"),
+    [
+        ("Status", "✅ Accepted"),
+        ("Status", "Superseded by [ADR 9](0009-use-x.md)"),
+        ("Changelog", "- 2020-04-02: Initial draft\n- April 19, 2021: Second draft (@alex)"),
+        ("Participants", "- Ada Lovelace\n- Grace Hopper"),
+        ("Use Kafka", "**Date:** 2019-01-08\n**Deciders:** Ada, Grace"),
+        ("Use Kafka", "| Metadata | Value |\n|---|---|\n| Author | @ada |\n| Tags | infra |"),
+        ("Screenshot", "![the picker](img/picker.png)"),
+        ("See also", "[Message Maps](message-maps.md)"),
+    ],
+)
+def test_metadata_bodies_are_stubs(heading, body):
+    assert is_stub(body.splitlines(), heading)
+
+
+@pytest.mark.parametrize(
+    ("heading", "body"),
+    [
+        # a config field's description under a heading named like metadata
+        ("author", "Name of person or organization doing the publishing\n- eg: `Kevin`"),
+        ("Decision Outcome", 'Chosen option: "Gradle", because it is lean.'),
+        ("Consequences", "The frontend load balancer can be removed."),
+        ("Options", "| Flag | Meaning |\n|---|---|\n| /O1 | small code |"),
+        ("Status", "\n".join(f"- line {n}" for n in range(13))),  # too long to be a stub
+        ("Deadline", "    ADR76_DEADLINE: 2022-10-05T00:00:00Z"),
+        ("Empty", ""),
+    ],
+)
+def test_content_is_not_a_stub(heading, body):
+    assert not is_stub(body.splitlines(), heading)
+
+
+def test_a_stub_bigger_than_the_budget_splits_like_any_section():
+    body = "\n".join(f"Date: 2019-01-{n:02}" for n in range(1, 12))
+    data, chunks = chunks_of(f"# T\n\n{body}\n\n## Context\n\n" + "word " * 200, tokens=40)
+    assert_spans_exact(data, chunks)
+    assert chunks[0].line_start == 1 and all(c.breadcrumb == "T › Context" for c in chunks)
+    assert "".join(c.text for c in chunks).count("Date:") == 11

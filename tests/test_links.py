@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+from autodoc.document import parse_document
+
 from .conftest import write
 
 
@@ -123,3 +127,21 @@ def test_a_targeted_run_resolves_links_as_a_full_run_would(engine, vault):
     engine.index_paths("v", ["adr/0003.md"])
     got, inbound, pairs = check()
     assert {(s, t): r for s, t, r in got}[("notes/n.md", "Third")] is None and pairs == []
+
+
+@pytest.mark.parametrize(
+    ("line", "relation"),
+    [
+        ("Superseded by [ADR 9](0009.md)", "superseded_by"),
+        ("⌛️ Superseded by [036. Multi-cluster](0009.md)", "superseded_by"),
+        ("⌛️ Superseded [0019](0009.md)", "superseded_by"),  # a status without "by"
+        ("Superseded (as never implemented) by [ADR 9](0009.md)", "superseded_by"),
+        ("> This decision is **superseded by [ADR-9](0009.md)**.", "superseded_by"),
+        ("Status: Supersedes [ADR 9](0009.md)", "supersedes"),
+        ("These IP ranges have been superseded by [ADR 9](0009.md)", ""),  # part of a record
+        ("Supersession policy: see [ADR 9](0009.md)", ""),
+    ],
+)
+def test_a_line_that_says_the_record_is_superseded(line, relation):
+    doc = parse_document(f"# Old\n\n{line}\n".encode(), "adr/0001.md")
+    assert [(ln.target, ln.relation) for ln in doc.links] == [("0009.md", relation)]

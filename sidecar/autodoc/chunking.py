@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
+import re
 from dataclasses import dataclass
 
 from .document import ParsedDocument
@@ -16,6 +17,30 @@ from .markdown import Block
 
 BREADCRUMB_SEP = " › "
 CHARS_PER_TOKEN = 4  # the usual estimate for English prose and code under BPE tokenizers
+# Part of every document's chunk fingerprint: bump when where chunks are cut changes.
+CHUNKING_FORMAT = "stubs=1"
+
+# A stub is a section that says nothing beyond metadata (`Date: 2019-01-08`, `## Status` /
+# `Accepted`, a metadata table, an author list, a lone link): on its own it is short, so BM25
+# and the embedder rank it first for its title's words, above the section that answers. It is
+# merged forward into the section after it (the last one: backward), so every chunk has content.
+_STUB_MAX_LINES = 12
+_STUB_MAX_BYTES = 600
+# Headings and keys that name metadata: `## Status`, `Date: …`, `| Author | @x |`
+META_KEYS = frozenset(
+    "status|state|date|dates|created|updated|last updated|author|authors|author(s)|deciders|"  # noqa: SIM905
+    "decision-makers|decision makers|consulted|informed|participants|reviewers|owner|owners|"
+    "proposed by|tags|keywords|category|type|metadata|changelog|change log|history|"
+    "revision history|technical story|issue|ticket|discussion|supersedes|superseded by|"
+    "superseded|amends|amended by|links|references|related".split("|")
+)
+_DECORATION = re.compile(r"^[\s>*+_#|-]*(?:\d+[.)]\s+)?|[\s*_|]+$")
+_KEY_VALUE = re.compile(r"^([^:：|]{1,30})[:：]")
+_LONE_LINK = re.compile(r"^!?\[[^\]]*\](?:\([^)]*\))?$|^\[\[[^\]]*\]\]$|^<?https?://\S+>?$")
+_TABLE_ROW = re.compile(r"^\|?([^|]*)\|[^|]*\|?$")  # two cells: a key and its value
+_TABLE_DELIMITER = re.compile(r"^\|?\s*:?-+:?\s*\|\s*:?-+:?\s*\|?$")
+_SHORT_WORDS = 6  # a status (`Superseded by ADR 9`), a name; a field's description is longer
+_DIGIT = re.compile(r"\d")
 
 
 def estimate_tokens(text: str) -> int:
@@ -62,6 +87,36 @@ def find_sections(doc: ParsedDocument) -> list[_Section]:
     return [s for s in starts if s.end > s.start]
 
 
+def is_stub(lines: list[str], heading: str) -> bool:
+    """Whether a section's body (its lines after the heading) is metadata only, so it cannot
+    answer a question on its own: under a metadata heading (Status, Authors, Changelog) short
+    lines and dated entries; anywhere `Key: value` lines and two-cell table rows whose key
+    names metadata, and lone links."""
+    body = [line.strip() for line in lines if line.strip()]
+    if not body or len(body) > _STUB_MAX_LINES or sum(map(len, body)) > _STUB_MAX_BYTES:
+        return False
+    meta_heading = _key(heading) in META_KEYS
+    return all(_metadata_line(line, meta_heading) for line in body)
+
+
+def _key(text: str) -> str:
+    return " ".join(text.replace("*", " ").replace("_", " ").split()).casefold()
+
+
+def _metadata_line(line: str, meta_heading: bool) -> bool:
+    row = _TABLE_ROW.match(line)
+    if row:
+        return bool(_TABLE_DELIMITER.match(line)) or _key(row[1]) in META_KEYS
+    bare = _DECORATION.sub("", line)
+    if not bare or _LONE_LINK.match(bare):
+        return True
+    pair = _KEY_VALUE.match(bare)
+    key = pair[1] if pair else ""
+    if meta_heading and (len(bare.split()) <= _SHORT_WORDS or _DIGIT.search(key)):
+        return True  # `Accepted`, a name, a dated changelog entry
+    return bool(key) and _key(key) in META_KEYS
+
+
 class _BlockTree:
     """The children of a document's blocks (which come parents first, in document order),
     worked out once per document, when a block first needs splitting."""
@@ -97,6 +152,9 @@ class Chunker:
         chunks = self._abstract(doc)
         blocks, top, tree = doc.blocks, doc.top_blocks, _BlockTree(doc.blocks)
         k = 0  # the next top-level block: sections and blocks are both in document order
+        stub: list[int] = []  # the units of stubs waiting for the next section
+        stub_crumb = ""
+        last: tuple[list[int], str, int] | None = None  # the last section cut: units, crumb, n
         for sec, breadcrumb in _with_breadcrumbs(doc, find_sections(doc)):
             units: list[int] = []
             while k < len(top) and blocks[top[k]].start < sec.end:
@@ -105,11 +163,38 @@ class Chunker:
                 k += 1
             if sec.level and len(units) == 1 and blocks[units[0]].kind == "Heading":
                 continue  # a heading with no text of its own lives on in its children's crumbs
-            for bs, be, ls, le in self._pieces(doc, units, tree):
-                text = doc.data[bs:be].decode("utf-8", "replace")
-                if text.strip():
-                    chunks.append(Chunk("section", len(chunks), breadcrumb, text, bs, be, ls, le))
+            if units and self._stub(doc, sec, units):
+                stub_crumb = stub_crumb if stub else breadcrumb
+                stub += units
+                continue
+            units, stub = stub + units, []
+            last = (units, breadcrumb, len(chunks))
+            self._cut(doc, units, tree, breadcrumb, chunks)
+        if stub and last:  # trailing stubs go back into the last section
+            units, breadcrumb, n = last
+            del chunks[n:]
+            self._cut(doc, units + stub, tree, breadcrumb, chunks)
+        elif stub:  # nothing but metadata: kept, under the first stub's crumb
+            self._cut(doc, stub, tree, stub_crumb, chunks)
         return chunks
+
+    def _stub(self, doc: ParsedDocument, sec: _Section, units: list[int]) -> bool:
+        first = doc.blocks[units[0]]
+        body = first.end if first.kind == "Heading" else sec.start
+        return is_stub(doc.lines[body : sec.end], sec.heading)
+
+    def _cut(
+        self,
+        doc: ParsedDocument,
+        units: list[int],
+        tree: _BlockTree,
+        breadcrumb: str,
+        chunks: list[Chunk],
+    ) -> None:
+        for bs, be, ls, le in self._pieces(doc, units, tree):
+            text = doc.data[bs:be].decode("utf-8", "replace")
+            if text.strip():
+                chunks.append(Chunk("section", len(chunks), breadcrumb, text, bs, be, ls, le))
 
     def _abstract(self, doc: ParsedDocument) -> list[Chunk]:
         """The frontmatter's `abstract`, as a chunk spanning the frontmatter block."""

@@ -61,9 +61,13 @@ SUPERSEDE_FIELDS = {
 }
 
 
+# Part of every document's chunk fingerprint: bump when what is read from a document (links,
+# their relations, tags) changes, so every document is read again once.
+READING_FORMAT = "links=2"
+
 _SUPERSEDED_BY = re.compile(
     r"^\W*(?:status\W*)?(?:this (?:decision|adr|record|document) (?:is|was|has been) [*_]*)?"
-    r"superseded[ -]by\b",
+    r"superseded\b(?:\s*\([^)]*\))?(?:[ -]by\b)?",
     re.I,
 )
 _SUPERSEDES = re.compile(r"^\W*(?:status\W*)?supersedes\b", re.I)
@@ -78,7 +82,8 @@ def _blank(m: re.Match) -> str:
 
 def _relation(line: str) -> str:
     """A line that says the whole document is superseded: "Superseded by [[0007]]",
-    "> This decision is **superseded by [ADR-57](0057.md)**", "Supersedes [ADR 3](0003.md)".
+    "> This decision is **superseded by [ADR-57](0057.md)**", "⌛️ Superseded [0019](0019.md)",
+    "Superseded (never implemented) by [ADR 32](0032.md)", "Supersedes [ADR 3](0003.md)".
     A sentence about part of a document ("these IP ranges have been superseded by") is not.
     """
     if _SUPERSEDED_BY.match(line):

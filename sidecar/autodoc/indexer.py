@@ -26,8 +26,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from . import config, facets, lookup
-from .chunking import Chunk, Chunker
-from .document import ParsedDocument, parse_document
+from .chunking import CHUNKING_FORMAT, Chunk, Chunker
+from .document import READING_FORMAT, ParsedDocument, parse_document
 from .lexical import LexicalDoc, LexicalIndex
 from .markdown import STRUCTURE_FORMAT
 from .store import (
@@ -128,7 +128,8 @@ class Indexer:
         # How a document is read, cut and which names it yields: a document read under another
         # fingerprint is read again.
         self.chunk_fp = (
-            f"{config.chunking_fingerprint(ws.options)},{STRUCTURE_FORMAT},{lookup.INDEX_FORMAT}"
+            f"{config.chunking_fingerprint(ws.options)},{STRUCTURE_FORMAT},{lookup.INDEX_FORMAT},"
+            f"{CHUNKING_FORMAT},{READING_FORMAT}"
         )
         self.max_bytes = ws.options["max_file_mb"] * 1_000_000
         self.schema = facets.EMPTY
