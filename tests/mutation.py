@@ -64,6 +64,8 @@ MODULES: dict[str, list[str]] = {
     "stages.rerank": QUERY_PATH,
     "snippets": ["test_lexical.py", "test_protocol.py", "test_stages.py"],
     "lookup": ["test_lookup.py"],
+    "intent": ["test_intent.py", "test_fuse.py", "test_stages.py"],
+    "confidence": ["test_confidence.py", "test_lexical.py", "test_stages.py"],
     "facets": ["test_facets_rules.py", "test_facets.py"],
     "store.db": STORE,
     "store.queries": STORE,

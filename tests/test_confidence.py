@@ -40,6 +40,7 @@ def test_content_words_leave_stopwords_out_and_keep_phrases_and_the_prefix():
         ("RabbitMQ dead letters", ["rabbitmq", "dead", "letters"], "none"),
         ("orders in kaf*", [], "high"),
         ("orders in zzq*", ["zzq"], "low"),
+        ("orders kafka-zzq*", ["kafka-zzq"], "low"),  # the prefix is the last part only
         ("the of", [], "high"),  # stopwords only: nothing to be missing
     ],
 )
