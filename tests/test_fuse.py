@@ -69,6 +69,27 @@ def test_confidence_votes_follow_the_formula(lexical, semantic, gap, cosine):
     assert sum(got) == pytest.approx(2.0)
 
 
+def test_convex_scales_each_stage_between_its_floor_and_best_then_mixes():
+    ranked = [("lexical", [(1, 10), (2, 20), (3, 30)]), ("semantic", [(3, 30), (4, 40)])]
+    scores = [[8.0, 4.0, 2.0], [0.9, 0.5]]
+    fused = fuse.convex(ranked, scores, weights=[0.4, 0.6], floors=[0.0, 0.1])
+    got = {f.chunk_id: f.score for f in fused}
+    assert got[1] == pytest.approx(0.4)  # best lexical, not found semantically
+    assert got[2] == pytest.approx(0.4 * 4 / 8)
+    assert got[3] == pytest.approx(0.4 * 2 / 8 + 0.6)  # best semantic
+    assert got[4] == pytest.approx(0.6 * (0.5 - 0.1) / (0.9 - 0.1))
+    assert [f.chunk_id for f in fused] == [3, 1, 4, 2]
+    assert next(f for f in fused if f.chunk_id == 3).ranks == (3, 1)
+    assert next(f for f in fused if f.chunk_id == 3).via == ["lexical", "semantic"]
+
+
+def test_convex_scores_below_the_floor_count_zero_and_a_flat_stage_adds_nothing():
+    ranked = [("lexical", [(1, 1)]), ("semantic", [(2, 2), (3, 3)])]
+    fused = fuse.convex(ranked, [[0.0], [0.05, -0.2]], weights=[0.5, 0.5], floors=[0.0, 0.1])
+    assert {f.chunk_id: f.score for f in fused} == {1: 0.0, 2: 0.0, 3: 0.0}
+    assert [f.chunk_id for f in fused] == [1, 2, 3]  # ties: the lexical rank first
+
+
 def test_link_factor_values():
     assert fuse.link_factor(0) == 1.0
     assert fuse.link_factor(-3) == 1.0
@@ -91,18 +112,25 @@ def doc_order(hits: list[Fused]) -> list[int]:
     return [h.document_id for h in hits]
 
 
-def test_a_superseded_document_moves_right_below_its_successor():
+def test_a_successor_takes_its_older_documents_place_and_the_old_one_goes_right_below():
     # old = 1, new = 2; others 3..5
-    hits = [Fused(i, d) for i, d in enumerate([1, 3, 2, 4, 5, 1])]
+    hits = [Fused(i, d) for i, d in enumerate([3, 1, 4, 2, 5, 1])]
     moved = fuse.demote_superseded(hits, {1: 2})
     assert doc_order(hits) == [3, 2, 1, 1, 4, 5]
-    assert moved == {0: 2, 5: 2}
+    assert [h.chunk_id for h in hits] == [0, 3, 1, 5, 2, 4]  # each document's own order kept
+    assert moved == {1: 2, 5: 2}
 
 
 def test_demotion_goes_below_the_successors_last_hit():
     hits = [Fused(i, d) for i, d in enumerate([2, 2, 1, 2, 3])]
     fuse.demote_superseded(hits, {1: 2})
     assert doc_order(hits) == [2, 2, 2, 1, 3]
+
+
+def test_a_query_that_names_the_old_document_keeps_it_in_place_annotated():
+    hits = [Fused(i, d) for i, d in enumerate([1, 3, 2])]
+    assert fuse.demote_superseded(hits, {1: 2}, move=False) == {0: 2}
+    assert doc_order(hits) == [1, 3, 2]
 
 
 def test_demotion_leaves_a_document_already_below_and_goes_on_to_the_next_pair():

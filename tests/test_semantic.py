@@ -15,6 +15,7 @@ from autodoc.engine import Engine
 from autodoc.errors import EMBED_FAILED, SWITCHING, UNSUPPORTED, RpcError
 from autodoc.indexer import Indexer
 from autodoc.semantic import collect_unused, fill
+from autodoc.stages.fuse import FuseStage
 from autodoc.store import read_epochs
 
 from .conftest import EXAMPLE_VAULT, STAGE_SETS, corpus, fake_openai_engine, write
@@ -327,6 +328,25 @@ def test_superseded_demotion_on_real_adrs(rpc):
     assert "docs/architecture/decisions/0003-aws-networking-outline.md" not in olds
 
 
+@pytest.mark.corpus
+def test_the_decision_in_force_comes_first_for_the_old_decisions_words(rpc):
+    root = corpus("adr") / "ministryofjustice__modernisation-platform"
+    rpc.call("workspace.add", ["mp", str(root)])
+    rpc.call("workspace.configure", ["mp", {"embedding": "none"}])
+    rpc.call("index.run", ["mp"])
+    old = "architecture-decision-record/0004-use-bash-node-python-as-core-languages.md"
+    # 0004's status line: "⌛️ Superseded [0019](0019-use-bash-go-as-core-languages.md)"
+    new = "architecture-decision-record/0019-use-bash-go-as-core-languages.md"
+    hits = search(rpc, "mp", "core languages bash nodejs python")["hits"]
+    paths = [h["path"] for h in hits]
+    assert paths[0] == new
+    first_old = paths.index(old)
+    assert set(paths[:first_old]) == {new}  # the old decision right below the one in force
+    assert {h.get("superseded_by") for h in hits if h["path"] == old} == {new}
+    named = search(rpc, "mp", '"bash, nodejs, and python"')["hits"]  # a quoted phrase: kept
+    assert named[0]["path"] == old
+
+
 # -- providers, switching and errors -----------------------------------------------------------
 
 
@@ -597,9 +617,13 @@ def test_confidence_weights_follow_each_lists_own_scores():
 def test_the_answer_says_which_fusion_ran_and_the_spec_cases_still_come_first(sample):
     rpc, _ = sample
     answer = search(rpc, "kb", "why did we pick sqlite")
-    assert answer["fusion"]["method"] == "confidence" and answer["fusion"]["k"] == 20
-    assert sum(answer["fusion"]["weights"].values()) == pytest.approx(2.0)
+    assert answer["fusion"]["method"] == "convex" and answer["fusion"]["k"] == 0
+    assert answer["fusion"]["weights"] == {"lexical": 0.6, "semantic": 0.4}
     assert answer["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
+    weighted = search(rpc, "kb", "why did we pick sqlite", fusion="confidence")
+    assert weighted["fusion"]["k"] == 20
+    assert sum(weighted["fusion"]["weights"].values()) == pytest.approx(2.0)
+    assert weighted["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
     plain = search(rpc, "kb", "why did we pick sqlite", fusion="rrf")
     assert plain["fusion"] == {"method": "rrf", "k": 60, "weights": {"lexical": 1.0,
                                "semantic": 1.0}, "intent": "question"}  # fmt: skip
@@ -714,6 +738,38 @@ def test_fused_order_and_relevance_follow_the_reported_weights_and_k(fusion_vaul
         assert h["relevance"] == pytest.approx(min(1.0, h["score"] / top_possible), abs=1e-4)
 
 
+def test_convex_order_and_scores_follow_each_stages_scaled_scores(fusion_vault, monkeypatch):
+    """The default fusion recomputed by hand from what each stage handed it (its chunks and raw
+    scores: BM25, cosines) with the shares the answer reports."""
+    seen: dict = {}
+    run = FuseStage.run
+
+    def spy(self, ctx, conn):
+        seen.update(ranked=[(s, list(i)) for s, i in ctx.ranked], signals=dict(ctx.signals))
+        return run(self, ctx, conn)
+
+    monkeypatch.setattr(FuseStage, "run", spy)
+    answer = search(fusion_vault, "kb", "where is the log kept", limit=50)
+    assert (answer["fusion"]["method"], answer["fusion"]["k"]) == ("convex", 0)
+    weights = answer["fusion"]["weights"]
+    assert weights == {"lexical": 0.6, "semantic": 0.4}
+    floors = {"lexical": 0.0, "semantic": 0.2}
+    expected: dict[int, float] = {}
+    for stage, items in seen["ranked"]:
+        scores = seen["signals"][stage]
+        assert len(scores) == len(items) >= 4
+        top = max(scores)
+        for (cid, _), x in zip(items, scores, strict=True):
+            part = weights[stage] * max(0.0, x - floors[stage]) / (top - floors[stage])
+            expected[cid] = expected.get(cid, 0.0) + part
+    got = [h["chunk_id"] for h in answer["hits"]]
+    assert sorted(got) == sorted(expected)
+    assert got == sorted(expected, key=lambda c: (-expected[c], got.index(c)))
+    for h in answer["hits"]:
+        assert h["score"] == pytest.approx(expected[h["chunk_id"]], abs=1e-6)
+        assert h["relevance"] == pytest.approx(min(1.0, expected[h["chunk_id"]]), abs=1e-4)
+
+
 @pytest.mark.parametrize(
     "query, intent",
     [("log*", "prefix"), ('"the audit log"', "phrase"), ("retention 7", "number")],
@@ -726,7 +782,7 @@ def test_a_query_that_names_its_words_is_answered_lexical_first(fusion_vault, qu
     semantic = [h["chunk_id"] for h in search(rpc, "kb", query, stages=["semantic"])["hits"]]
     answer = search(rpc, "kb", query, limit=len(FUSION_NOTES))
     assert answer["fusion"]["intent"] == intent
-    assert answer["fusion"]["weights"] == {"lexical": 2.0, "semantic": 0.0}
+    assert answer["fusion"]["weights"] == {"lexical": 1.0, "semantic": 0.0}
     assert lexical and set(semantic) - set(lexical)  # both stages have something to say
     got = [h["chunk_id"] for h in answer["hits"]]
     assert got == lexical + [c for c in semantic if c not in lexical][: len(got) - len(lexical)]

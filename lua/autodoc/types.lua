@@ -27,8 +27,8 @@
 ---@field skipped table<string, string>
 
 ---@class autodoc.FusionRecord
----@field method string `confidence` (the default) or the spec's plain `rrf`.
----@field k integer
+---@field method string `convex` (the default: scaled scores, fixed shares), `confidence` (weighted RRF) or the spec's plain `rrf`.
+---@field k integer RRF's k; 0 for `convex`.
 ---@field weights table<string, number> Each retrieval stage's weight in this answer.
 ---@field intent "phrase"|"prefix"|"path"|"number"|"identifier"|"question"|"words" What the query looks like: number, identifier, path, phrase and prefix queries are answered lexical-first (semantic hits only below), question and words ones by both.
 

@@ -22,6 +22,7 @@ from . import __version__
 from .dispatcher import Dispatcher
 from .engine import Engine
 from .errors import RpcError
+from .fuse import DEFAULT_FUSION, FUSIONS
 
 EXIT_OK, EXIT_RPC_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -81,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--workspace", "-w", help="the vault's workspace (default: from the folder)")
     ev.add_argument("--stages", help="comma-separated sets: lexical,semantic,hybrid,rerank")
     ev.add_argument("--k", default="3,10", help="recall cut-offs (default 3,10)")
-    ev.add_argument("--fusion", choices=["confidence", "rrf"], help="fusion mode of hybrid sets")
+    ev.add_argument("--fusion", choices=list(FUSIONS), help="fusion mode of hybrid sets")
     ev.add_argument("--options", help="workspace options as JSON, applied before indexing")
     ev.add_argument("--work", help="BEIR: keep the indexed dataset here and reuse it")
     ev.add_argument("--min-recall3", type=float, help="exit 1 when Recall@3 is below this")
@@ -328,7 +329,7 @@ def _eval_head(name: str, split: str, queries: int, args, summary, status) -> di
         "chunks": status["chunks"],
         "model": (status.get("embedding") or {}).get("model", ""),
         "ranker": (status.get("rank") or {}).get("model", ""),
-        "fusion": args.fusion or "confidence",
+        "fusion": args.fusion or DEFAULT_FUSION,
         "index_s": summary["seconds"],
         "embedding": {k: summary["embedding"].get(k) for k in ("embedded", "per_second")},
     }

@@ -1,8 +1,10 @@
-"""Fusion (spec §4): reciprocal rank fusion over the stages that ran, and the per-document cap.
+"""Fusion (spec §4): the stages' rankings as one, and the per-document cap.
 
-Ranks, not scores, are fused: BM25 and cosine live on scales that do not compare. Two modes:
-`rrf`, the spec's plain RRF (k = 60, every stage one vote), and `confidence` (the default),
-RRF whose per-query stage weights say how sure each retriever is (issue 10).
+Three modes. `convex` (the default): each stage's scores scaled between its theoretical floor
+and the query's best, then mixed with fixed shares (Bruch et al., TOIS 2023; issue 21): on every
+visible benchmark split and golden set it is at or above plain RRF. `rrf`: the spec's plain
+reciprocal rank fusion (k = 60, every stage one vote). `confidence`: RRF whose per-query stage
+weights say how sure each retriever is (issue 10); best on CoSQA, behind RRF elsewhere.
 """
 
 from __future__ import annotations
@@ -13,14 +15,20 @@ from dataclasses import dataclass, field
 
 RRF_K = 60
 PER_DOCUMENT = 3
-FUSIONS = ("confidence", "rrf")
-DEFAULT_FUSION = "confidence"
+FUSIONS = ("convex", "confidence", "rrf")
+DEFAULT_FUSION = "convex"
 # Confidence fusion, chosen on all five visible benchmark splits at once (bench/fusion_lab.py,
 # doc/benchmarks/retrieval.md): a flatter k, the semantic vote growing with the top cosine, the
 # lexical vote with how far the best BM25 score stands above the tenth.
 CONFIDENCE_K = 20
 SEMANTIC_SLOPE, SEMANTIC_CENTRE = 8.0, 0.5
 LEXICAL_SLOPE, LEXICAL_CENTRE = 12.0, 0.45
+# Convex fusion (the default), chosen on all five visible benchmark splits and the golden sets
+# at once (bench/fusion_sweep.py, doc/benchmarks/retrieval.md): the semantic stage's share, and
+# each stage's theoretical floor (BM25 starts at 0; with this model a cosine under 0.2 is
+# unrelated text).
+CONVEX_SEMANTIC = 0.4
+CONVEX_FLOORS = {"lexical": 0.0, "semantic": 0.2}
 RETRIEVER_TOP = 50  # candidates each stage hands to fusion
 MAX_READ = 1000  # how deep a stage reads when invisible or filtered chunks starve it
 
@@ -56,6 +64,33 @@ def rrf(
             if f is None:
                 f = fused[chunk_id] = Fused(chunk_id, document_id, ranks=(0,) * len(ranked))
             f.score += weights[n] / (k + rank)
+            f.via.append(stage)
+            f.ranks = (*f.ranks[:n], rank, *f.ranks[n + 1 :])
+    return sorted(fused.values(), key=lambda f: f.tie_key)
+
+
+def convex(
+    ranked: Sequence[tuple[str, Sequence[tuple[int, int]]]],
+    scores: Sequence[Sequence[float]],
+    weights: Sequence[float],
+    floors: Sequence[float],
+) -> list[Fused]:
+    """A convex combination of each stage's scores, each scaled to 0..1 between its theoretical
+    floor (`floors`: 0 for BM25, a cosine's floor) and the query's best score (Bruch et al.'s
+    TM2C2, "An Analysis of Fusion Functions for Hybrid Retrieval", TOIS 2023). A hit one stage
+    did not find scores its floor there. `scores[n]` is aligned with `ranked[n]`'s items;
+    ties: `Fused.tie_key`."""
+    fused: dict[int, Fused] = {}
+    for n, (stage, items) in enumerate(ranked):
+        top = max(scores[n], default=floors[n])
+        span = top - floors[n]
+        pairs = zip(items, scores[n], strict=True)
+        for rank, ((chunk_id, document_id), score) in enumerate(pairs, 1):
+            f = fused.get(chunk_id)
+            if f is None:
+                f = fused[chunk_id] = Fused(chunk_id, document_id, ranks=(0,) * len(ranked))
+            if span > 0:
+                f.score += weights[n] * max(0.0, score - floors[n]) / span
             f.via.append(stage)
             f.ranks = (*f.ranks[:n], rank, *f.ranks[n + 1 :])
     return sorted(fused.values(), key=lambda f: f.tie_key)
@@ -118,24 +153,31 @@ def apply_boosts(hits: list[Fused], tagged: set[int], inbound: dict[int, int]) -
     return sorted(hits, key=lambda f: f.tie_key)
 
 
-def demote_superseded(hits: list[Fused], successor: dict[int, int]) -> dict[int, int]:
-    """Move an older document's hits directly below its successor's when both appear.
+def demote_superseded(
+    hits: list[Fused], successor: dict[int, int], move: bool = True
+) -> dict[int, int]:
+    """Put a successor's hits where its older document's first hit was, when that ranked
+    higher, and the older document's hits directly below them (spec §4: the superseded
+    document's hits go directly below the successor's): a query in the old decision's words
+    gets the decision in force first, the one it replaced right after it.
 
-    `successor`: {old document id: new document id}. Returns {chunk_id: successor document id}
-    for the hits that were moved. The list is changed in place.
+    `successor`: {old document id: new document id}; only pairs that both appear are moved,
+    and none when not `move` (a query that names a document: its number, its words quoted).
+    Returns {chunk_id: successor document id} for the older document's hits. The list is
+    changed in place.
     """
     moved: dict[int, int] = {}
     for old, new in successor.items():
         old_hits = [h for h in hits if h.document_id == old]
-        new_at = [i for i, h in enumerate(hits) if h.document_id == new]
-        if not old_hits or not new_at:
+        new_hits = [h for h in hits if h.document_id == new]
+        if not old_hits or not new_hits:
             continue
-        first_old = next(i for i, h in enumerate(hits) if h.document_id == old)
-        if first_old > new_at[-1]:
-            moved.update((h.chunk_id, new) for h in old_hits)  # already below: just annotate
-            continue
-        rest = [h for h in hits if h.document_id != old]
-        last_new = max(i for i, h in enumerate(rest) if h.document_id == new)
-        hits[:] = rest[: last_new + 1] + old_hits + rest[last_new + 1 :]
         moved.update((h.chunk_id, new) for h in old_hits)
+        position = {h.chunk_id: i for i, h in enumerate(hits)}
+        if not move or position[old_hits[0].chunk_id] > position[new_hits[-1].chunk_id]:
+            continue  # already below
+        first = min(position[old_hits[0].chunk_id], position[new_hits[0].chunk_id])
+        before = hits[:first]
+        after = [h for h in hits[first:] if h.document_id not in (old, new)]
+        hits[:] = before + new_hits + old_hits + after
     return moved

@@ -82,8 +82,10 @@ class StagesRecord(TypedDict):
 @_WIRE
 class FusionRecord(TypedDict):
     method: str
-    """`confidence` (the default) or the spec's plain `rrf`."""
+    """`convex` (the default: scaled scores, fixed shares), `confidence` (weighted RRF) or the
+    spec's plain `rrf`."""
     k: int
+    """RRF's k; 0 for `convex`."""
     weights: dict[str, float]
     """Each retrieval stage's weight in this answer."""
     intent: Intent

@@ -1,6 +1,7 @@
-"""Fusion (spec §4): the retrieval stages' rankings as one, weighted by each stage's confidence
-(or plain RRF), boosted by tags and inbound links, capped per document, superseded documents
-moved below their successors. The arithmetic is `autodoc/fuse.py`."""
+"""Fusion (spec §4): the retrieval stages' rankings as one (a convex combination of their scaled
+scores, confidence-weighted RRF or plain RRF; one stage alone: its own order), boosted by tags
+and inbound links, capped per document, superseded documents below their successors. The
+arithmetic is `autodoc/fuse.py`."""
 
 from __future__ import annotations
 
@@ -24,12 +25,18 @@ class FuseStage(StageDefaults):
         assert conn is not None
         stages = [stage for stage, _ in ctx.ranked]
         both = stages == ["lexical", "semantic"]
-        if both and ctx.intent in LEXICAL_FIRST and ctx.ranked[0][1]:
-            # The query names the words the answer holds: the lexical order stands, and a hit
-            # only meaning found comes below every hit the words found.
-            weights: tuple[float, ...] = (2.0, 0.0)
-            k = fuse.CONFIDENCE_K if ctx.options.fusion == "confidence" else fuse.RRF_K
-        elif both and ctx.options.fusion == "confidence":
+        # The query names the words the answer holds: the lexical order stands, and a hit only
+        # meaning found comes below every hit the words found.
+        lexical_first = both and ctx.intent in LEXICAL_FIRST and bool(ctx.ranked[0][1])
+        method = ctx.options.fusion
+        if both and method == "convex":
+            share = 0.0 if lexical_first else fuse.CONVEX_SEMANTIC
+            weights: tuple[float, ...] = (1 - share, share)
+            k = 0
+        elif lexical_first:
+            weights = (2.0, 0.0)
+            k = fuse.CONFIDENCE_K if method == "confidence" else fuse.RRF_K
+        elif both and method == "confidence":
             weights = fuse.confidence_weights(
                 ctx.signals.get("lexical", []), ctx.signals.get("semantic", [])
             )
@@ -37,12 +44,17 @@ class FuseStage(StageDefaults):
         else:
             weights, k = tuple(1.0 for _ in stages), fuse.RRF_K
         ctx.fusion = protocol.FusionRecord(
-            method=ctx.options.fusion,
+            method=method if both else "rrf",
             k=k,
             weights={s: round(w, 4) for s, w in zip(stages, weights, strict=True)},
             intent=ctx.intent,
         )
-        fused = fuse.rrf(ctx.ranked, k, weights)
+        if k == 0:
+            signals = [ctx.signals.get(s, []) for s in stages]
+            floors = [fuse.CONVEX_FLOORS[s] for s in stages]
+            fused = fuse.convex(ctx.ranked, signals, weights, floors)
+        else:
+            fused = fuse.rrf(ctx.ranked, k, weights)
         docs = sorted({f.document_id for f in fused})
         info = store.boost_facts(conn, docs)
         words = {t for item in ctx.query.items for t in analyze(item.text)}
@@ -54,7 +66,9 @@ class FuseStage(StageDefaults):
             demote = ctx.ws.options["demote_superseded"]
         if demote:
             pairs = store.successors(conn, docs)
-            ctx.moved = fuse.demote_superseded(fused, {o: n for o, n in pairs if n in info})
+            successor = {o: n for o, n in pairs if n in info}
+            # a query that names a document (its number, a quoted phrase) gets that document
+            ctx.moved = fuse.demote_superseded(fused, successor, ctx.intent not in LEXICAL_FIRST)
         ctx.fused = fused
         return None
 
