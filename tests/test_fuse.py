@@ -90,6 +90,14 @@ def test_convex_scores_below_the_floor_count_zero_and_a_flat_stage_adds_nothing(
     assert [f.chunk_id for f in fused] == [1, 2, 3]  # ties: the lexical rank first
 
 
+def test_convex_keeps_a_stages_own_order_when_a_later_pass_scores_higher():
+    # the number pass's document, then an any-word hit whose raw BM25 is higher
+    ranked = [("lexical", [(1, 1), (2, 2), (3, 3)]), ("semantic", [])]
+    fused = fuse.convex(ranked, [[3.0, 9.0, 1.5], []], weights=[1.0, 0.0], floors=[0.0, 0.2])
+    assert [f.chunk_id for f in fused] == [1, 2, 3]
+    assert [f.score for f in fused] == pytest.approx([1.0, 1.0, 0.5])
+
+
 def test_link_factor_values():
     assert fuse.link_factor(0) == 1.0
     assert fuse.link_factor(-3) == 1.0

@@ -9,6 +9,7 @@ weights say how sure each retriever is (issue 10); best on CoSQA, behind RRF els
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -78,13 +79,18 @@ def convex(
     """A convex combination of each stage's scores, each scaled to 0..1 between its theoretical
     floor (`floors`: 0 for BM25, a cosine's floor) and the query's best score (Bruch et al.'s
     TM2C2, "An Analysis of Fusion Functions for Hybrid Retrieval", TOIS 2023). A hit one stage
-    did not find scores its floor there. `scores[n]` is aligned with `ranked[n]`'s items;
-    ties: `Fused.tie_key`."""
+    did not find scores its floor there. `scores[n]` is aligned with `ranked[n]`'s items.
+
+    A stage's own order stands: a score is capped at the one above it. The lexical stage lists
+    the documents a query's number names, then the chunks holding every word, then those
+    holding some, each pass by BM25; a later pass's raw score may be higher, never its place.
+    Ties: `Fused.tie_key`."""
     fused: dict[int, Fused] = {}
     for n, (stage, items) in enumerate(ranked):
-        top = max(scores[n], default=floors[n])
+        capped = list(itertools.accumulate(scores[n], min))
+        top = capped[0] if capped else floors[n]
         span = top - floors[n]
-        pairs = zip(items, scores[n], strict=True)
+        pairs = zip(items, capped, strict=True)
         for rank, ((chunk_id, document_id), score) in enumerate(pairs, 1):
             f = fused.get(chunk_id)
             if f is None:
