@@ -9,8 +9,8 @@ BEIR set and Recall@3 / Recall@1 per golden set for each setting, and the worst 
 the better of plain RRF and the best single stage.
 
     python bench/fusion_sweep.py --beir-root /tmp/gold/beir \
-        --golden adr=/tmp/gold/adr-store/autodoc.db:bench:../shared/corpora/adr \
-        --golden dendron=/tmp/gold/dendron-store/autodoc.db:dendron:../shared/corpora/dendron-site
+        --golden adr=/tmp/gold/adr-store/autodoc.db:bench \
+        --golden dendron=/tmp/gold/dendron-store/autodoc.db:dendron --alphas 0.3,0.4,0.5
 """
 
 from __future__ import annotations
@@ -32,17 +32,16 @@ DATASETS = ["scifact", "emanual", "cosqa", "gorilla-huggingface", "gorilla-torch
 GOLDEN_FILES = {"adr": "adr.jsonl", "dendron": "dendron.jsonl", "cpp": "cpp-docs.jsonl"}
 
 
-def settings(alphas: list[float], tempers: list[float], floors: list[float]):
+def settings(alphas: list[float], floors: list[float]):
     """(label, fusion, {module constant: value}) for every setting swept, after the baselines:
     plain RRF, the confidence fusion, each stage alone."""
     yield "rrf k=60", "rrf", {}
     yield "confidence", "confidence", {}
     yield "lexical alone", "lexical", {}
     yield "semantic alone", "semantic", {}
-    for a, t, f in itertools.product(alphas, tempers, floors):
-        consts = {"CONVEX_SEMANTIC": a, "CONVEX_TEMPER": t,
-                  "CONVEX_FLOORS": {"lexical": 0.0, "semantic": f}}  # fmt: skip
-        yield f"convex α={a} temper={t} floor={f}", "convex", consts
+    for a, f in itertools.product(alphas, floors):
+        consts = {"CONVEX_SEMANTIC": a, "CONVEX_FLOORS": {"lexical": 0.0, "semantic": f}}
+        yield f"convex α={a}, cosine floor {f}", "convex", consts
 
 
 def _wrap(plan) -> None:
@@ -92,7 +91,7 @@ def beir_target(root: Path, bench: Path, name: str) -> Target:
 
 def golden_target(spec: str) -> Target:
     label, rest = spec.split("=", 1)
-    db, workspace, _vault = rest.split(":", 2)
+    db, workspace = rest.rsplit(":", 1)
     queries = golden.load(REPO / "bench" / "golden" / GOLDEN_FILES[label])
 
     def run(t: Target, fusion: str) -> dict[str, float]:
@@ -109,10 +108,11 @@ def main() -> int:
     ap.add_argument("--beir-root", type=Path)
     ap.add_argument("--bench", type=Path, default=REPO.parent / "shared" / "bench")
     ap.add_argument("--datasets", default=",".join(DATASETS))
-    ap.add_argument("--golden", action="append", default=[], help="LABEL=DB:WORKSPACE:VAULT")
-    ap.add_argument("--alphas", default="0.3,0.4,0.5,0.6,0.7")
-    ap.add_argument("--tempers", default="0.0")
-    ap.add_argument("--floors", default="0.0")
+    ap.add_argument(
+        "--golden", action="append", default=[], help="LABEL=DB:WORKSPACE (adr, dendron, cpp)"
+    )
+    ap.add_argument("--alphas", default="0.3,0.4,0.5,0.6,0.7", help="the semantic shares")
+    ap.add_argument("--floors", default="0.0,0.2", help="the cosine floors")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     targets = []
@@ -120,11 +120,10 @@ def main() -> int:
         targets += [beir_target(args.beir_root, args.bench, n) for n in args.datasets.split(",")]
     targets += [golden_target(g) for g in args.golden]
     alphas = [float(a) for a in args.alphas.split(",")]
-    tempers = [float(t) for t in args.tempers.split(",")]
     floors = [float(f) for f in args.floors.split(",")]
     rows: dict[str, dict[str, dict[str, float]]] = {}
-    defaults = {k: getattr(fuse, k) for k in ("CONVEX_SEMANTIC", "CONVEX_TEMPER", "CONVEX_FLOORS")}
-    for label, fusion, consts in settings(alphas, tempers, floors):
+    defaults = {k: getattr(fuse, k) for k in ("CONVEX_SEMANTIC", "CONVEX_FLOORS")}
+    for label, fusion, consts in settings(alphas, floors):
         t0 = time.perf_counter()
         for k, v in {**defaults, **consts}.items():
             setattr(fuse, k, v)

@@ -88,15 +88,16 @@ def convex(
     fused: dict[int, Fused] = {}
     for n, (stage, items) in enumerate(ranked):
         capped = list(itertools.accumulate(scores[n], min))
-        top = capped[0] if capped else floors[n]
-        span = top - floors[n]
+        floor = floors[n]
+        top = capped[0] if capped else floor
+        span = top - floor
         pairs = zip(items, capped, strict=True)
         for rank, ((chunk_id, document_id), score) in enumerate(pairs, 1):
             f = fused.get(chunk_id)
             if f is None:
                 f = fused[chunk_id] = Fused(chunk_id, document_id, ranks=(0,) * len(ranked))
             if span > 0:
-                f.score += weights[n] * max(0.0, score - floors[n]) / span
+                f.score += weights[n] * max(0.0, score - floor) / span
             f.via.append(stage)
             f.ranks = (*f.ranks[:n], rank, *f.ranks[n + 1 :])
     return sorted(fused.values(), key=lambda f: f.tie_key)
