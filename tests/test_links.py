@@ -140,6 +140,8 @@ def test_a_targeted_run_resolves_links_as_a_full_run_would(engine, vault):
         ("Status: Supersedes [ADR 9](0009.md)", "supersedes"),
         ("These IP ranges have been superseded by [ADR 9](0009.md)", ""),  # part of a record
         ("Supersession policy: see [ADR 9](0009.md)", ""),
+        ("Superseded decisions are kept in [the archive](0009.md)", ""),  # not this record
+        ("⌛️ Superseded: [ADR 9](0009.md)", "superseded_by"),
     ],
 )
 def test_a_line_that_says_the_record_is_superseded(line, relation):

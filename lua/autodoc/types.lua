@@ -27,7 +27,7 @@
 ---@field skipped table<string, string>
 
 ---@class autodoc.FusionRecord
----@field method string `convex` (the default: scaled scores, fixed shares), `confidence` (weighted RRF) or the spec's plain `rrf`.
+---@field method string `convex` (the default: scaled scores, fixed shares), `confidence` (weighted RRF) or the spec's plain `rrf`; one stage alone is `rrf` with weight 1 (its own order).
 ---@field k integer RRF's k; 0 for `convex`.
 ---@field weights table<string, number> Each retrieval stage's weight in this answer.
 ---@field intent "phrase"|"prefix"|"path"|"number"|"identifier"|"question"|"words" What the query looks like: number, identifier, path, phrase and prefix queries are answered lexical-first (semantic hits only below), question and words ones by both.

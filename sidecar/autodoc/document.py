@@ -63,11 +63,11 @@ SUPERSEDE_FIELDS = {
 
 # Part of every document's chunk fingerprint: bump when what is read from a document (links,
 # their relations, tags) changes, so every document is read again once.
-READING_FORMAT = "links=2"
+READING_FORMAT = "links=3"
 
 _SUPERSEDED_BY = re.compile(
     r"^\W*(?:status\W*)?(?:this (?:decision|adr|record|document) (?:is|was|has been) [*_]*)?"
-    r"superseded\b(?:\s*\([^)]*\))?(?:[ -]by\b)?",
+    r"superseded\b(?:\s*\([^)]*\))?(?:[ -]by\b|\s*:?\s*(?=\[))",  # "by", or a link next
     re.I,
 )
 _SUPERSEDES = re.compile(r"^\W*(?:status\W*)?supersedes\b", re.I)

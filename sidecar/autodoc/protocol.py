@@ -83,7 +83,7 @@ class StagesRecord(TypedDict):
 class FusionRecord(TypedDict):
     method: str
     """`convex` (the default: scaled scores, fixed shares), `confidence` (weighted RRF) or the
-    spec's plain `rrf`."""
+    spec's plain `rrf`; one stage alone is `rrf` with weight 1 (its own order)."""
     k: int
     """RRF's k; 0 for `convex`."""
     weights: dict[str, float]
