@@ -353,19 +353,31 @@ def test_trailing_stubs_merge_back_into_the_last_section():
     assert chunks[0].text.rstrip().endswith("(https://kafka.apache.org/)")
 
 
-def test_a_document_of_metadata_only_keeps_its_chunk():
-    _, chunks = chunks_of(
-        """
+def test_a_document_of_metadata_only_keeps_its_chunks_under_the_first_stubs_crumb():
+    text = """
         # Note
 
         | Metadata | Value      |
         |----------|------------|
         | Date     | 2021-08-11 |
-        | Status   | Deprecated |
+
+        ## Status
+
+        Deprecated
         """
-    )
+    data, chunks = chunks_of(text)
     assert len(chunks) == 1 and chunks[0].breadcrumb == "Note"
-    assert "Deprecated" in chunks[0].text
+    assert "2021-08-11" in chunks[0].text and "Deprecated" in chunks[0].text
+    data, small = chunks_of(text, tokens=10)  # over the budget: cut like any section
+    assert_spans_exact(data, small)
+    assert len(small) > 1 and {c.breadcrumb for c in small} == {"Note"}
+
+
+def test_text_before_the_first_heading_is_a_stub_only_if_all_of_it_is_metadata():
+    _, chunks = chunks_of("Some prose before the title.\n\nDate: 2019-01-08\n\n# T\n\nBody.\n")
+    assert [c.text.split("\n")[0] for c in chunks] == ["Some prose before the title.", "# T"]
+    _, chunks = chunks_of("Date: 2019-01-08\n\n# T\n\nBody.\n")
+    assert len(chunks) == 1 and chunks[0].text.startswith("Date: 2019-01-08")
 
 
 @pytest.mark.parametrize(
@@ -378,6 +390,11 @@ def test_a_document_of_metadata_only_keeps_its_chunk():
         ("Use Kafka", "**Date:** 2019-01-08\n**Deciders:** Ada, Grace"),
         ("Use Kafka", "| Metadata | Value |\n|---|---|\n| Author | @ada |\n| Tags | infra |"),
         ("Screenshot", "![the picker](img/picker.png)"),
+        ("Use Kafka", "| **Author** | @ada |\n| __Status__ | Accepted |"),  # bold keys
+        ("Use Kafka", "__Date__: 2019-01-08\n**Superseded by**: [ADR 9](0009-x.md)"),
+        ("Status", "Rejected in favour of ADR 111"),  # six words: still a status
+        ("Changelog", "\n".join(f"- 2020-01-{n:02}: draft" for n in range(1, 13))),  # 12 lines
+        ("Tags", "- " + "x" * 598),  # 600 bytes
         ("See also", "[Message Maps](message-maps.md)"),
     ],
 )
@@ -394,6 +411,8 @@ def test_metadata_bodies_are_stubs(heading, body):
         ("Consequences", "The frontend load balancer can be removed."),
         ("Options", "| Flag | Meaning |\n|---|---|\n| /O1 | small code |"),
         ("Status", "\n".join(f"- line {n}" for n in range(13))),  # too long to be a stub
+        ("Tags", "- " + "x" * 599),  # 601 bytes
+        ("Status", "Rejected in favour of ADR 111 and 112"),  # a sentence
         ("Deadline", "    ADR76_DEADLINE: 2022-10-05T00:00:00Z"),
         ("Empty", ""),
     ],
