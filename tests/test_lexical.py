@@ -349,6 +349,15 @@ def test_chinese_japanese_and_korean_words_are_found_inside_runs(cjk, query, pat
         assert answer["missing"] == [] and answer["confidence"] == "high"
 
 
+def test_a_cjk_word_is_marked_inside_its_run(cjk):
+    hit = cjk.call("search.query", ["kb", "数据库 简单", {"stages": ["lexical"]}])["hits"][0]
+    marked = [hit["snippet"][a:b] for a, b in hit["highlights"]]
+    assert marked == ["数据库", "简单"]
+    hit = cjk.call("search.query", ["kb", "エンジン 検索", {"stages": ["lexical"]}])["hits"][0]
+    assert "全文検索エンジンを" in hit["snippet"]
+    assert [hit["snippet"][a:b] for a, b in hit["highlights"]] == ["検索", "エンジン"]  # in order
+
+
 def test_a_cjk_word_found_nowhere_is_missing(cjk):
     answer = cjk.call("search.query", ["kb", "数据仓库", {"stages": ["lexical"]}])
     assert answer["hits"] == [] and answer["missing"] == ["数据仓库"]

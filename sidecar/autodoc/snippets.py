@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-from .lexical import UNSTEMMED, analyze
+from .lexical import UNSTEMMED, analyze, cjk_runs
 from .query import ParsedQuery
 
 SNIPPET_CHARS = 220
@@ -15,7 +15,9 @@ _WORD = re.compile(r"\w+")
 
 
 class TermMatcher:
-    """Which words of a text match the query: stemmed words, or the trailing prefix."""
+    """Which words of a text match the query: stemmed words, or the trailing prefix; and a
+    query's Chinese, Japanese or Korean words wherever they occur, since a run of such text
+    has no spaces between its words (`数据库` inside `我们选择了数据库检索方案`)."""
 
     def __init__(self, query: ParsedQuery) -> None:
         self.matches = _term_matcher(query)
@@ -26,11 +28,33 @@ class TermMatcher:
             if heads
             else None
         )
+        runs = {run for item in query.items for run in cjk_runs(item.text)}
+        self.cjk = (
+            re.compile("|".join(map(re.escape, sorted(runs, key=lambda r: (-len(r), r)))))
+            if runs
+            else None
+        )
 
     def spans(self, text: str, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int]]:
+        """Matched spans in order, none overlapping."""
+        stop = len(text) if end is None else end
+        words = self._words(text, start, stop)
+        if self.cjk is None:
+            yield from words
+            return
+        found = sorted(
+            [*words, *((m.start(), m.end()) for m in self.cjk.finditer(text, start, stop))]
+        )
+        last = start
+        for a, b in found:
+            if a >= last:
+                yield a, b
+                last = b
+
+    def _words(self, text: str, start: int, stop: int) -> Iterator[tuple[int, int]]:
         if self.candidates is None:
             return
-        for m in self.candidates.finditer(text, start, len(text) if end is None else end):
+        for m in self.candidates.finditer(text, start, stop):
             word = _WORD.match(text, m.start())
             if word and self.matches(word.group()):
                 yield word.start(), word.end()
