@@ -639,3 +639,10 @@ def test_the_filters_own_scan_keeps_exactly_the_nearest_sign_codes(tmp_path, mon
             assert hamming != sorted(hamming) and truncated is False
         finally:
             engine.close()
+
+
+def test_a_query_without_words_embeds_nothing_and_finds_nothing(sem):
+    engine, _ = sem
+    for stages in (["semantic"], ["lexical", "semantic"]):
+        answer = engine.search("v", "*** !!!", {"stages": stages})
+        assert answer["hits"] == [] and "embed_ms" not in answer["timings"], stages
