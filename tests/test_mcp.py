@@ -97,6 +97,13 @@ def wait_until(check, timeout: float = WAIT_S, every: float = 0.2):
         time.sleep(every)
 
 
+def first_state(session, key: str):
+    """The first workspace's `key`, or None while the server has not added its folder yet (a
+    status asked for right after the start may list no workspace)."""
+    workspaces = session.ok("status")["workspaces"]
+    return workspaces[0][key] if workspaces else None
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     base = tmp_path_factory.mktemp("mcp")
@@ -104,8 +111,8 @@ def served(tmp_path_factory):
     shutil.copytree(API_VAULT, root)
     db = base / "store" / "autodoc.db"
     session = McpSession(["--db", str(db), "mcp", str(root)], cwd=base)
-    wait_until(lambda: session.ok("status")["workspaces"][0]["indexing"] == "ready")
-    wait_until(lambda: session.ok("status")["workspaces"][0]["semantic"] == "ready")
+    wait_until(lambda: first_state(session, "indexing") == "ready")
+    wait_until(lambda: first_state(session, "semantic") == "ready")
     yield session, root, db
     session.close()
 
@@ -284,7 +291,7 @@ def test_a_file_found_stale_is_reindexed_without_a_watcher(tmp_path):
     args = ["--db", str(tmp_path / "store" / "autodoc.db"), "mcp", "--no-watch", str(root)]
     session = McpSession(args, cwd=tmp_path)
     try:
-        wait_until(lambda: session.ok("status")["workspaces"][0]["indexing"] == "ready")
+        wait_until(lambda: first_state(session, "indexing") == "ready")
         query = {"query": "passkey challenge", "stages": ["lexical"]}
         assert session.ok("search", query)["hits"][0]["path"] == "api/auth.md"
         (root / "api" / "auth.md").write_text("# Auth\n\n## Tokens\n\nzebracorn rotation.\n")
