@@ -8,16 +8,14 @@ import pytest
 from autodoc.confidence import FAR_COSINE, NEAR_COSINE, content_words, level
 from autodoc.query import parse_query
 
-from .conftest import write
+from .conftest import lexical_workspace, write
 
 
 @pytest.fixture
 def kb(rpc, vault):
     write(vault, "adr/0001-kafka.md", "# Use Kafka\n\nEvents go through Kafka; retries back off.\n")
     write(vault, "adr/0002-postgres.md", "# Use Postgres\n\nOne database for the orders.\n")
-    rpc.call("workspace.add", ["kb", str(vault)])
-    rpc.call("workspace.configure", ["kb", {"embedding": "none"}])
-    rpc.call("index.run", ["kb"])
+    lexical_workspace(rpc, vault, "kb")
     return rpc
 
 

@@ -22,7 +22,7 @@ from autodoc.errors import RpcError
 from autodoc.facets import SchemaError, parse_schema
 from autodoc.query import FacetToken, parse_query
 
-from .conftest import REPO, corpus, corpus_workspace, write
+from .conftest import REPO, corpus, corpus_workspace, lexical_workspace, write
 
 ADR_SCHEMA = REPO / "tests" / "fixtures" / "adr-frontmatter.yaml"
 
@@ -171,9 +171,7 @@ def kb(rpc, vault):
     write(vault, "notes/meeting.md", "---\ntype: meeting\nstatus: held\n---\n# Sync\n\nLease "
           "recovery was discussed. #ops\n")  # fmt: skip
     write(vault, "notes/plain.md", "# Plain\n\nLease recovery without any frontmatter.\n")
-    rpc.call("workspace.add", ["kb", str(vault)])
-    rpc.call("workspace.configure", ["kb", {"embedding": "none"}])
-    rpc.call("index.run", ["kb"])
+    lexical_workspace(rpc, vault, "kb")
     return rpc
 
 

@@ -10,7 +10,7 @@ from autodoc.errors import INVALID_PARAMS, UNSUPPORTED, RpcError
 from autodoc.lexical import FIELD_WEIGHTS
 from autodoc.query import parse_query
 
-from .conftest import write
+from .conftest import lexical_workspace, write
 
 
 @pytest.fixture
@@ -106,9 +106,7 @@ def test_the_same_words_score_higher_in_a_title_than_in_a_body(rpc, vault):
     write(vault, "d.md", "---\ntitle: Plain\n---\nAbout the storage decision here.\n")
     write(vault, "e.md", "---\ntitle: Tagged\ntags: [billing]\n---\nMonthly runs of jobs.\n")
     write(vault, "f.md", "---\ntitle: Untagged\n---\nMonthly billing runs of jobs.\n")
-    rpc.call("workspace.add", ["kb", str(vault)])
-    rpc.call("workspace.configure", ["kb", {"embedding": "none"}])
-    rpc.call("index.run", ["kb"])
+    lexical_workspace(rpc, vault, "kb")
     for query, structural, body in (
         ("quota policy", "a.md", "b.md"),  # title
         ("storage decision", "c.md", "d.md"),  # alias
@@ -283,9 +281,7 @@ def records(rpc, vault):
     write(vault, "other/queue_retention.md", "# Retention\n\nHow long events are kept.\n")
     for c in "abcdefgh":
         write(vault, f"filler/note-{c}.md", f"# Note {c}\n\nUnrelated text about {c}.\n")
-    rpc.call("workspace.add", ["kb", str(vault)])
-    rpc.call("workspace.configure", ["kb", {"embedding": "none"}])
-    rpc.call("index.run", ["kb"])
+    lexical_workspace(rpc, vault, "kb")
     return rpc
 
 
@@ -323,9 +319,7 @@ def cjk(rpc, vault):
     write(vault, "ja.md", "# 検索エンジン\n\n全文検索エンジンを使うことにした。\n")
     write(vault, "ko.md", "# 저장소\n\n데이터베이스를 하나만 사용한다.\n")
     write(vault, "en.md", "# Storage\n\nWe picked one database for search.\n")
-    rpc.call("workspace.add", ["kb", str(vault)])
-    rpc.call("workspace.configure", ["kb", {"embedding": "none"}])
-    rpc.call("index.run", ["kb"])
+    lexical_workspace(rpc, vault, "kb")
     return rpc
 
 

@@ -9,7 +9,7 @@ import pytest
 from autodoc.errors import RpcError
 from autodoc.rerank import HttpRanker, RankFailed
 
-from .conftest import write
+from .conftest import lexical_workspace, write
 from .fake_rankers import FakeRanker, tiny_cross_encoder
 
 ANIMALS = {
@@ -25,9 +25,7 @@ def kb(rpc, vault):
         write(vault, f"plain-{i:02d}.md", f"# Plain {i}\n\nsavanna savanna savanna note {i}.\n")
     for rel, text in ANIMALS.items():
         write(vault, rel, text)
-    rpc.call("workspace.add", ["kb", str(vault)])
-    rpc.call("workspace.configure", ["kb", {"embedding": "none"}])
-    rpc.call("index.run", ["kb"])
+    lexical_workspace(rpc, vault, "kb")
     return rpc
 
 

@@ -18,7 +18,14 @@ from autodoc.semantic import collect_unused, fill
 from autodoc.stages.fuse import FuseStage
 from autodoc.store import read_epochs
 
-from .conftest import EXAMPLE_VAULT, STAGE_SETS, corpus, fake_openai_engine, write
+from .conftest import (
+    EXAMPLE_VAULT,
+    STAGE_SETS,
+    corpus,
+    fake_openai_engine,
+    lexical_workspace,
+    write,
+)
 from .fake_openai import FakeOpenAI
 
 
@@ -158,9 +165,7 @@ def test_an_interrupted_fill_resumes_without_recomputing(rpc, vault, monkeypatch
     monkeypatch.setattr(semantic, "FILL_BATCH", 32)  # several transactions for 150 texts
     for i in range(5):
         write(vault, f"n{i}.md", "".join(f"## S{j}\nnote {i} section {j}\n\n" for j in range(30)))
-    rpc.call("workspace.add", ["kb", str(vault)])
-    rpc.call("workspace.configure", ["kb", {"embedding": "none"}])
-    rpc.call("index.run", ["kb"])
+    lexical_workspace(rpc, vault, "kb")
     store = rpc.engine.store
     ws = store.set_options(rpc.engine.workspace("kb"), {"embedding": {"provider": "bundled"}})
     # a fill stopped after its first batch, as a killed process would leave it
@@ -280,9 +285,7 @@ def test_boosts():
 def test_tag_boost_in_a_real_answer(rpc, vault):
     write(vault, "tagged.md", "---\ntags: [billing]\n---\n# Invoices\n\nMonthly billing runs.\n")
     write(vault, "plain.md", "# Invoices too\n\nMonthly billing runs.\n")
-    rpc.call("workspace.add", ["kb", str(vault)])
-    rpc.call("workspace.configure", ["kb", {"embedding": "none"}])
-    rpc.call("index.run", ["kb"])
+    lexical_workspace(rpc, vault, "kb")
     hits = search(rpc, "kb", "billing")["hits"]
     assert hits[0]["path"] == "tagged.md"
     assert hits[0]["score"] == pytest.approx(1.2 / 61, rel=1e-3)
@@ -331,9 +334,7 @@ def test_superseded_demotion_on_real_adrs(rpc):
 @pytest.mark.corpus
 def test_the_decision_in_force_comes_first_for_the_old_decisions_words(rpc):
     root = corpus("adr") / "ministryofjustice__modernisation-platform"
-    rpc.call("workspace.add", ["mp", str(root)])
-    rpc.call("workspace.configure", ["mp", {"embedding": "none"}])
-    rpc.call("index.run", ["mp"])
+    lexical_workspace(rpc, root, "mp")
     old = "architecture-decision-record/0004-use-bash-node-python-as-core-languages.md"
     # 0004's status line: "⌛️ Superseded [0019](0019-use-bash-go-as-core-languages.md)"
     new = "architecture-decision-record/0019-use-bash-go-as-core-languages.md"

@@ -29,7 +29,8 @@ class FuseStage(StageDefaults):
         # meaning found comes below every hit the words found.
         lexical_first = both and ctx.intent in LEXICAL_FIRST and bool(ctx.ranked[0][1])
         method = ctx.options.fusion
-        if both and method == "convex":
+        convex = both and method == "convex"
+        if convex:
             share = 0.0 if lexical_first else fuse.CONVEX_SEMANTIC
             weights: tuple[float, ...] = (1 - share, share)
             k = 0
@@ -49,7 +50,7 @@ class FuseStage(StageDefaults):
             weights={s: round(w, 4) for s, w in zip(stages, weights, strict=True)},
             intent=ctx.intent,
         )
-        if k == 0:
+        if convex:
             signals = [ctx.signals.get(s, []) for s in stages]
             floors = [fuse.CONVEX_FLOORS[s] for s in stages]
             fused = fuse.convex(ctx.ranked, signals, weights, floors)
