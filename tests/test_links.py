@@ -74,13 +74,11 @@ def test_resolution_and_inbound_counts(engine, vault):
 def _link_state(engine):
     got, inbound = links(engine)
     with engine.store.snapshot() as conn:
-        pairs = sorted(
-            conn.execute(
-                "SELECT o.path, n.path FROM supersessions s JOIN documents o ON o.id = s.old_id"
-                " JOIN documents n ON n.id = s.new_id"
-            ).fetchall()
-        )
-    return got, inbound, [tuple(p) for p in pairs]
+        pairs = conn.execute(
+            "SELECT o.path, n.path FROM supersessions s JOIN documents o ON o.id = s.old_id"
+            " JOIN documents n ON n.id = s.new_id"
+        ).fetchall()
+    return got, inbound, sorted(tuple(p) for p in pairs)
 
 
 def test_a_targeted_run_resolves_links_as_a_full_run_would(engine, vault):
@@ -109,6 +107,9 @@ def test_a_targeted_run_resolves_links_as_a_full_run_would(engine, vault):
         ("notes/m.md", "# M\n\n[[Renamed]] and [[0003]].\n"),  # new source
         ("adr/0002.md", "# Second\n\nNo longer superseded.\n"),  # the relation goes
         ("adr/0004.md", "---\naliases: [the first]\n---\n# Fourth\n"),  # takes over an alias
+        ("adr/0005.md", "# Five\n\nSuperseded by ADR-6.\n"),  # a record link, unresolved
+        ("adr/0006-new.md", "# Six\n"),  # record 6 appears: 0005 is superseded
+        ("adr/0006-dup.md", "# Six again\n"),  # two records 6: the pair goes
     ]
     for rel, text in steps:
         write(vault, rel, text)
@@ -120,6 +121,7 @@ def test_a_targeted_run_resolves_links_as_a_full_run_would(engine, vault):
     assert resolved[("notes/n.md", "First")] is None
     assert resolved[("notes/n.md", "Third")] == "adr/0003.md"
     assert inbound["adr/0003.md"] == 2 and pairs == []
+    assert resolved[("adr/0005.md", "6")] is None  # two records 6
     write(vault, "adr/0002.md", "# Second\n\nSuperseded by [[0003]].\n")
     engine.index_paths("v", ["adr/0002.md"])
     assert check()[2] == [("adr/0002.md", "adr/0003.md")]
@@ -130,20 +132,85 @@ def test_a_targeted_run_resolves_links_as_a_full_run_would(engine, vault):
 
 
 @pytest.mark.parametrize(
-    ("line", "relation"),
+    ("line", "relation", "records"),
     [
-        ("Superseded by [ADR 9](0009.md)", "superseded_by"),
-        ("⌛️ Superseded by [036. Multi-cluster](0009.md)", "superseded_by"),
-        ("⌛️ Superseded [0019](0009.md)", "superseded_by"),  # a status without "by"
-        ("Superseded (as never implemented) by [ADR 9](0009.md)", "superseded_by"),
-        ("> This decision is **superseded by [ADR-9](0009.md)**.", "superseded_by"),
-        ("Status: Supersedes [ADR 9](0009.md)", "supersedes"),
-        ("These IP ranges have been superseded by [ADR 9](0009.md)", ""),  # part of a record
-        ("Supersession policy: see [ADR 9](0009.md)", ""),
-        ("Superseded decisions are kept in [the archive](0009.md)", ""),  # not this record
-        ("⌛️ Superseded: [ADR 9](0009.md)", "superseded_by"),
+        ("Superseded by [ADR 9](0009.md)", "superseded_by", ["9"]),
+        ("⌛️ Superseded by [036. Multi-cluster](0009.md)", "superseded_by", ["36"]),
+        ("⌛️ Superseded [0019](0009.md)", "superseded_by", ["19"]),  # a status without "by"
+        ("Superseded (as never implemented) by [ADR 9](0009.md)", "superseded_by", ["9"]),
+        ("> This decision is **superseded by [ADR-9](0009.md)**.", "superseded_by", ["9"]),
+        ("Status: Supersedes [ADR 9](0009.md)", "supersedes", ["9"]),
+        ("These IP ranges have been superseded by [ADR 9](0009.md)", "", []),  # part of a record
+        ("Supersession policy: see [ADR 9](0009.md)", "", []),
+        ("Superseded decisions are kept in [the archive](0009.md)", "", []),  # not this record
+        ("⌛️ Superseded: [ADR 9](0009.md)", "superseded_by", ["9"]),
     ],
 )
-def test_a_line_that_says_the_record_is_superseded(line, relation):
+def test_a_line_that_says_the_record_is_superseded(line, relation, records):
     doc = parse_document(f"# Old\n\n{line}\n".encode(), "adr/0001.md")
-    assert [(ln.target, ln.relation) for ln in doc.links] == [("0009.md", relation)]
+    assert [(ln.target, ln.relation) for ln in doc.links if ln.kind == "md"] == [
+        ("0009.md", relation)
+    ]
+    assert [(ln.target, ln.relation, ln.line) for ln in doc.links if ln.kind == "record"] == [
+        (n, relation, 3) for n in records
+    ]
+
+
+BY = "superseded_by"
+
+
+@pytest.mark.parametrize(
+    ("text", "records"),
+    [
+        ("Superseded (as never implemented) by [ADR 32](/adr/32)", [("32", "superseded_by")]),
+        ("Superseded by [ADR 23](/adr/23), [ADR 26](/adr/26)", [("23", BY), ("26", BY)]),
+        ("Superseded by ADR-0032 (no link at all)", [("32", "superseded_by")]),
+        ("[ADR-293](/adr/ADR-293) superseded by the new client", []),  # not a status line
+        ("superseded by release 1.5", []),  # no record named
+        ("---\nstatus: superseded by ADR-0057\n---\n", [("57", "superseded_by")]),
+        ("---\nstatus: accepted; supersedes ADR-0045\n---\n", [("45", "supersedes")]),
+        ("---\nstatus: Accepted\nreason: see ADR-3\n---\n", []),
+        ("---\nsuperseded_by: 57\n---\n", [("57", "superseded_by")]),
+        ("---\nstatus: Deprecated\ndeprecated-reason: Gone, see ADR-293.\n---\n", [("293", BY)]),
+        ("---\nstatus: true\nreplaced_by: [ADR-7, 8]\n---\n", [("7", "superseded_by")]),
+    ],
+)  # fmt: skip
+def test_a_record_named_by_number_where_a_status_names_its_successor(text, records):
+    doc = parse_document(f"{text}\n# Old\n".encode(), "adr/0001.md")
+    assert [(ln.target, ln.relation) for ln in doc.links if ln.kind == "record"] == records
+
+
+def _pairs(engine):
+    return _link_state(engine)[2]
+
+
+def test_record_links_resolve_by_number_in_the_folder_and_only_as_a_fallback(engine, vault):
+    """A status that names its successor by number ("ADR 32", a site link `/adr/32`) finds the
+    one document of the same folder whose file name carries that number; not one elsewhere, not
+    one of two, and not where the status's own link resolves."""
+    status = "## Status\n\nSuperseded by [ADR 32](/adr/32)\n"  # a site link, not a file
+    write(vault, "adr/2022-03-28_017-udp.md", f"# 17\n\n{status}")
+    write(vault, "adr/2025-02-12_032-etcd.md", "# 32. Etcd\n")
+    write(vault, "other/0017-elsewhere.md", "# Elsewhere\n")
+    write(vault, "adr/0009-old.md", "# Nine\n\nSuperseded by [ADR 17](0010-new.md)\n")
+    write(vault, "adr/0010-new.md", "# Ten\n")
+    write(vault, "adr/0011-older.md", "# Eleven\n\nSuperseded by ADR-40.\n")
+    write(vault, "adr/0040-a.md", "# Forty A\n")
+    write(vault, "adr/0040-b.md", "# Forty B\n")  # two records numbered 40: neither is meant
+    write(vault, "other/0012.md", "# Twelve\n\nSuperseded by ADR 17.\n")  # its folder has one
+    engine.workspace_add("v", str(vault))
+    engine.workspace_configure("v", {"embedding": "none"})
+    engine.index_run("v")
+    assert _pairs(engine) == [
+        ("adr/0009-old.md", "adr/0010-new.md"),  # the link, not record 17
+        ("adr/2022-03-28_017-udp.md", "adr/2025-02-12_032-etcd.md"),
+        ("other/0012.md", "other/0017-elsewhere.md"),
+    ]
+    # a guess is not a link its author wrote: `check` and the link counts leave it out
+    report = engine.index_check("v")
+    broken = [f for f in report["findings"] if f["kind"] == "link"]
+    assert [(f["path"], f["line"]) for f in broken] == [("adr/2022-03-28_017-udp.md", 5)]
+    assert engine.index_status("v")["links"] == {"total": 2, "resolved": 1}
+    (vault / "adr" / "0040-b.md").unlink()  # one record 40 left: a targeted run finds it
+    engine.index_paths("v", ["adr/0040-b.md"])
+    assert ("adr/0011-older.md", "adr/0040-a.md") in _pairs(engine)

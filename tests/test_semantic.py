@@ -348,6 +348,25 @@ def test_the_decision_in_force_comes_first_for_the_old_decisions_words(rpc):
     assert named[0]["path"] == old
 
 
+@pytest.mark.corpus
+def test_a_successor_named_by_number_comes_first(rpc):
+    """Hydra's statuses link the site (`Superseded by [ADR 32](/adr/32)`, not a file) and
+    Decentraland's frontmatter says `deprecated-reason: … See ADR-293.`: the record numbers
+    find the successors, and a query in the old record's words gets the one in force first."""
+    root = corpus("adr")
+    for name in ("cardano-scaling__hydra", "decentraland__adr"):
+        lexical_workspace(rpc, root / name, name)
+    hydra = "docs/adr/2025-02-12_032-network-properties-etcd.md"
+    hits = search(rpc, "cardano-scaling__hydra", "hydra networking over udp")["hits"]
+    assert hits[0]["path"] == hydra
+    old = {h["path"]: h.get("superseded_by") for h in hits if h.get("superseded_by")}
+    assert old["docs/adr/2022-03-28_017-udp-networking.md"] == hydra
+    hits = search(rpc, "decentraland__adr", "emotes system for the unity renderer")["hits"]
+    assert hits[0]["path"] == "content/ADR-293-explorer-emotes-system.md"
+    first_old = next(h for h in hits if h.get("superseded_by"))
+    assert first_old["path"] == "content/ADR-66-emotes-system-for-renderer.md"
+
+
 # -- providers, switching and errors -----------------------------------------------------------
 
 

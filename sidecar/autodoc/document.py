@@ -46,7 +46,7 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 @dataclass
 class Link:
-    kind: str  # "wiki", "md", or "meta" (a frontmatter reference)
+    kind: str  # "wiki", "md", "meta" (a frontmatter reference) or "record" (below)
     target: str  # as written, normalised (no anchor)
     heading: str
     line: int  # 1-based
@@ -63,7 +63,7 @@ SUPERSEDE_FIELDS = {
 
 # Part of every document's chunk fingerprint: bump when what is read from a document (links,
 # their relations, tags) changes, so every document is read again once.
-READING_FORMAT = "links=3"
+READING_FORMAT = "links=4"
 
 _SUPERSEDED_BY = re.compile(
     r"^\W*(?:status\W*)?(?:this (?:decision|adr|record|document) (?:is|was|has been) [*_]*)?"
@@ -74,6 +74,39 @@ _SUPERSEDES = re.compile(r"^\W*(?:status\W*)?supersedes\b", re.I)
 
 
 _SUPERSED = re.compile("supersed", re.I)  # cheap first look before the two patterns
+
+# A record's number where a relation names one: "ADR 32", "ADR-0057", "[0019](…)",
+# "[036. Multi-cluster](…)", a site link "/adr/32" or "/adr/ADR-293". Such a reference becomes
+# a "record" link: it resolves to the one document in the source's folder whose file name
+# carries that number (`record_number`), and it counts only where the relation's own links
+# resolve to nothing (a site-absolute link, no link at all). Its target is the number.
+_RECORD_REF = re.compile(
+    r"(?:\b(?:adr|rfc|dr|record|decision)s?[-_ #/]*|\[\s*)0*(\d{1,6})(?![\d.]\d)", re.I
+)
+# The number a file name gives its record: `0042-use-kafka`, `ADR-42`, `adr-077-block-retention`,
+# `2023-06-19_024-event-sourced-persistence` (a date first, then the number); a name that is
+# only a date has none.
+_STEM_RECORD = re.compile(
+    r"^(?!\d{4}-\d{2}-\d{2}$)(?:\d{4}-\d{2}-\d{2}[-_ ]?)?(?:[A-Za-z]{1,6}[-_ ]?)?0*(\d{1,6})"
+    r"(?:[-_ ]|$)"
+)
+# Frontmatter keys whose value names the successor in words: `deprecated-reason: … See ADR-293`.
+_RETIRED_KEY = re.compile(r"deprecat|supersed|replac", re.I)
+
+
+def record_number(stem: str) -> str:
+    """The record number in a file's stem, without its zeros; "" when it has none."""
+    m = _STEM_RECORD.match(stem)
+    return m.group(1) if m else ""
+
+
+MAX_RECORD_REFS = 16  # per line or frontmatter value: "superseded by ADR 23 and ADR 26"
+
+
+def record_refs(text: str) -> list[str]:
+    """The record numbers `text` names, each once, in order (at most MAX_RECORD_REFS)."""
+    refs = dict.fromkeys(m.group(1) for m in _RECORD_REF.finditer(text))
+    return list(refs)[:MAX_RECORD_REFS]
 
 
 def _blank(m: re.Match) -> str:
@@ -285,6 +318,38 @@ def _read_prose(doc: ParsedDocument) -> None:
     for key, relation in SUPERSEDE_FIELDS.items():
         for target in _as_list(meta.get(key)):
             links.append(Link("meta", target.strip(), "", 1, relation))
+    _meta_records(meta, links)
+
+
+def _meta_records(meta: dict[str, Any], out: list[Link]) -> None:
+    """Record links from frontmatter that names a successor by number: `status: superseded by
+    ADR-0057`, `status: accepted; supersedes ADR-0045`, `superseded_by: 57`, `deprecated-reason:
+    … See ADR-293`."""
+    for key, value in meta.items():
+        name = key.lower() if isinstance(key, str) else ""
+        if not (name == "status" or _RETIRED_KEY.search(name)):
+            continue
+        values = value if isinstance(value, list) else [value]
+        texts = [str(v) for v in values if isinstance(v, (str, int)) and not isinstance(v, bool)]
+        for text in texts:
+            if name == "status":
+                relation = _status_relation(text)
+            else:  # deprecated-reason, replaced_by, …: the record they name replaced this one
+                relation = SUPERSEDE_FIELDS.get(name, "superseded_by")
+            if not relation:
+                continue
+            bare = name in SUPERSEDE_FIELDS and text.strip().isdigit()  # superseded_by: 57
+            for n in [text.strip().lstrip("0") or "0"] if bare else record_refs(text):
+                out.append(Link("record", n, "", 1, relation))
+
+
+def _status_relation(status: str) -> str:
+    """The relation a status value states: "superseded by ADR-0057", "accepted; supersedes …"."""
+    if re.search(r"\bsuperseded\b.*\bby\b", status, re.I):
+        return "superseded_by"
+    if re.search(r"\bsupersedes\b", status, re.I):
+        return "supersedes"
+    return ""
 
 
 def _find_links(text: str, first: int, out: list[Link]) -> None:
@@ -314,6 +379,16 @@ def _find_links(text: str, first: int, out: list[Link]) -> None:
             target = unquote(target.split("?", 1)[0])
             if target:
                 out.append(Link("md", target, heading, line + 1, relation(m, line)))
+    if _SUPERSED.search(text):
+        _record_links(text, first, out)
+
+
+def _record_links(text: str, first: int, out: list[Link]) -> None:
+    """Record links from the lines of `text` that say the document is superseded (or supersedes
+    another): "Superseded by [ADR 32](/adr/32)", "Superseded by ADR-0032"."""
+    for i, line in enumerate(text.split("\n")):
+        if _SUPERSED.search(line) and (relation := _relation(line)):
+            out.extend(Link("record", n, "", first + i + 1, relation) for n in record_refs(line))
 
 
 def _at_lines(matches: Iterator[re.Match], text: str, first: int):

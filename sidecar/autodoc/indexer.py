@@ -27,12 +27,13 @@ from typing import Any
 
 from . import config, facets, lookup
 from .chunking import CHUNKING_FORMAT, Chunk, Chunker
-from .document import READING_FORMAT, ParsedDocument, parse_document
+from .document import READING_FORMAT, ParsedDocument, parse_document, record_number
 from .lexical import LexicalDoc, LexicalIndex
 from .markdown import STRUCTURE_FORMAT
 from .store import (
     NAME_ALIAS,
     NAME_PATH,
+    NAME_RECORD,
     NAME_STEM,
     NAME_TITLE,
     Store,
@@ -92,6 +93,8 @@ class RunSummary:
 def link_key(source: str, kind: str, target: str) -> str:
     """The `names.key` a link looks up: a root-relative path for Markdown links."""
     t = target.strip()
+    if kind == "record":
+        return record_key(posixpath.dirname(source), t)
     if kind == "md":
         base = "" if t.startswith("/") else posixpath.dirname(source)
         t = posixpath.normpath(posixpath.join(base, t.lstrip("/")))
@@ -106,10 +109,18 @@ def _strip_md(path: str) -> str:
     return path
 
 
+def record_key(folder: str, number: str) -> str:
+    """The `names.key` of a record number in a folder: `docs/adr/#32`."""
+    return f"{folder.lower()}/#{number}"
+
+
 def document_names(path: str, title: str, aliases: list[str]) -> list[tuple[str, int]]:
-    names = [(_strip_md(path).lower(), NAME_PATH), (PurePosixPath(path).stem.lower(), NAME_STEM)]
+    p = PurePosixPath(path)
+    names = [(_strip_md(path).lower(), NAME_PATH), (p.stem.lower(), NAME_STEM)]
     names.append((title.strip().lower(), NAME_TITLE))
     names.extend((a.strip().lower(), NAME_ALIAS) for a in aliases if a.strip())
+    if number := record_number(p.stem):
+        names.append((record_key(posixpath.dirname(path), number), NAME_RECORD))
     return names
 
 
@@ -245,6 +256,7 @@ class Indexer:
         summary = RunSummary(self.ws.name)
         self._changed: set[int] = set()  # documents published or retired in this run
         self._old_targets: set[int] = set()  # what their replaced links pointed at
+        self._old_keys: set[str] = set()  # their names before: a link may now resolve anew
         if paths is None:
             self.reconcile()
             files, skipped = scan(self.ws.root, self.max_bytes)
@@ -506,7 +518,7 @@ class Indexer:
             writes.mark_document_deleted(conn, row["id"], gen, now)
             writes.retire_document_chunks(conn, row["id"], now)
             self._forget_links(conn, [row["id"]])
-            writes.delete_document_names(conn, [row["id"]])
+            self._forget_names(conn, [row["id"]])
             lookup.forget_documents(conn, self.ws.id, [row["id"]])
             writes.delete_document_facets(conn, row["id"])
             writes.log_deletion(conn, self.ws.id, path, gen, now)
@@ -517,7 +529,7 @@ class Indexer:
         ids = [p.doc_id for p in plans if not p.created]  # the others have none
         self._changed.update(p.doc_id for p in plans)
         self._forget_links(conn, ids)
-        writes.delete_document_names(conn, ids)
+        self._forget_names(conn, ids)
         writes.add_links(
             conn,
             [
@@ -544,12 +556,18 @@ class Indexer:
         self._old_targets.update(writes.link_targets(conn, doc_ids))
         writes.delete_links(conn, doc_ids)
 
+    def _forget_names(self, conn, doc_ids: list[int]) -> None:
+        """Drop these documents' names, remembering them: a link that found two documents by
+        a name (a record number) finds the one left."""
+        self._old_keys.update(writes.name_keys_of(conn, doc_ids))
+        writes.delete_document_names(conn, doc_ids)
+
     def _resolve_links_around(self, conn) -> None:
         """`_resolve_links` for the links a few changed documents can affect: their own, those
         that pointed at them, and those whose key is one of their (new) names; then inbound
         counts and supersessions for every document whose inbound links moved."""
         ws_id, changed = self.ws.id, sorted(self._changed)
-        keys = sorted(writes.name_keys_of(conn, changed))
+        keys = sorted(writes.name_keys_of(conn, changed) | self._old_keys)
         affected = writes.affected_links(conn, ws_id, changed, keys)  # link id -> target before
         link_ids = sorted(affected)
         writes.resolve_links_by_rowid(conn, link_ids)

@@ -150,9 +150,10 @@ def problem_count(conn: sqlite3.Connection, ws_id: int) -> int:
 
 
 def link_counts(conn: sqlite3.Connection, ws_id: int) -> tuple[int, int]:
-    """(links, links resolved to a document)."""
+    """(links, links resolved to a document), record links (a guess, not written) aside."""
     row = conn.execute(
-        "SELECT count(*), count(target_id) FROM links WHERE workspace_id = ?", (ws_id,)
+        "SELECT count(*), count(target_id) FROM links WHERE workspace_id = ? AND kind != 'record'",
+        (ws_id,),
     ).fetchone()
     return row[0], row[1]
 
@@ -181,11 +182,13 @@ def documents_meta(conn: sqlite3.Connection, ws_id: int) -> list[tuple[str, str 
 
 
 def unresolved_links(conn: sqlite3.Connection, ws_id: int) -> list[tuple[str, int, str, str]]:
-    """(path, line, kind, target) of links that resolve to no document, by path and line."""
+    """(path, line, kind, target) of links that resolve to no document, by path and line (a
+    record link is a guess beside a relation's own link, not a link the author wrote)."""
     rows = conn.execute(
         "SELECT d.path, l.line, l.kind, l.target FROM links l"
         " JOIN documents d ON d.id = l.source_id"
         " WHERE l.workspace_id = ? AND l.target_id IS NULL AND d.deleted = 0"
+        " AND l.kind != 'record'"
         " ORDER BY d.path, l.line",
         (ws_id,),
     )

@@ -169,7 +169,7 @@ CREATE TABLE IF NOT EXISTS problems(
 """
 
 # Name ranks used to resolve a link: a path beats a file stem beats a title beats an alias.
-NAME_PATH, NAME_STEM, NAME_TITLE, NAME_ALIAS = 0, 1, 2, 3
+NAME_PATH, NAME_STEM, NAME_TITLE, NAME_ALIAS, NAME_RECORD = 0, 1, 2, 3, 4
 
 
 def _remember_old_prunes(conn: sqlite3.Connection) -> None:

@@ -318,6 +318,31 @@ def delete_links(conn: sqlite3.Connection, source_ids: Sequence[int]) -> None:
     conn.executemany("DELETE FROM links WHERE source_id = ?", [(i,) for i in source_ids])
 
 
+# A link's document: the best-ranked name with its key (a Markdown link names a path). A record
+# link ("ADR 32" under "Superseded by") needs the one document of its folder with that number.
+_TARGET = (
+    "SELECT n.document_id FROM names n WHERE n.workspace_id = links.workspace_id"
+    " AND n.key = links.key AND (links.kind != 'md' OR n.rank = 0)"
+    " AND (links.kind != 'record' OR NOT EXISTS (SELECT 1 FROM names m"
+    " WHERE m.workspace_id = n.workspace_id AND m.key = n.key AND m.document_id != n.document_id))"
+    " ORDER BY n.rank, n.document_id LIMIT 1"
+)
+
+# Who supersedes whom (workspace id the parameter): each relation link that resolves; a record
+# link only where none of its document's links of the same relation resolves to another
+# document (it is the fallback for a site-absolute link or a number in words).
+_SUPERSESSIONS = (
+    "INSERT OR IGNORE INTO supersessions(workspace_id, old_id, new_id)"
+    " SELECT workspace_id, CASE relation WHEN 'superseded_by' THEN source_id"
+    " ELSE target_id END, CASE relation WHEN 'superseded_by' THEN target_id"
+    " ELSE source_id END FROM links WHERE workspace_id = ? AND relation != ''"
+    " AND target_id IS NOT NULL AND target_id != source_id"
+    " AND (kind != 'record' OR NOT EXISTS (SELECT 1 FROM links o"
+    " WHERE o.source_id = links.source_id AND o.relation = links.relation"
+    " AND o.kind != 'record' AND o.target_id IS NOT NULL AND o.target_id != o.source_id))"
+)
+
+
 # -- link resolution: around a few changed documents ---------------------------------------------
 
 
@@ -355,10 +380,7 @@ def resolve_links_by_rowid(conn: sqlite3.Connection, link_ids: Sequence[int]) ->
     for start in range(0, len(link_ids), 900):
         part = link_ids[start : start + 900]
         conn.execute(
-            "UPDATE links SET target_id = ("
-            " SELECT n.document_id FROM names n WHERE n.workspace_id = links.workspace_id"
-            " AND n.key = links.key AND (links.kind != 'md' OR n.rank = 0)"
-            " ORDER BY n.rank, n.document_id LIMIT 1)"
+            f"UPDATE links SET target_id = ({_TARGET})"
             f" WHERE rowid IN ({','.join('?' * len(part))})",
             part,
         )
@@ -394,12 +416,7 @@ def recount_links_of(conn: sqlite3.Connection, ws_id: int, document_ids: list[in
             part + part,
         )
         conn.execute(
-            "INSERT OR IGNORE INTO supersessions(workspace_id, old_id, new_id)"
-            " SELECT workspace_id, CASE relation WHEN 'superseded_by' THEN source_id"
-            " ELSE target_id END, CASE relation WHEN 'superseded_by' THEN target_id"
-            " ELSE source_id END FROM links WHERE workspace_id = ? AND relation != ''"
-            " AND target_id IS NOT NULL AND target_id != source_id"
-            f" AND (source_id IN ({marks}) OR target_id IN ({marks}))",
+            f"{_SUPERSESSIONS} AND (source_id IN ({marks}) OR target_id IN ({marks}))",
             [ws_id, *part, *part],
         )
 
@@ -410,10 +427,7 @@ def recount_links_of(conn: sqlite3.Connection, ws_id: int, document_ids: list[in
 def resolve_all_links(conn: sqlite3.Connection, ws_id: int) -> None:
     """Point every link of the workspace at its document (path, stem, title, alias)."""
     conn.execute(
-        "UPDATE links SET target_id = ("
-        " SELECT n.document_id FROM names n WHERE n.workspace_id = links.workspace_id"
-        " AND n.key = links.key AND (links.kind != 'md' OR n.rank = 0)"
-        " ORDER BY n.rank, n.document_id LIMIT 1) WHERE workspace_id = ?",
+        f"UPDATE links SET target_id = ({_TARGET}) WHERE workspace_id = ?",
         (ws_id,),
     )
 
@@ -432,11 +446,7 @@ def rebuild_supersessions(conn: sqlite3.Connection, ws_id: int) -> None:
     """Who supersedes whom, from "superseded_by"/"supersedes" fields and sentences."""
     conn.execute("DELETE FROM supersessions WHERE workspace_id = ?", (ws_id,))
     conn.execute(
-        "INSERT OR IGNORE INTO supersessions(workspace_id, old_id, new_id)"
-        " SELECT workspace_id, CASE relation WHEN 'superseded_by' THEN source_id"
-        " ELSE target_id END, CASE relation WHEN 'superseded_by' THEN target_id"
-        " ELSE source_id END FROM links WHERE workspace_id = ? AND relation != ''"
-        " AND target_id IS NOT NULL AND target_id != source_id",
+        _SUPERSESSIONS,
         (ws_id,),
     )
 
