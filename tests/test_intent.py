@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autodoc.intent import INTENTS, LEXICAL_FIRST, detect, number_words
+from autodoc.intent import INTENTS, LEXICAL_FIRST, code_words, detect, number_words
 from autodoc.query import parse_query
 
 CASES = [
@@ -52,3 +52,18 @@ def test_each_shape_of_query_has_its_intent(text, intent, numbers):
 def test_the_intents_are_the_wires_and_lexical_first_is_the_named_ones():
     assert set(INTENTS) == {i for _, i, _ in CASES}
     assert {"number", "identifier", "path", "phrase", "prefix"} == LEXICAL_FIRST
+
+
+@pytest.mark.parametrize(
+    "text, codes",
+    [
+        ("c1083 cannot open include file", ["c1083"]),
+        ("why does LNK2019 appear after an upgrade", ["LNK2019"]),
+        ("why did adr-42 choose kafka", ["adr-42"]),
+        ("how do we compute sha256 digests", ["sha256"]),
+        ("moving from python3 to ipv6 in 2019", []),  # 6 letters, 1 digit, a bare number
+        ('the "C4996" warning', []),  # inside a phrase: the phrase's
+    ],
+)
+def test_a_code_inside_a_longer_query_is_a_code(text, codes):
+    assert code_words(parse_query(text)) == codes

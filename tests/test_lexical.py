@@ -355,3 +355,92 @@ def test_a_cjk_word_is_marked_inside_its_run(cjk):
 def test_a_cjk_word_found_nowhere_is_missing(cjk):
     answer = cjk.call("search.query", ["kb", "数据仓库", {"stages": ["lexical"]}])
     assert answer["hits"] == [] and answer["missing"] == ["数据仓库"]
+
+
+def test_a_code_in_a_sentence_names_the_document_titled_with_it(rpc, vault):
+    """`c1083 cannot open include file`: C1068's page holds every word (it mentions C1083),
+    C1083's says it otherwise, but the code names C1083's; a bare number does not (`sha256` is
+    not record 256)."""
+    write(vault, "fatal-error-c1083.md", "# Fatal Error C1083\n\nThe header was not found.\n")
+    write(
+        vault,
+        "fatal-error-c1068.md",
+        "# Fatal Error C1068\n\ncannot open include file: unlike C1083, the file exists.\n",
+    )
+    write(vault, "adr/0256-use-blake3.md", "# Use Blake3\n\nFaster than the old hash.\n")
+    write(vault, "hashing.md", "# Hashing\n\nWe compute sha256 digests of every artifact.\n")
+    for c in "abcdefgh":
+        write(vault, f"filler/note-{c}.md", f"# Note {c}\n\nUnrelated text about {c}.\n")
+    lexical_workspace(rpc, vault, "kb")
+    answer = rpc.call("search.query", ["kb", "c1083 cannot open include file"])
+    assert answer["fusion"]["intent"] == "words"
+    assert answer["hits"][0]["path"] == "fatal-error-c1083.md"
+    answer = rpc.call("search.query", ["kb", "how do we compute sha256 digests"])
+    assert answer["hits"][0]["path"] == "hashing.md"
+    assert "adr/0256-use-blake3.md" not in [h["path"] for h in answer["hits"]]
+
+
+def test_what_the_names_pass_did_not_find_scores_below_it(rpc, vault):
+    """The blend with the semantic stage keeps a code's document ahead: every later hit's
+    lexical score is at most NAMED_GAP × the names pass's last one."""
+    from autodoc.intent import code_words
+    from autodoc.stages.lexical import NAMED_GAP, lexical_candidates
+
+    write(vault, "fatal-error-c1083.md", "# Fatal Error C1083\n\nCannot open include file.\n")
+    write(vault, "c1068.md", "# C1068\n\n" + "cannot open include file. " * 8 + "\n")
+    lexical_workspace(rpc, vault, "kb")
+    engine, query = rpc.engine, parse_query("c1083 cannot open include file")
+    ws = engine.workspace("kb")
+    with engine.store.snapshot() as conn:
+        rows, _, scores = lexical_candidates(
+            conn, engine.store, engine.lexical(ws), ws, query, names=code_words(query), whole=True
+        )
+    named = [i for i, (_, doc) in enumerate(rows) if doc == rows[0][1]]
+    assert named == [0] and len(rows) == 2
+    assert scores[1] <= NAMED_GAP * scores[0] + 1e-9
+
+
+def test_a_name_the_title_lists_or_glosses_is_found_exactly(rpc, vault):
+    """One page for a family of functions (`strcpy_s, wcscpy_s`) or an option and its gloss
+    (`/Zc:__cplusplus (Enable updated __cplusplus macro)`): each name finds its page first,
+    above a page whose examples use the name more often."""
+    family = "---\ntitle: strcpy_s, wcscpy_s, _mbscpy_s\n---\nCopies a string.\n"
+    write(vault, "strcpy-s.md", family)
+    write(vault, "strcat-s.md", "# strcat_s\n\n" + "strcpy_s(buf, n, src); " * 6 + "\n")
+    write(vault, "zc.md", "# /Zc:__cplusplus (Enable updated __cplusplus macro)\n\nThe macro.\n")
+    write(vault, "std.md", "# /std\n\nSee /Zc:__cplusplus and /Zc:__cplusplus again.\n")
+    lexical_workspace(rpc, vault, "kb")
+    for query, path in (("strcpy_s", "strcpy-s.md"), ("wcscpy_s", "strcpy-s.md"),
+                        ("/Zc:__cplusplus", "zc.md")):  # fmt: skip
+        hit = rpc.call("search.query", ["kb", query])["hits"][0]
+        assert hit["path"] == path and "exact" in hit["via"], query
+    # a title that is one name, or a sentence with commas, lists nothing
+    from autodoc.indexer import title_names
+
+    assert title_names("Context, Reach & Prioritization") == []
+    assert title_names("Use Kafka") == []
+    assert title_names("/MD, /MT, /LD (Use run-time library)") == ["/md", "/mt", "/ld"]
+
+
+def test_a_line_that_is_only_a_link_scores_below_the_page_it_names(rpc, vault):
+    """A "See also" list repeats other pages' titles: a title query finds the page, not the
+    list (LINKS_WEIGHT), and the list's words are still found."""
+    from autodoc.lexical import LINKS_WEIGHT, link_lines
+
+    write(vault, "walkthrough.md", "# Walkthrough: compiling a native program\n\nOpen a prompt.\n")
+    see_also = "".join(
+        f"- [Walkthrough: compiling a {w} program](w{i}.md)\n"
+        for i, w in enumerate(["native", "managed", "portable"])
+    )
+    write(vault, "building.md", f"# Building\n\nUse the tools.\n\n## See also\n\n{see_also}")
+    for c in "abcdefgh":
+        write(vault, f"filler/note-{c}.md", f"# Note {c}\n\nUnrelated text about {c}.\n")
+    lexical_workspace(rpc, vault, "kb")
+    hits = rpc.call("search.query", ["kb", "walkthrough compiling a native program"])["hits"]
+    assert hits[0]["path"] == "walkthrough.md"
+    assert "building.md" in [h["path"] for h in hits]
+    assert LINKS_WEIGHT < 1.0
+    assert link_lines("- [A b](a.md)\n* [[c.d|C d]]\nSee [e](e.md) here.\n1. [F](f.md).") == (
+        "See [e](e.md) here.",
+        "A b\nC d\nF",
+    )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
+import re
 import sqlite3
 import time
 from collections import defaultdict
@@ -32,6 +33,7 @@ from .lexical import LexicalDoc, LexicalIndex
 from .markdown import STRUCTURE_FORMAT
 from .store import (
     NAME_ALIAS,
+    NAME_LISTED,
     NAME_PATH,
     NAME_RECORD,
     NAME_STEM,
@@ -114,11 +116,31 @@ def record_key(folder: str, number: str) -> str:
     return f"{folder.lower()}/#{number}"
 
 
+# A title that names several things (`strcpy_s, wcscpy_s, _mbscpy_s`: one page for a family of
+# functions) or one thing and what it is (`/Zc:__cplusplus (Enable updated __cplusplus macro)`):
+# each name is the document's too, so the exact-name pass finds it for `strcpy_s`.
+_LISTED = re.compile(r"^[^\s,]+(?:\s*,\s*[^\s,]+)+$")
+_GLOSSED = re.compile(r"^(.*?\S)\s*\([^()]*\)$")
+
+
+def title_names(title: str) -> list[str]:
+    """The names a title lists (`a, b, c`: each a single word) or glosses (`/EH (…)`: `/eh`),
+    lower-cased; none for a title that is one name or a sentence."""
+    t = " ".join(title.split()).lower()
+    glossed = _GLOSSED.match(t)
+    if glossed:
+        t = glossed[1]
+    if _LISTED.match(t):
+        return [n.strip() for n in t.split(",") if n.strip()]
+    return [t] if glossed else []
+
+
 def document_names(path: str, title: str, aliases: list[str]) -> list[tuple[str, int]]:
     p = PurePosixPath(path)
     names = [(_strip_md(path).lower(), NAME_PATH), (p.stem.lower(), NAME_STEM)]
     names.append((title.strip().lower(), NAME_TITLE))
     names.extend((a.strip().lower(), NAME_ALIAS) for a in aliases if a.strip())
+    names.extend((n, NAME_LISTED) for n in title_names(title))
     if number := record_number(p.stem):
         names.append((record_key(posixpath.dirname(path), number), NAME_RECORD))
     return names

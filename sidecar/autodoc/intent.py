@@ -61,6 +61,16 @@ def detect(query: ParsedQuery) -> Intent:
     return "question" if asks else "words"
 
 
+# A code typed inside a longer query: letters joined to two or more digits (`c1083`, `LNK2019`)
+# or letters, a dash and digits (`adr-42`); not a bare number, not `ipv6`.
+_CODE = re.compile(r"^#?(?:[A-Za-z]{1,5}\d{2,}|[A-Za-z]{1,5}[-_]\d+)[.:]?$")
+
+
+def code_words(query: ParsedQuery) -> list[str]:
+    """The words of the query that are codes (`c1083`, `LNK2019`, `ADR-42`), as typed."""
+    return [w for i in query.items if not i.phrase for w in i.text.split() if _CODE.match(w)]
+
+
 def number_words(query: ParsedQuery) -> list[str]:
     """The words of the query that are numbers (`42`, `adr-0042`, `C4996`), as typed."""
     return [w for i in query.items if not i.phrase for w in i.text.split() if _NUMBER.match(w)]

@@ -28,11 +28,17 @@ ANALYZER_NAME = "autodoc_en"
 # line), and summing those let title words drown the body. Weights above 1.2 cost retrieval
 # quality on every visible benchmark split (doc/benchmarks/lexical.md); 1.2 still lets a title
 # match outrank the same words in a body (test_title_match_outranks_the_same_word_in_a_body).
+# A line that is only a link (`- [Walkthrough: Compiling a native C++ program](…)` under "See
+# also") names another document: its words say what that one is about, not this one, and a
+# title query found the list above the page it names. They score in a field of their own,
+# below the body.
+LINKS_WEIGHT = 0.3
 FIELD_WEIGHTS: dict[str, float] = {
     "title": 1.2,  # the title and every alias: a document's names
     "path": 1.2,  # the file's folders and stem in words: a name too (`0042-use-kafka.md`)
     "breadcrumb": 1.1,  # the heading path and every tag: what the section is about
     "body": 1.0,
+    "links": LINKS_WEIGHT,  # the words of a line that is only a link: another document's name
 }
 # Aliases and tags are scored inside the title and breadcrumb fields, not as fields of their
 # own: most documents have none, and BM25 measures a field's length against its average over
@@ -52,7 +58,7 @@ _CJK_RUN = re.compile(
     "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
 )
 # Bumped when what is indexed changes; a writer rebuilds an index of another format from SQLite.
-LEXICAL_FORMAT = "5"
+LEXICAL_FORMAT = "6"
 _FORMAT_FILE = "autodoc-format"
 
 _HEX = re.compile(r"^(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")
@@ -145,6 +151,27 @@ def build_schema() -> tantivy.Schema:
     return sb.build()
 
 
+_LINK_LINE = re.compile(
+    r"^[ \t>]*(?:[-*+]|\d+[.)])?[ \t]*"  # in a list or a quote, or alone
+    r"(?:!?\[((?:[^\[\]\n]|\[[^\]\n]*\])*)\]\([^)\n]*\)|\[\[([^\]\n]*)\]\])[ \t]*[,;.]?[ \t]*$"
+)
+
+
+def link_lines(body: str) -> tuple[str, str]:
+    """(the body without its link-only lines, those lines' link texts): see LINKS_WEIGHT."""
+    if "](" not in body and "[[" not in body:
+        return body, ""
+    prose: list[str] = []
+    links: list[str] = []
+    for line in body.split("\n"):
+        m = _LINK_LINE.match(line) if "[" in line else None
+        if m is None:
+            prose.append(line)
+        else:
+            links.append((m[1] if m[1] is not None else m[2].split("|")[-1]).strip())
+    return "\n".join(prose), "\n".join(links)
+
+
 @dataclass
 class LexicalDoc:
     chunk_id: int
@@ -220,7 +247,10 @@ class LexicalIndex:
                 doc.add_text("title", name_words(alias))
             for tag in d.tags:
                 doc.add_text("breadcrumb", normalise_numbers(tag))
-            doc.add_text("body", normalise_numbers(d.body))
+            prose, links = link_lines(d.body)
+            doc.add_text("body", normalise_numbers(prose))
+            if links:
+                doc.add_text("links", normalise_numbers(links))
             for run in cjk_runs(f"{d.title}\n{d.breadcrumb}\n{d.body}"):
                 doc.add_text(CJK_FIELD, run)  # one value a run: no bigram spans two
             w.add_document(doc)
@@ -286,13 +316,22 @@ class LexicalIndex:
         return Query.boolean_query([(Occur.Must, words), restrict])
 
     def build_names(
-        self, numbers: list[str], query: ParsedQuery, restrict: tuple[Occur, Query] | None = None
+        self,
+        numbers: list[str],
+        query: ParsedQuery,
+        restrict: tuple[Occur, Query] | None = None,
+        whole: bool = False,
     ) -> Query | None:
         """The documents a query's numbers name: each number (its digits: `ADR-0042` is 42,
         `C4996` 4996) in the title or the path, required; the query's other words score in
         those fields only, so "jabref 0058" ranks JabRef's record 58 above another project's,
-        and a record that only mentions ADR 58 in its text is not among them."""
-        digits = {str(int(m[-1])) for w in numbers if (m := re.findall(r"\d+", w))}
+        and a record that only mentions ADR 58 in its text is not among them. `whole`: each
+        code as written (`c1083`, `adr-42`: every word of it), for a code inside a longer
+        query, where a bare number (`sha256`'s 256) would name a record by accident."""
+        if whole:
+            digits = {t for w in numbers for t in analyze(w)}
+        else:
+            digits = {str(int(m[-1])) for w in numbers if (m := re.findall(r"\d+", w))}
         if not digits:
             return None
         required = [self._in_names(token) for token in sorted(digits)]

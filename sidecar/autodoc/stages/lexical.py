@@ -3,12 +3,13 @@ documents whose title or alias is exactly the query (issue 11: typing a name fin
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from typing import ClassVar
 
 from .. import facets, fuse
 from ..fuse import MAX_READ, RETRIEVER_TOP
-from ..intent import number_words
+from ..intent import code_words, number_words
 from ..lexical import LexicalIndex
 from ..query import ParsedQuery
 from ..store import Store, Workspace, documents_named, first_live_chunk
@@ -25,14 +26,23 @@ class LexicalStage(StageDefaults):
         assert conn is not None
         with ctx.timed("lexical_ms"):
             ctx.lexical.refresh(ctx.epochs[0])
-            names = number_words(ctx.query) if ctx.intent == "number" else None
+            # A number query names a record by its digits; a longer query may hold a code
+            # (`c1083 cannot open include file`), which names the document titled with it.
+            number = ctx.intent == "number"
+            names = number_words(ctx.query) if number else code_words(ctx.query)
             found, cut, ctx.signals["lexical"] = lexical_candidates(
-                conn, ctx.store, ctx.lexical, ctx.ws, ctx.query, ctx.allowed, names=names
-            )
+                conn, ctx.store, ctx.lexical, ctx.ws, ctx.query, ctx.allowed, names=names,
+                whole=not number,
+            )  # fmt: skip
             ctx.truncated |= cut
             ctx.ranked.append(("lexical", found))
         ctx.exact = exact_names(conn, ctx.ws, ctx.query, ctx.allowed)
         return None
+
+
+# What a hit the names pass did not find may score, at most, against the last one it found: the
+# document a query's code or number names stays ahead in a blend with the semantic stage too.
+NAMED_GAP = 0.8
 
 
 def lexical_candidates(
@@ -44,9 +54,11 @@ def lexical_candidates(
     allowed: facets.DocumentSet | None = None,
     need: int = RETRIEVER_TOP,
     names: list[str] | None = None,
+    whole: bool = False,
 ) -> tuple[list[tuple[int, int]], bool, list[float]]:
     """Visible (chunk_id, document_id) best first: all-words matches, then any-word ones;
-    before them, with `names` (a query's numbers), the documents those numbers name.
+    before them, with `names` (a query's numbers), the documents those numbers name (`whole`:
+    the codes as written, not their digits).
 
     `allowed`: the documents a filter keeps (None: all), applied inside the Tantivy query.
     Reads twice what it needs, then up to MAX_READ when invisible chunks starve the read.
@@ -64,12 +76,13 @@ def lexical_candidates(
             restrict = lexical.only_documents(keep=sorted(allowed.keep))
         else:
             restrict = lexical.only_documents(drop=sorted(allowed.drop or ()))
-    passes = [lexical.build(query, all_words=True, restrict=restrict)]
-    if passes[0] is not None:
-        passes.append(lexical.build(query, all_words=False, restrict=restrict))
+    passes = [(lexical.build(query, all_words=True, restrict=restrict), False)]
+    if passes[0][0] is not None:
+        passes.append((lexical.build(query, all_words=False, restrict=restrict), False))
         if names:
-            passes.insert(0, lexical.build_names(names, query, restrict))
-    for q in passes:
+            passes.insert(0, (lexical.build_names(names, query, restrict, whole=whole), True))
+    ceiling = math.inf  # after the names pass: NAMED_GAP × its last score
+    for q, naming in passes:
         if q is None:
             continue
         read = need * 2
@@ -86,7 +99,9 @@ def lexical_candidates(
                 break
             read = MAX_READ
         rows.extend(got)
-        scores.extend(bm25[cid] for cid, _ in got)
+        scores.extend(min(bm25[cid], ceiling) for cid, _ in got)
+        if naming and got:
+            ceiling = NAMED_GAP * scores[-1]
         seen.update(cid for cid, _ in got)
         if len(rows) >= need:
             break

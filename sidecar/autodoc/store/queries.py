@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .db import Store
-from .schema import LIVE, NAME_ALIAS, NAME_TITLE
+from .schema import LIVE, NAME_ALIAS, NAME_LISTED, NAME_TITLE
 
 
 def document_paths(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str]:
@@ -45,12 +45,13 @@ def successors(conn: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, 
 
 
 def documents_named(conn: sqlite3.Connection, ws_id: int, key: str) -> list[int]:
-    """Live documents whose title or an alias, lower-cased and spaced, is `key`: titles first."""
+    """Live documents whose title, an alias or a name the title lists, lower-cased and spaced,
+    is `key`: titles first."""
     rows = conn.execute(
         "SELECT DISTINCT n.document_id FROM names n JOIN documents d ON d.id = n.document_id"
-        " WHERE n.workspace_id = ? AND n.key = ? AND n.rank IN (?, ?) AND d.deleted = 0"
+        " WHERE n.workspace_id = ? AND n.key = ? AND n.rank IN (?, ?, ?) AND d.deleted = 0"
         " ORDER BY n.rank, d.path",
-        (ws_id, key, NAME_TITLE, NAME_ALIAS),
+        (ws_id, key, NAME_TITLE, NAME_ALIAS, NAME_LISTED),
     ).fetchall()
     return [r[0] for r in rows]
 

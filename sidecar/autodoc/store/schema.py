@@ -168,8 +168,9 @@ CREATE TABLE IF NOT EXISTS problems(
 );
 """
 
-# Name ranks used to resolve a link: a path beats a file stem beats a title beats an alias.
-NAME_PATH, NAME_STEM, NAME_TITLE, NAME_ALIAS, NAME_RECORD = 0, 1, 2, 3, 4
+# Name ranks used to resolve a link: a path beats a file stem beats a title beats an alias; a
+# record's number (`record_key`) and a name the title lists (`title_names`) come last.
+NAME_PATH, NAME_STEM, NAME_TITLE, NAME_ALIAS, NAME_RECORD, NAME_LISTED = 0, 1, 2, 3, 4, 5
 
 
 def _remember_old_prunes(conn: sqlite3.Connection) -> None:
