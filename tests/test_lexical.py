@@ -440,7 +440,5 @@ def test_a_line_that_is_only_a_link_scores_below_the_page_it_names(rpc, vault):
     assert hits[0]["path"] == "walkthrough.md"
     assert "building.md" in [h["path"] for h in hits]
     assert LINKS_WEIGHT < 1.0
-    assert link_lines("- [A b](a.md)\n* [[c.d|C d]]\nSee [e](e.md) here.\n1. [F](f.md).") == (
-        "See [e](e.md) here.",
-        "A b\nC d\nF",
-    )
+    lines = "- [A b](a.md)\n* [[c.d|C d]]\nSee [e](e.md) here.\n1. [F](f.md).\n[G](g.md)<br/>"
+    assert link_lines(lines) == ("See [e](e.md) here.", "A b\nC d\nF\nG")

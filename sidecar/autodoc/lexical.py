@@ -58,7 +58,7 @@ _CJK_RUN = re.compile(
     "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
 )
 # Bumped when what is indexed changes; a writer rebuilds an index of another format from SQLite.
-LEXICAL_FORMAT = "6"
+LEXICAL_FORMAT = "7"
 _FORMAT_FILE = "autodoc-format"
 
 _HEX = re.compile(r"^(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")
@@ -153,7 +153,8 @@ def build_schema() -> tantivy.Schema:
 
 _LINK_LINE = re.compile(
     r"^[ \t>]*(?:[-*+]|\d+[.)])?[ \t]*"  # in a list or a quote, or alone
-    r"(?:!?\[((?:[^\[\]\n]|\[[^\]\n]*\])*)\]\([^)\n]*\)|\[\[([^\]\n]*)\]\])[ \t]*[,;.]?[ \t]*$"
+    r"(?:!?\[((?:[^\[\]\n]|\[[^\]\n]*\])*)\]\([^)\n]*\)|\[\[([^\]\n]*)\]\])"
+    r"[ \t]*[,;.]?[ \t]*(?:<br[ \t]*/?>|\\)?[ \t]*$"  # a line break after it: `<br/>`, `\`
 )
 
 

@@ -7,6 +7,8 @@ import math
 import sqlite3
 from typing import ClassVar
 
+from tantivy import Query
+
 from .. import facets, fuse
 from ..fuse import MAX_READ, RETRIEVER_TOP
 from ..intent import code_words, number_words
@@ -66,7 +68,6 @@ def lexical_candidates(
     """
     rows: list[tuple[int, int]] = []
     scores: list[float] = []
-    seen: set[int] = set()
     truncated = False
     restrict = None
     if allowed is not None:
@@ -85,27 +86,41 @@ def lexical_candidates(
     for q, naming in passes:
         if q is None:
             continue
-        read = need * 2
-        while True:
-            pairs = lexical.search(q, read)
-            fresh = list(dict.fromkeys(cid for cid, _ in pairs if cid not in seen))
-            visible = store.visible_chunks(conn, ws.id, fresh)
-            bm25 = dict(pairs)
-            got = [(cid, visible[cid]) for cid in fresh if cid in visible]
-            short = len(rows) + len(got) < need
-            filled = len(pairs) >= read
-            if not short or not filled or read >= MAX_READ:
-                truncated = truncated or (short and filled)
-                break
-            read = MAX_READ
+        got, bm25, cut = _read_pass(
+            conn, store, lexical, ws, q, {c for c, _ in rows}, need - len(rows)
+        )
+        truncated |= cut
         rows.extend(got)
         scores.extend(min(bm25[cid], ceiling) for cid, _ in got)
         if naming and got:
             ceiling = NAMED_GAP * scores[-1]
-        seen.update(cid for cid, _ in got)
         if len(rows) >= need:
             break
     return rows[:need], truncated, scores[:need]
+
+
+def _read_pass(
+    conn: sqlite3.Connection,
+    store: Store,
+    lexical: LexicalIndex,
+    ws: Workspace,
+    q: Query,
+    seen: set[int],
+    need: int,
+) -> tuple[list[tuple[int, int]], dict[int, float], bool]:
+    """One pass's visible hits not `seen` (at least `need` when it has them), their BM25 scores,
+    and whether MAX_READ cut it short. Reads twice what the whole answer needs first."""
+    read = (need + len(seen)) * 2
+    while True:
+        pairs = lexical.search(q, read)
+        fresh = list(dict.fromkeys(cid for cid, _ in pairs if cid not in seen))
+        visible = store.visible_chunks(conn, ws.id, fresh)
+        got = [(cid, visible[cid]) for cid in fresh if cid in visible]
+        short = len(got) < need
+        filled = len(pairs) >= read
+        if not short or not filled or read >= MAX_READ:
+            return got, dict(pairs), short and filled
+        read = MAX_READ
 
 
 def exact_names(
