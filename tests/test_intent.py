@@ -61,6 +61,7 @@ def test_the_intents_are_the_wires_and_lexical_first_is_the_named_ones():
         ("why does LNK2019 appear after an upgrade", ["LNK2019"]),
         ("why did adr-42 choose kafka", ["adr-42"]),
         ("how do we compute sha256 digests", ["sha256"]),
+        ("does p53 bind CD28 or IL-6", []),  # names of things, not of pages
         ("moving from python3 to ipv6 in 2019", []),  # 6 letters, 1 digit, a bare number
         ('the "C4996" warning', []),  # inside a phrase: the phrase's
     ],

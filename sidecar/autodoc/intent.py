@@ -61,9 +61,11 @@ def detect(query: ParsedQuery) -> Intent:
     return "question" if asks else "words"
 
 
-# A code typed inside a longer query: letters joined to two or more digits (`c1083`, `LNK2019`)
-# or letters, a dash and digits (`adr-42`); not a bare number, not `ipv6`.
-_CODE = re.compile(r"^#?(?:[A-Za-z]{1,5}\d{2,}|[A-Za-z]{1,5}[-_]\d+)[.:]?$")
+# A code typed inside a longer query, one that names a page or a record: letters joined to three
+# or more digits (`c1083`, `LNK2019`) or a record's prefix, a dash and digits (`adr-42`); not a
+# bare number, not `ipv6`, and not a name like `p53`, `CD28` or `IL-6` (a gene, a protein: on
+# SciFact such names in the title are no sign of the answer).
+_CODE = re.compile(r"^#?(?:[A-Za-z]{1,5}\d{3,}|(?:adr|rfc|dr|kep|pep|rfd)[-_]\d+)[.:]?$", re.I)
 
 
 def code_words(query: ParsedQuery) -> list[str]:
