@@ -442,3 +442,21 @@ def test_a_line_that_is_only_a_link_scores_below_the_page_it_names(rpc, vault):
     assert LINKS_WEIGHT < 1.0
     lines = "- [A b](a.md)\n* [[c.d|C d]]\nSee [e](e.md) here.\n1. [F](f.md).\n[G](g.md)<br/>"
     assert link_lines(lines) == ("See [e](e.md) here.", "A b\nC d\nF\nG")
+
+
+def test_the_other_words_beside_a_code_choose_its_section(rpc, vault):
+    """The code names the page; the rest of the query picks the section the editor opens."""
+    write(
+        vault,
+        "linker-tools-error-lnk2019.md",
+        "# Linker Tools Error LNK2019\n\nunresolved external symbol\n\n## Possible causes\n\n"
+        "A missing library.\n\n## Mixed architectures\n\nLinking a 32-bit library into 64-bit"
+        " code fails.\n\n## Another cause\n\nA typo in a name.\n",
+    )
+    write(vault, "lnk2001.md", "# Linker Tools Error LNK2001\n\nSee LNK2019 for 64-bit code.\n")
+    lexical_workspace(rpc, vault, "kb")
+    hit = rpc.call("search.query", ["kb", "lnk2019 linking 32-bit library into 64-bit code"])[
+        "hits"
+    ][0]
+    assert hit["path"] == "linker-tools-error-lnk2019.md"
+    assert hit["breadcrumb"].endswith("Mixed architectures")
