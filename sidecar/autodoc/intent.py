@@ -61,11 +61,12 @@ def detect(query: ParsedQuery) -> Intent:
     return "question" if asks else "words"
 
 
-# A code typed inside a longer query, one that names a page or a record: letters joined to three
-# or more digits (`c1083`, `LNK2019`) or a record's prefix, a dash and digits (`adr-42`); not a
-# bare number, not `ipv6`, and not a name like `p53`, `CD28` or `IL-6` (a gene, a protein: on
-# SciFact such names in the title are no sign of the answer).
-_CODE = re.compile(r"^#?(?:[A-Za-z]{1,5}\d{3,}|(?:adr|rfc|dr|kep|pep|rfd)[-_]\d+)[.:]?$", re.I)
+# A code typed inside a longer query, one that names a page or a record: one to three letters
+# and four digits, the shape of compiler, linker and lint codes (`c1083`, `LNK2019`, `CA1062`),
+# or a record's prefix, a dash and digits (`adr-42`). Not a bare number, and not a name with
+# digits in it (`sha256`, `ed25519`, `p53`, `CD28`, `IL-6`): those name things a page is about,
+# and a title holding one is no sign of the answer (ADR golden set, SciFact).
+_CODE = re.compile(r"^#?(?:[A-Za-z]{1,3}\d{4}|(?:adr|rfc|dr|kep|pep|rfd)[-_]\d+)[.:]?$", re.I)
 
 
 def code_words(query: ParsedQuery) -> list[str]:
