@@ -638,7 +638,7 @@ def test_the_answer_says_which_fusion_ran_and_the_spec_cases_still_come_first(sa
     rpc, _ = sample
     answer = search(rpc, "kb", "why did we pick sqlite")
     assert answer["fusion"]["method"] == "convex" and answer["fusion"]["k"] == 0
-    assert answer["fusion"]["weights"] == {"lexical": 0.6, "semantic": 0.4}
+    assert answer["fusion"]["weights"] == {"lexical": 0.5, "semantic": 0.5}
     assert answer["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
     weighted = search(rpc, "kb", "why did we pick sqlite", fusion="confidence")
     assert weighted["fusion"]["k"] == 20
@@ -772,8 +772,8 @@ def test_convex_order_and_scores_follow_each_stages_scaled_scores(fusion_vault, 
     answer = search(fusion_vault, "kb", "where is the log kept", limit=50)
     assert (answer["fusion"]["method"], answer["fusion"]["k"]) == ("convex", 0)
     weights = answer["fusion"]["weights"]
-    assert weights == {"lexical": 0.6, "semantic": 0.4}
-    floors = {"lexical": 0.0, "semantic": 0.2}
+    assert weights == {"lexical": 0.5, "semantic": 0.5}
+    floors = {"lexical": 0.0, "semantic": 0.1}
     expected: dict[int, float] = {}
     for stage, items in seen["ranked"]:
         scores = seen["signals"][stage]
