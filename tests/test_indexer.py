@@ -284,7 +284,7 @@ def test_file_vanishing_between_scan_and_read_is_skipped(engine, vault):
     summary = engine.index_run("v", progress=vanish)
     assert summary["added"] == 1
     assert [s["path"] for s in summary["skipped"]] == ["b.md"]
-    assert "No such file" in summary["skipped"][0]["reason"]
+    assert summary["skipped"][0]["reason"] == "no such file in the workspace"
 
 
 def test_an_index_of_another_format_is_rebuilt(indexed, engine):

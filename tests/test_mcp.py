@@ -368,3 +368,40 @@ def test_tools_with_any_arguments_answer_documented_codes(served, data):
         assert code in DOCUMENTED and code != -32603, result.content[0].text
     else:
         assert json.loads(result.content[0].text) == result.structured_content
+
+
+def test_read_span_under_a_racing_swap_for_a_link_to_outside_never_leaks(tmp_path):
+    """Issue 22's race through the SDK's own client: while a thread swaps the file an agent
+    reads for a link to outside the vault, every `read_span` is the vault's text or a -32602."""
+    from .test_confine import SECRET, _swapper
+
+    root, out = tmp_path / "vault", tmp_path / "outside"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "a.md").write_text("# A\n\ninside\n")
+    out.mkdir()
+    (out / "a.md").write_text(SECRET.decode() + "\n")
+    (root / "d" / "a.md.other").symlink_to(out / "a.md")
+    session = McpSession(
+        ["--db", str(tmp_path / "store" / "autodoc.db"), "mcp", str(root)], tmp_path
+    )
+    stop = threading.Event()
+    swapper = threading.Thread(target=_swapper, args=(root / "d" / "a.md", stop))
+    answered = refused = 0
+    try:
+        wait_until(lambda: first_state(session, "indexing") == "ready")
+        swapper.start()
+        for _ in range(long_count(300, 3000)):
+            result = session.call("read_span", {"path": "d/a.md"})
+            text = result.content[0].text
+            assert SECRET.decode() not in text
+            if result.is_error:
+                assert text.startswith("error -32602: "), text
+                refused += 1
+            else:
+                answered += 1
+    finally:
+        stop.set()
+        if swapper.is_alive():
+            swapper.join()
+        session.close()
+    assert answered > 0 and refused > 0, (answered, refused)

@@ -19,6 +19,7 @@ from typing import Any
 
 from . import facets
 from . import store as queries
+from .confine import open_inside, read_inside
 from .document import SUPERSEDE_FIELDS
 from .facets import Field, Schema
 from .store import Store, Workspace
@@ -175,22 +176,32 @@ def _type_problem(f: Field, value: Any) -> str:
     return ""
 
 
+KEY_LINES_BYTES = 1 << 20  # where a file's frontmatter keys are looked for
+
+
 def _key_lines(root: Path, rel: str) -> dict[str, int]:
-    """{lowercased frontmatter key: its 1-based line}, read from the file's first lines."""
+    """{lowercased frontmatter key: its 1-based line}, read from the file's first lines (read
+    the one confined way: `confine.read_inside`)."""
     out: dict[str, int] = {}
     try:
-        with open(os.path.join(root, *rel.split("/")), encoding="utf-8", errors="replace") as fh:
-            first = fh.readline()
-            if first.strip() != "---":
-                return out
-            for n, line in enumerate(fh, 2):
-                if line.strip() in ("---", "..."):
-                    break
-                m = re.match(r"^([^\s:#][^:]*):", line)
-                if m:
-                    out.setdefault(m.group(1).strip().strip("'\"").lower(), n)
+        data, _ = read_inside(root, rel, KEY_LINES_BYTES)
+    except ValueError:
+        try:  # longer than the frontmatter needs: its first bytes are enough
+            with open_inside(root, rel) as (fd, _):
+                data = os.read(fd, KEY_LINES_BYTES)
+        except ValueError:
+            return out
     except OSError:
-        pass
+        return out
+    lines = data.decode("utf-8", "replace").splitlines()
+    if not lines or lines[0].strip() != "---":
+        return out
+    for n, line in enumerate(lines[1:], 2):
+        if line.strip() in ("---", "..."):
+            break
+        m = re.match(r"^([^\s:#][^:]*):", line)
+        if m:
+            out.setdefault(m.group(1).strip().strip("'\"").lower(), n)
     return out
 
 

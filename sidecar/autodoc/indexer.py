@@ -28,6 +28,7 @@ from typing import Any
 
 from . import config, facets, lookup
 from .chunking import CHUNKING_FORMAT, Chunk, Chunker
+from .confine import read_inside
 from .document import READING_FORMAT, ParsedDocument, parse_document, record_number
 from .lexical import LexicalDoc, LexicalIndex
 from .markdown import STRUCTURE_FORMAT
@@ -43,7 +44,7 @@ from .store import (
     queries,
     writes,
 )
-from .walker import FoundFile, find, is_utf8, read_markdown, scan
+from .walker import FoundFile, find, is_utf8, scan
 
 RETIRE_GRACE_S = 10.0  # how long a retired chunk stays findable for readers mid-query
 BATCH_DOCUMENTS = 500
@@ -340,7 +341,7 @@ class Indexer:
                 summary.unchanged += 1
                 continue
             try:
-                data = read_markdown(f.abs, self.max_bytes)
+                data, _ = read_inside(self.ws.root, f.rel, self.max_bytes)
             except (OSError, ValueError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 summary.skipped.append({"path": f.rel, "reason": reason})

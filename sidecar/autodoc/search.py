@@ -17,6 +17,7 @@ from typing import Any, TypedDict, cast
 
 from . import confidence, facets, fuse, intent, protocol
 from . import store as queries
+from .confine import open_inside
 from .errors import CancelToken, RpcError, invalid_params
 from .lexical import LexicalIndex, analyze
 from .query import ParsedQuery, parse_query
@@ -410,22 +411,24 @@ def stale_documents(ws: Workspace, rows: Iterable[sqlite3.Row]) -> set[str]:
         if path in seen:
             continue
         seen.add(path)
-        full = os.path.join(ws.root, *path.split("/"))
-        try:
-            info = os.stat(full)
-        except OSError:
-            stale.add(path)
-            continue
-        if info.st_size == r["size"] and info.st_mtime_ns == r["mtime_ns"]:
-            continue
-        try:
-            with open(full, "rb") as fh:
-                same = (
-                    info.st_size == r["size"]
-                    and hashlib.sha256(fh.read()).hexdigest() == r["content_hash"]
-                )
-        except OSError:
-            same = False
-        if not same:
+        if not _fresh(ws, path, r):
             stale.add(path)
     return stale
+
+
+def _fresh(ws: Workspace, path: str, row: sqlite3.Row) -> bool:
+    """The file at `path`, opened the confined way, has the indexed stat, or else the indexed
+    bytes; a file gone, moved outside by a link, or unreadable is not fresh."""
+    try:
+        with open_inside(ws.root, path) as (fd, _):
+            info = os.fstat(fd)
+            if info.st_size != row["size"]:
+                return False
+            if info.st_mtime_ns == row["mtime_ns"]:
+                return True
+            digest = hashlib.sha256()
+            while block := os.read(fd, 1 << 20):
+                digest.update(block)
+            return digest.hexdigest() == row["content_hash"]
+    except (OSError, ValueError):
+        return False

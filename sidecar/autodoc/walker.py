@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
-BINARY_SNIFF_BYTES = 8192
 
 
 @dataclass(frozen=True)
@@ -151,30 +150,3 @@ def find(root: Path, rels: list[str], max_bytes: int) -> tuple[list[FoundFile], 
         if not stat.S_ISDIR(info.st_mode):
             _take(rel, real, info, max_bytes, found, skipped)
     return found, skipped
-
-
-def read_markdown(path: str, max_bytes: int) -> bytes:
-    """The file's bytes; raises ValueError with a user-facing reason when it is not text."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError("not a regular file")
-        if info.st_size > max_bytes:
-            raise ValueError(f"file too large ({info.st_size / 1e6:.1f} MB)")
-        chunks = []
-        remaining = max_bytes + 1
-        while remaining > 0:
-            block = os.read(fd, min(1 << 20, remaining))
-            if not block:
-                break
-            chunks.append(block)
-            remaining -= len(block)
-        data = b"".join(chunks)
-    finally:
-        os.close(fd)
-    if len(data) > max_bytes:
-        raise ValueError("file grew past the size limit while being read")
-    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
-        raise ValueError("binary file (NUL bytes)")
-    return data

@@ -9,7 +9,7 @@ and `reading` build on it.
 from __future__ import annotations
 
 from .core import COLLECT_EVERY_S, FILLING, NO_EMBEDDER, EngineCore
-from .reading import Reading, resolve_inside
+from .reading import Reading, checked_path
 from .workspaces import Workspaces
 
 
@@ -17,4 +17,4 @@ class Engine(Workspaces, Reading):
     """Every operation: workspaces (and indexing, which configuring may run), and reading."""
 
 
-__all__ = ["COLLECT_EVERY_S", "FILLING", "NO_EMBEDDER", "Engine", "EngineCore", "resolve_inside"]
+__all__ = ["COLLECT_EVERY_S", "FILLING", "NO_EMBEDDER", "Engine", "EngineCore", "checked_path"]

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 from .. import lookup, protocol
 from .. import store as queries
+from ..confine import NotInWorkspace, OutsideRoot, read_inside
 from ..errors import CancelToken, invalid_params
 from ..search import run_search
-from ..walker import read_markdown
 from .core import EngineCore
 
 
@@ -67,7 +66,7 @@ class Reading(EngineCore):
         """Lines line_start..line_end (1-based, inclusive) of a file inside the workspace; a
         null line_start is the first line, a null line_end the last."""
         ws = self.workspace(name)
-        target = resolve_inside(ws.root, path)
+        rel = checked_path(path)
         for field, value in (("line_start", line_start), ("line_end", line_end)):
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
@@ -78,7 +77,11 @@ class Reading(EngineCore):
         if line_end is not None and line_end < line_start:
             raise invalid_params("line_end is before line_start", field="line_end")
         try:
-            data = read_markdown(str(target), ws.options["max_file_mb"] * 1_000_000)
+            data, rel = read_inside(ws.root, rel, ws.options["max_file_mb"] * 1_000_000)
+        except OutsideRoot as exc:
+            raise invalid_params(str(exc), path=path) from None
+        except NotInWorkspace as exc:
+            raise invalid_params(f"{exc}: {path}", path=path) from None
         except (OSError, ValueError) as exc:
             raise invalid_params(f"cannot read {path}: {exc}", path=path) from None
         lines = data.decode("utf-8", "replace").split("\n")
@@ -89,7 +92,6 @@ class Reading(EngineCore):
                 f"line_start {line_start} is past the end ({len(lines)} lines)", field="line_start"
             )
         end = len(lines) if line_end is None else min(line_end, len(lines))
-        rel = target.relative_to(ws.root.resolve()).as_posix()
         with self.store.snapshot() as conn:
             generation = queries.document_generation(conn, ws.id, rel)
         return protocol.Span(
@@ -103,16 +105,11 @@ class Reading(EngineCore):
         )
 
 
-def resolve_inside(root: Path, path: Any) -> Path:
-    """`path` under `root`, symlinks resolved; -32602 when it would leave the root."""
+def checked_path(path: Any) -> str:
+    """A client's path as the read path takes it: a non-empty relative string; -32602 else.
+    Where it leads is `confine.read_inside`'s to check, on the open descriptors."""
     if not isinstance(path, str) or not path or "\x00" in path:
         raise invalid_params("path must be a non-empty string", field="path")
-    if os.path.isabs(path):
+    if os.path.isabs(path) or path.startswith("\\"):
         raise invalid_params("path must be relative to the workspace root", path=path)
-    root_real = root.resolve()
-    target = (root_real / path).resolve()
-    if target != root_real and root_real not in target.parents:
-        raise invalid_params("path is outside the workspace root", path=path)
-    if not target.is_file():
-        raise invalid_params(f"no such file in the workspace: {path}", path=path)
-    return target
+    return path

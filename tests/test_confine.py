@@ -1,0 +1,135 @@
+"""Confinement that cannot race (issue 22): every read of a file's content walks from the root's
+descriptor with O_NOFOLLOW and resolves links by hand, so a file or a folder swapped for a link
+to outside the vault between two calls, or during one, is never read through."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from autodoc.confine import (
+    MAX_LINKS,
+    MISSING,
+    OUTSIDE,
+    NotInWorkspace,
+    OutsideRoot,
+    read_inside,
+    stat_inside,
+)
+from autodoc.dispatcher import Dispatcher
+from autodoc.engine import Engine
+from autodoc.errors import RpcError
+
+from .conftest import lexical_workspace, long_count, write
+
+SECRET = b"SECRET-outside-the-vault"
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root, out = tmp_path / "vault", tmp_path / "outside"
+    write(root, "sub/a.md", "inside\n")
+    write(out, "s.md", SECRET.decode() + "\n")
+    (root / "rel.md").symlink_to("sub/a.md")
+    (root / "abs.md").symlink_to(root / "sub" / "a.md")
+    (root / "dirlink").symlink_to("sub")
+    (root / "up.md").symlink_to("sub/../sub/a.md")
+    (root / "sub" / "back.md").symlink_to("../rel.md")  # a link to a link, both inside
+    (root / "evil.md").symlink_to(out / "s.md")
+    (root / "evil-rel.md").symlink_to("../outside/s.md")
+    (root / "outdir").symlink_to(out)
+    (root / "loop.md").symlink_to("loop.md")
+    os.mkfifo(root / "fifo.md")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("rel", "real"),
+    [
+        ("sub/a.md", "sub/a.md"),
+        ("rel.md", "sub/a.md"),
+        ("abs.md", "sub/a.md"),
+        ("dirlink/a.md", "sub/a.md"),
+        ("up.md", "sub/a.md"),
+        ("sub/back.md", "sub/a.md"),
+        ("sub/./a.md", "sub/a.md"),
+        ("sub/../sub/a.md", "sub/a.md"),
+    ],
+)
+def test_a_link_inside_the_vault_to_a_file_inside_it_is_read(tree, rel, real):
+    assert read_inside(tree, rel, 1000) == (b"inside\n", real)
+
+
+@pytest.mark.parametrize(
+    ("rel", "error", "message"),
+    [
+        ("evil.md", OutsideRoot, OUTSIDE),
+        ("evil-rel.md", OutsideRoot, OUTSIDE),
+        ("outdir/s.md", OutsideRoot, OUTSIDE),
+        ("../outside/s.md", OutsideRoot, OUTSIDE),
+        ("sub/../../outside/s.md", OutsideRoot, OUTSIDE),
+        ("loop.md", NotInWorkspace, "too many levels of symbolic links"),
+        ("fifo.md", NotInWorkspace, MISSING),  # opened without blocking, refused by fstat
+        ("sub", NotInWorkspace, MISSING),
+        (".", NotInWorkspace, MISSING),
+        ("missing.md", NotInWorkspace, MISSING),
+        ("sub/a.md/x", NotInWorkspace, MISSING),
+    ],
+)
+def test_outside_missing_or_not_a_file_is_refused_without_reading(tree, rel, error, message):
+    with pytest.raises(error, match=message):
+        read_inside(tree, rel, 1000)
+
+
+def test_the_size_is_checked_on_the_open_descriptor(tree):
+    assert stat_inside(tree, "rel.md").st_size == 7
+    with pytest.raises(ValueError, match="too large"):
+        read_inside(tree, "rel.md", 6)
+    assert MAX_LINKS >= 8  # deep but finite: chains of links inside a vault still work
+
+
+def _swapper(entry, stop: threading.Event) -> None:
+    """Swap `entry` and `entry.other` (a link to outside) as fast as it can, three renames a
+    swap, so `entry` is by turns the real one, missing, and the link."""
+    other, tmp = entry.with_name(entry.name + ".other"), entry.with_name(entry.name + ".tmp")
+    while not stop.is_set():
+        os.rename(entry, tmp)
+        os.rename(other, entry)
+        os.rename(tmp, other)
+
+
+@pytest.mark.parametrize("what", ["file", "folder"])
+def test_a_racing_swap_for_a_link_to_outside_is_never_read(tmp_path, what):
+    """The race of issue 22 (10 of 658 calls read outside): a thread swaps a file (or the folder
+    holding it) for a link to outside the vault while `doc.read` reads it thousands of times.
+    Every answer is the vault's text or a documented -32602; no outside byte comes back."""
+    root, out = tmp_path / "vault", tmp_path / "outside"
+    write(root, "d/a.md", "# A\n\ninside\n")
+    write(out, "a.md", SECRET.decode() + "\n")
+    rpc = Dispatcher(Engine(tmp_path / "store" / "autodoc.db"))
+    lexical_workspace(rpc, root)
+    entry = root / "d" / "a.md" if what == "file" else root / "d"
+    entry.with_name(entry.name + ".other").symlink_to(out / "a.md" if what == "file" else out)
+    stop = threading.Event()
+    swapper = threading.Thread(target=_swapper, args=(entry, stop))
+    calls, answered, refused, leaked = long_count(3000, 30000), 0, 0, 0
+    swapper.start()
+    try:
+        for _ in range(calls):
+            try:
+                got = rpc.call("doc.read", ["v", "d/a.md"])
+            except RpcError as exc:
+                assert exc.code == -32602, exc.to_dict()
+                refused += 1
+                continue
+            answered += 1
+            leaked += SECRET.decode() in got["text"]
+    finally:
+        stop.set()
+        swapper.join()
+        rpc.engine.close()
+    print(f"race ({what}): {calls} calls, {answered} answered, {refused} refused, {leaked} leaked")
+    assert leaked == 0
+    assert answered > 0 and refused > 0, (answered, refused)  # the race really ran
