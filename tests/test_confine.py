@@ -8,6 +8,8 @@ import os
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autodoc.confine import (
     MAX_LINKS,
@@ -133,3 +135,55 @@ def test_a_racing_swap_for_a_link_to_outside_is_never_read(tmp_path, what):
     print(f"race ({what}): {calls} calls, {answered} answered, {refused} refused, {leaked} leaked")
     assert leaked == 0
     assert answered > 0 and refused > 0, (answered, refused)  # the race really ran
+
+
+def _reference(data: bytes, first: int, last: int | None, max_lines: int, max_bytes: int):
+    """The whole file split in memory, then capped: what `read_lines` must equal."""
+    lines = data.decode("utf-8", "replace").split("\n")
+    if data.endswith(b"\n"):
+        lines.pop()
+    end = len(lines) if last is None else min(last, len(lines))
+    out, size, cut = [], 0, False
+    for raw in data.split(b"\n")[first - 1 : end]:
+        if len(out) >= max_lines or size + len(raw) > max_bytes:
+            if not out:
+                out.append(raw[:max_bytes].decode("utf-8", "ignore"))
+            cut = True
+            break
+        out.append(raw.decode("utf-8", "replace"))
+        size += len(raw) + 1
+    return out, len(lines), cut
+
+
+@settings(max_examples=long_count(300, 3000), deadline=None)
+@given(
+    data=st.lists(
+        st.sampled_from([b"a", b"bb", b"\n", b"\xc3\xa9", b"\xff", b"xyz" * 7]), max_size=40
+    ).map(b"".join),
+    first=st.integers(1, 12),
+    span=st.one_of(st.none(), st.integers(0, 12)),
+    max_lines=st.integers(1, 6),
+    max_bytes=st.integers(1, 40),
+    block=st.integers(1, 9),
+)
+def test_reading_lines_in_blocks_equals_splitting_the_whole_file(
+    tmp_path_factory, data, first, span, max_lines, max_bytes, block
+):
+    """Block boundaries anywhere (inside a line, on a newline, inside a UTF-8 sequence): the
+    window, the line count and `cut` are those of reading the whole file and capping it."""
+    import autodoc.confine as confine
+
+    root = tmp_path_factory.mktemp("lines")
+    (root / "f.md").write_bytes(data)
+    last = None if span is None else first + span
+    want_lines, total, cut = _reference(data, first, last, max_lines, max_bytes)
+    old, confine.READ_BLOCK = confine.READ_BLOCK, block
+    try:
+        got = confine.read_lines(
+            root, "f.md", first, last, max_file_bytes=1000, max_lines=max_lines, max_bytes=max_bytes
+        )
+    finally:
+        confine.READ_BLOCK = old
+    assert got.total == max(total, 1)
+    if first <= max(total, 1):
+        assert (got.lines, got.cut) == (want_lines if total else [""], cut)

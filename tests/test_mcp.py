@@ -405,3 +405,65 @@ def test_read_span_under_a_racing_swap_for_a_link_to_outside_never_leaks(tmp_pat
             swapper.join()
         session.close()
     assert answered > 0 and refused > 0, (answered, refused)
+
+
+def _lease_free(db: Path) -> bool:
+    """Nobody holds the writer lease: a shared flock is taken and dropped at once."""
+    import fcntl
+
+    fd = os.open(str(db) + ".lock", os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # drops the shared lock, if taken
+    return True
+
+
+def test_status_tells_the_truth_about_the_lease_before_during_and_after_a_takeover(tmp_path):
+    """A second server on a held store is read-only and names the holder; once the holder is
+    killed its status never says read-only again: `taking over`, then `writer` and ready."""
+    import signal
+
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\nalpha\n")
+    db = tmp_path / "store" / "autodoc.db"
+    first = McpSession(["--db", str(db), "mcp", str(root)], tmp_path)
+    second = None
+    try:
+        wait_until(lambda: first_state(first, "indexing") == "ready")
+        holder = first.ok("status")["server"]
+        assert (holder["writer"], holder["lease"]) == (True, "writer")
+        second = McpSession(["--db", str(db), "mcp", str(root)], tmp_path)
+        before = wait_until(lambda: first_state(second, "indexing") and second.ok("status"))
+        protocol.conform(before, protocol.Status)
+        assert before["server"]["lease"] == "read-only" and before["server"]["writer"] is False
+        assert before["server"]["holder"].startswith(f"pid {holder['pid']} ")
+        assert before["workspaces"][0]["indexing"].startswith("read-only")
+        os.kill(holder["pid"], signal.SIGKILL)
+        wait_until(lambda: _lease_free(db), every=0.01)  # its last thread closed its files
+        seen = []
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            status = second.ok("status")
+            protocol.conform(status, protocol.Status)
+            server, state = status["server"], status["workspaces"][0]["indexing"]
+            seen.append(server["lease"])
+            assert server["lease"] != "read-only" and not state.startswith("read-only"), (
+                server,
+                state,
+                seen,
+            )
+            if server["lease"] == "writer" and state == "ready":
+                break
+            assert server["lease"] == "taking over" and server["holder"] == ""
+            time.sleep(0.05)
+        assert seen[-1] == "writer", seen
+        hits = second.ok("search", {"query": "alpha"})["hits"]  # and it serves as the writer
+        assert hits[0]["path"] == "a.md"
+    finally:
+        first.close()
+        if second is not None:
+            second.close()

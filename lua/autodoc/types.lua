@@ -88,7 +88,7 @@
 ---@field workspace string
 ---@field took_ms number
 
----@class autodoc.Span `doc.read`'s answer: exactly the lines asked for.
+---@class autodoc.Span `doc.read`'s answer: exactly the lines asked for, up to 400 lines or 64 KB a call.
 ---@field workspace string
 ---@field path string
 ---@field line_start integer
@@ -96,6 +96,8 @@
 ---@field lines_total integer
 ---@field text string
 ---@field generation integer? The indexed generation of the file, or null when it is not indexed.
+---@field truncated? boolean Set (true) when the span asked for was longer than one read returns (400 lines or 64 KB of text): `line_end` is the last line returned.
+---@field next_line? integer With `truncated`: the line to ask for next.
 
 ---@class autodoc.Change
 ---@field seq integer
@@ -195,6 +197,7 @@
 ---@field pid integer
 ---@field db string
 ---@field writer boolean
+---@field lease "writer"|"read-only"|"taking over" `writer` (this process writes the store), `read-only` (another holds the lease: `holder`) or `taking over` (the holder is gone; this process takes the lease within seconds).
 ---@field holder string Who holds the writer lease when this process does not: `pid N on HOST`.
 ---@field pending integer Edits waiting to be re-indexed.
 ---@field watching boolean

@@ -18,10 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, limits
 from .dispatcher import Dispatcher
 from .engine import Engine
-from .errors import RpcError
+from .errors import INVALID_PARAMS, RpcError
 from .fuse import DEFAULT_FUSION, FUSIONS
 
 EXIT_OK, EXIT_RPC_ERROR, EXIT_USAGE = 0, 1, 2
@@ -171,8 +171,19 @@ def _log_for_server(log_file: str | None, level: str) -> None:
 
 
 def _call(dispatcher: Dispatcher, method: str, raw: str | None) -> int:
+    """The params are measured before they are parsed: a nesting bomb or a huge argument gets
+    its -32602 without reaching the JSON parser."""
+    raw = raw or "[]"
+    if len(raw) > limits.MAX_REQUEST_BYTES:
+        raise RpcError(
+            INVALID_PARAMS,
+            f"params are longer than {limits.MAX_REQUEST_BYTES} characters",
+            {"limit": limits.MAX_REQUEST_BYTES},
+        )
+    if limits.text_depth(raw) > limits.MAX_DEPTH:
+        raise limits.nested_too_deep()
     try:
-        params = json.loads(raw) if raw else []
+        params = json.loads(raw)
     except json.JSONDecodeError as exc:
         err = RpcError(-32700, f"params are not valid JSON: {exc}")
         print(json.dumps({"error": err.to_dict()}), file=sys.stderr)

@@ -22,9 +22,11 @@ import posixpath
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 MAX_LINKS = 40  # symlinks resolved in one path, as the kernel's own limit: more is a loop
 BINARY_SNIFF_BYTES = 8192
+READ_BLOCK = 1 << 20  # what `read_lines` reads at a time
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -166,3 +168,117 @@ def stat_inside(root: str | os.PathLike[str], rel: str) -> os.stat_result:
     """The file's stat, taken on the descriptor `open_inside` gives."""
     with open_inside(root, rel) as (fd, _):
         return os.fstat(fd)
+
+
+@dataclass
+class LineWindow:
+    """Lines `first`..`last` of a file as `read_lines` returns them."""
+
+    lines: list[str]  # decoded, replacement characters for bytes that are not UTF-8
+    total: int  # the file's lines (an empty file has one, empty)
+    cut: bool  # lines of the range left out by the caps, or the one line shortened
+    path: str  # under the root, links resolved
+
+
+def read_lines(
+    root: str | os.PathLike[str],
+    rel: str,
+    first: int,
+    last: int | None,
+    *,
+    max_file_bytes: int,
+    max_lines: int,
+    max_bytes: int,
+) -> LineWindow:
+    """Lines `first`..`last` (1-based, inclusive; None: to the end) of the Markdown file `rel`,
+    read in blocks from the confined descriptor: at most `max_lines` lines and `max_bytes` of
+    text are kept (at least one line, cut when longer), the rest only counted, so memory stays
+    bounded whatever the file's size. ValueError as `read_inside`."""
+    window = _Window(first, last, max_lines, max_bytes)
+    with open_inside(root, rel) as (fd, real):
+        size = os.fstat(fd).st_size
+        if size > max_file_bytes:
+            raise ValueError(f"file too large ({size / 1e6:.1f} MB)")
+        seen = 0
+        while block := os.read(fd, READ_BLOCK):
+            if not seen and b"\x00" in block[:BINARY_SNIFF_BYTES]:
+                raise ValueError("binary file (NUL bytes)")
+            seen += len(block)
+            if seen > max_file_bytes:
+                raise ValueError("file grew past the size limit while being read")
+            window.feed(block)
+    return window.done(real)
+
+
+class _Window:
+    """The state of `read_lines` between blocks: which line is being read, what is kept."""
+
+    def __init__(self, first: int, last: int | None, max_lines: int, max_bytes: int) -> None:
+        self.first, self.last = first, last
+        self.max_lines, self.max_bytes = max_lines, max_bytes
+        self.lineno = 1  # the line being read
+        self.current = bytearray()  # its bytes (up to the cap), while it is in the window
+        self.partial = False  # the line being read has bytes (so it exists at the end)
+        self.out: list[str] = []
+        self.size = 0
+        self.cut = False
+
+    def _past(self) -> bool:
+        return self.cut or (self.last is not None and self.lineno > self.last)
+
+    def feed(self, block: bytes) -> None:
+        pos, n = 0, len(block)
+        while pos < n:
+            if self._past():  # nothing more to keep: count the rest
+                self._count(block, pos, block.count(b"\n", pos))
+                return
+            if self.lineno < self.first:  # before the window: skip whole lines cheaply
+                newlines = block.count(b"\n", pos)
+                if self.lineno + newlines < self.first:
+                    self._count(block, pos, newlines)
+                    return
+                while self.lineno < self.first:
+                    pos = block.index(b"\n", pos) + 1
+                    self.lineno += 1
+                self.partial = False
+                continue
+            nl = block.find(b"\n", pos)
+            end = nl if nl >= 0 else n
+            if end > pos:
+                self.partial = True
+                room = self.max_bytes + 1 - len(self.current)
+                if room > 0:
+                    self.current += block[pos : min(end, pos + room)]
+            if nl < 0:
+                return
+            self._end_line()
+            pos = nl + 1
+
+    def _count(self, block: bytes, pos: int, newlines: int) -> None:
+        if newlines:
+            self.lineno += newlines
+            self.partial = not block.endswith(b"\n")
+        else:
+            self.partial = self.partial or pos < len(block)
+
+    def _end_line(self) -> None:
+        """The line in the window ends: kept, or (no room) the window is cut."""
+        line = bytes(self.current)
+        if len(self.out) >= self.max_lines or self.size + len(line) > self.max_bytes:
+            if not self.out:  # one line longer than the cap: shortened
+                self.out.append(line[: self.max_bytes].decode("utf-8", "ignore"))
+            self.cut = True
+        else:
+            self.out.append(line.decode("utf-8", "replace"))
+            self.size += len(line) + 1
+        self.current = bytearray()
+        self.partial = False
+        self.lineno += 1
+
+    def done(self, path: str) -> LineWindow:
+        if self.partial or self.lineno == 1:  # a last line without its newline; an empty file
+            if self._past() or self.lineno < self.first:
+                self.lineno += 1
+            else:
+                self._end_line()
+        return LineWindow(self.out, self.lineno - 1, self.cut, path)

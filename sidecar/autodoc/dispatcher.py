@@ -10,6 +10,7 @@ from typing import Any
 
 from .engine import Engine
 from .errors import INTERNAL_ERROR, METHOD_NOT_FOUND, CancelToken, RpcError, invalid_params
+from .limits import check_params
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,7 @@ class Dispatcher:
             params = []
         if not isinstance(params, list):
             raise invalid_params("params must be a JSON array of positional arguments")
+        check_params(params)  # before any method walks them
         low, high = self._arity[method]
         if not low <= len(params) <= high:
             want = str(low) if low == high else f"{low} to {high}"

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 RETRY_FOLDER_S = 2.0  # how often a folder opened read-only tries again for the writer lease
 SUPERSEDED = "superseded by a newer search"
 READ_ONLY = "read-only: another autodoc process is writing this store"
+TAKING_OVER = "taking over: the process that wrote this store is gone"
 
 # Events a host sends its clients (the LSP server forwards them as notifications).
 INDEX_READY = "autodoc/indexReady"
@@ -69,6 +70,7 @@ class Host:
         self._lock = threading.Lock()
         self._states: dict[str, tuple[str, str, str, str]] = {}
         self._closed = False
+        self._retrying: frozenset[Path] = frozenset()  # read-only folders with a retry queued
         engine.on_stale = self._stale
         engine.on_embedded = self._embedded
 
@@ -137,8 +139,18 @@ class Host:
         return opened
 
     def _retry(self, root: Path) -> None:
-        if not self._closed:
-            self.refresher.submit(lambda: self._open(root, None, None, retry=True))
+        """Try a read-only folder again on the writer thread; once at a time per folder."""
+        with self._lock:
+            if self._closed or root in self._retrying:
+                return
+            self._retrying = self._retrying | {root}
+
+        def again() -> None:
+            with self._lock:
+                self._retrying = self._retrying - {root}
+            self._open(root, None, None, retry=True)
+
+        self.refresher.submit(again)
 
     def _serve(self, name: str, root: Path, state: str) -> None:
         with self._lock:
@@ -222,6 +234,11 @@ class Host:
         """The one status every adapter serves (`autodoc.status`, MCP `status`,
         `autodoc/indexReady`): this process, then each workspace of the store, served first."""
         served, indexing = self.served, self.indexing
+        lease = self.lease_state()
+        if lease == "taking over":  # the holder is gone: say so, and take it now
+            indexing = {k: TAKING_OVER if v == READ_ONLY else v for k, v in indexing.items()}
+            for root in [served[k] for k, v in self.indexing.items() if v == READ_ONLY]:
+                self._retry(root)
         workspaces: list[protocol.WorkspaceState] = []
         for ws in self.engine.workspace_list():
             name = ws["name"]
@@ -247,12 +264,20 @@ class Host:
             version=__version__,
             pid=os.getpid(),
             db=str(self.engine.store.path),
-            writer=self.refresher.writer,
-            holder=self.refresher.holder,
+            writer=lease == "writer",
+            lease=lease,
+            holder=self.refresher.holder if lease == "read-only" else "",
             pending=self.refresher.pending(),
             watching=self.watcher is not None,
         )
         return protocol.Status(server=server, workspaces=workspaces, refused=list(self.refused))
+
+    def lease_state(self) -> protocol.LeaseState:
+        """The truth about the writer lease at this moment, not as last noted: a holder that
+        exited leaves `taking over` until this process's retry takes the lease."""
+        if self.refresher.writer:
+            return "writer"
+        return "read-only" if self.engine.store.lease.held_elsewhere() else "taking over"
 
     def check_state(self, workspace: str, event: str) -> None:
         """Tell clients when the semantic or rank state a picker shows has changed."""

@@ -20,14 +20,17 @@ rank when the reranker ordered it, facet for a filters-only query), plus `stages
 which were skipped and why), `confidence` (high, low, or none: the knowledge base holds no
 answer) and `missing` (query words that occur nowhere in it). Read a hit with
 `read_span(path, line_start, line_end)` rather than the whole file. Ask for few hits (`limit`,
-default 5). Prefer `find` when you know a name.
+default 5, at most 100). Prefer `find` when you know a name. A query holds at most 4,000
+characters and 64 words.
 The query may carry filters on frontmatter fields the vault declares: `status:accepted`,
 `-status:superseded`, `tag:security`, `type:adr`, `date:2024`."""
 
 READ_SPAN_DOC = """Read lines of one file of the knowledge base: exactly `line_start`..`line_end`.
 
 Use the span of a `search` hit or a `find` match. Returns `text`, the lines returned and
-`lines_total`. Paths are relative to the workspace root and cannot leave it."""
+`lines_total`. One call returns at most 400 lines or 64 KB of text: a longer span comes back
+with `truncated: true` and `next_line`, the `line_start` to ask for next. Line numbers are
+integers. Paths are relative to the workspace root and cannot leave it."""
 
 FIND_DOC = """Look a name up: a document title or alias, a heading, or a code identifier.
 
@@ -36,7 +39,8 @@ Case-insensitive and aware of camelCase, PascalCase and snake_case parts: `order
 `strcpy_s`, `CWnd`. Returns `matches` ordered exact, then prefix, then partial, each with the
 matched `name`, its `kind` (title, alias, heading, identifier), `path`, `line`, and the section
 around it (`line_start`-`line_end`, `breadcrumb`) to pass to `read_span`. `exact=true` keeps
-whole-name matches. `truncated` says the name was too short to list every candidate."""
+whole-name matches. `limit`: default 5, at most 100. `truncated` says the name was too short
+to list every candidate."""
 
 STATUS_DOC = """What this server searches: `workspaces`, the ones it serves first (`served`),
 each with its name and root, documents and chunks indexed, `indexing` (still running, ready, or

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -29,10 +31,13 @@ from .engine import Engine
 from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from .host import Host
 from .mcp_docs import FIND_DOC, INSTRUCTIONS, READ_SPAN_DOC, SEARCH_DOC, STATUS_DOC
+from .mcp_wire import GuardedStdin
 
 log = logging.getLogger(__name__)
 
+# An agent pays per token: a handful of hits and matches unless it asks for more.
 DEFAULT_SEARCH_LIMIT = 5
+DEFAULT_FIND_LIMIT = 5
 
 # Hit fields an agent needs to cite and read a hit; the rest (bytes, ids, highlights) stay out.
 HIT_FIELDS = ("path", "line_start", "line_end", "breadcrumb", "snippet", "relevance", "via")
@@ -94,7 +99,7 @@ class AgentServer:
         self,
         query: Annotated[str, Field(description="What to look for, in words; may hold filters")],
         workspace: Workspace = None,
-        limit: Annotated[int, Field(ge=1, le=100, description="Hits to return")] = (
+        limit: Annotated[int, Field(strict=True, ge=1, le=100, description="Hits to return")] = (
             DEFAULT_SEARCH_LIMIT
         ),
         stages: Annotated[
@@ -121,9 +126,10 @@ class AgentServer:
     def read_span(
         self,
         path: Annotated[str, Field(description="File path relative to the workspace root")],
-        line_start: Annotated[int, Field(description="First line, 1-based")] = 1,
+        line_start: Annotated[int, Field(strict=True, description="First line, 1-based")] = 1,
         line_end: Annotated[
-            int | None, Field(description="Last line, inclusive; omit for the end of the file")
+            int | None,
+            Field(strict=True, description="Last line, inclusive; omit for the end of the file"),
         ] = None,
         workspace: Workspace = None,
     ) -> CallToolResult:
@@ -133,8 +139,10 @@ class AgentServer:
         self,
         name: Annotated[str, Field(description="A title, alias, heading or identifier")],
         workspace: Workspace = None,
-        exact: Annotated[bool, Field(description="Whole-name matches only")] = False,
-        limit: Annotated[int, Field(ge=1, le=100, description="Matches to return")] = 20,
+        exact: Annotated[bool, Field(strict=True, description="Whole-name matches only")] = False,
+        limit: Annotated[
+            int, Field(strict=True, ge=1, le=100, description="Matches to return")
+        ] = DEFAULT_FIND_LIMIT,
     ) -> CallToolResult:
         return self.call_in(workspace, "search.find", [name, {"exact": exact, "limit": limit}])
 
@@ -182,9 +190,18 @@ def _compact_search(answer: dict[str, Any]) -> dict[str, Any]:
 
 class AutodocMCP(MCPServer):
     """Arguments the SDK rejects (wrong type, out of range, unknown tool) come back as tool
-    errors with a JSON-RPC code too, like the dispatcher's own."""
+    errors with a JSON-RPC code too, like the dispatcher's own. Integers and booleans are
+    strict (`"1"` and `true` are not line numbers) and an argument no tool takes is refused."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None and isinstance(arguments, dict):
+            unknown = sorted(set(arguments) - set(tool.parameters.get("properties", {})))
+            if unknown:
+                raise ToolError(
+                    f"error {INVALID_PARAMS}: invalid arguments for {name}: "
+                    f"unknown argument {unknown[0]!r}"
+                )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -199,6 +216,15 @@ class AutodocMCP(MCPServer):
             if str(exc).startswith("Unknown tool"):
                 raise ToolError(f"error {METHOD_NOT_FOUND}: unknown tool {name!r}") from None
             raise
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio loop, its lines measured first (`mcp_wire.GuardedStdin`)."""
+        stdin = GuardedStdin(sys.stdin.buffer)
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+            stdin.write = write_stream
+            await self._lowlevel_server.run(
+                read_stream, write_stream, self._lowlevel_server.create_initialization_options()
+            )
 
 
 def build_server(agent: AgentServer) -> MCPServer:

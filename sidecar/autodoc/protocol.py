@@ -29,6 +29,7 @@ RankStateName = Literal["ready", "off", "skipped", "failed"]
 ModeUsed = Literal["lexical", "semantic", "hybrid", "facet", "none"]
 Via = Literal["lexical", "semantic", "exact", "rank", "facet"]
 ConfidenceLevel = Literal["high", "low", "none"]
+LeaseState = Literal["writer", "read-only", "taking over"]
 Intent = Literal["phrase", "prefix", "path", "number", "identifier", "question", "words"]
 
 
@@ -187,7 +188,7 @@ class FindAnswer(TypedDict):
 
 @_WIRE
 class Span(TypedDict):
-    """`doc.read`'s answer: exactly the lines asked for."""
+    """`doc.read`'s answer: exactly the lines asked for, up to 400 lines or 64 KB a call."""
 
     workspace: str
     path: str
@@ -197,6 +198,11 @@ class Span(TypedDict):
     text: str
     generation: int | None
     """The indexed generation of the file, or null when it is not indexed."""
+    truncated: NotRequired[bool]
+    """Set (true) when the span asked for was longer than one read returns (400 lines or
+    64 KB of text): `line_end` is the last line returned."""
+    next_line: NotRequired[int]
+    """With `truncated`: the line to ask for next."""
 
 
 @_WIRE
@@ -331,6 +337,9 @@ class ServerInfo(TypedDict):
     pid: int
     db: str
     writer: bool
+    lease: LeaseState
+    """`writer` (this process writes the store), `read-only` (another holds the lease: `holder`)
+    or `taking over` (the holder is gone; this process takes the lease within seconds)."""
     holder: str
     """Who holds the writer lease when this process does not: `pid N on HOST`."""
     pending: int

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, TypedDict, cast
 
-from . import confidence, facets, fuse, intent, protocol
+from . import confidence, facets, fuse, intent, limits, protocol
 from . import store as queries
 from .confine import open_inside
 from .errors import CancelToken, RpcError, invalid_params
@@ -44,6 +44,23 @@ STALE_SPARE = 10
 
 _OPTS = {"limit", "stages", "paths", "mode", "retrieval", "window", "facets", "tags", "fusion"}
 FACET_ONLY = "the query has only facet filters"
+
+
+def check_query(text: str) -> None:
+    """-32602 for a query past MAX_QUERY_CHARS or MAX_QUERY_WORDS: before it is parsed, so a
+    hostile 1 MB query costs a length check, not a clause per word (issue 22: 899 MB RSS)."""
+    if len(text) > limits.MAX_QUERY_CHARS:
+        raise invalid_params(
+            f"query is longer than {limits.MAX_QUERY_CHARS} characters",
+            field="query",
+            limit=limits.MAX_QUERY_CHARS,
+        )
+    if len(text.split(None, limits.MAX_QUERY_WORDS)) > limits.MAX_QUERY_WORDS:
+        raise invalid_params(
+            f"query has more than {limits.MAX_QUERY_WORDS} words",
+            field="query",
+            limit=limits.MAX_QUERY_WORDS,
+        )
 
 
 def parse_options(opts: Any) -> SearchOptions:
@@ -148,6 +165,7 @@ def _context(
 ) -> QueryContext:
     if not isinstance(text, str):
         raise invalid_params("query must be a string", field="query")
+    check_query(text)
     options = parse_options(opts)
     started = time.perf_counter()
     with store.snapshot() as conn:

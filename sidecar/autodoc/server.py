@@ -32,6 +32,7 @@ from .dispatcher import WRITES
 from .engine import Engine
 from .errors import PARSE_ERROR, CancelToken, RpcError
 from .host import Host
+from .limits import MAX_DEPTH
 from .lsp_wire import (
     AnsweredErrors,
     AutodocProtocol,
@@ -85,6 +86,11 @@ class AutodocServer(LanguageServer):
         if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
             assert isinstance(self.protocol, AutodocProtocol)
             self.protocol._send_error(None, PARSE_ERROR, f"parse error: {error}")
+            return
+        if isinstance(error, RecursionError):  # a nesting bomb the JSON parser refused
+            assert isinstance(self.protocol, AutodocProtocol)
+            message = f"parse error: nested too deep to parse (params may nest {MAX_DEPTH} levels)"
+            self.protocol._send_error(None, PARSE_ERROR, message)
             return
         if source is FeatureRequestError:
             return  # answered to the client as an error response already

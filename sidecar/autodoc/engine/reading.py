@@ -7,9 +7,9 @@ import os
 import time
 from typing import Any
 
-from .. import lookup, protocol
+from .. import limits, lookup, protocol
 from .. import store as queries
-from ..confine import NotInWorkspace, OutsideRoot, read_inside
+from ..confine import NotInWorkspace, OutsideRoot, read_lines
 from ..errors import CancelToken, invalid_params
 from ..search import run_search
 from .core import EngineCore
@@ -77,32 +77,41 @@ class Reading(EngineCore):
         if line_end is not None and line_end < line_start:
             raise invalid_params("line_end is before line_start", field="line_end")
         try:
-            data, rel = read_inside(ws.root, rel, ws.options["max_file_mb"] * 1_000_000)
+            got = read_lines(
+                ws.root,
+                rel,
+                line_start,
+                line_end,
+                max_file_bytes=ws.options["max_file_mb"] * 1_000_000,
+                max_lines=limits.READ_MAX_LINES,
+                max_bytes=limits.READ_MAX_BYTES,
+            )
         except OutsideRoot as exc:
             raise invalid_params(str(exc), path=path) from None
         except NotInWorkspace as exc:
             raise invalid_params(f"{exc}: {path}", path=path) from None
         except (OSError, ValueError) as exc:
             raise invalid_params(f"cannot read {path}: {exc}", path=path) from None
-        lines = data.decode("utf-8", "replace").split("\n")
-        if data.endswith(b"\n"):
-            lines.pop()
-        if line_start > max(1, len(lines)):
+        if line_start > got.total:
             raise invalid_params(
-                f"line_start {line_start} is past the end ({len(lines)} lines)", field="line_start"
+                f"line_start {line_start} is past the end ({got.total} lines)", field="line_start"
             )
-        end = len(lines) if line_end is None else min(line_end, len(lines))
+        rel = got.path
         with self.store.snapshot() as conn:
             generation = queries.document_generation(conn, ws.id, rel)
-        return protocol.Span(
+        span = protocol.Span(
             workspace=ws.name,
             path=rel,
             line_start=line_start,
-            line_end=end,
-            lines_total=len(lines),
-            text="\n".join(lines[line_start - 1 : end]),
+            line_end=line_start + len(got.lines) - 1,
+            lines_total=got.total,
+            text="\n".join(got.lines),
             generation=generation,
         )
+        if got.cut:
+            span["truncated"] = True
+            span["next_line"] = span["line_end"] + 1
+        return span
 
 
 def checked_path(path: Any) -> str:

@@ -8,6 +8,7 @@ import errno
 import fcntl
 import os
 import socket
+import threading
 from pathlib import Path
 
 from ..errors import StoreBusyError
@@ -19,8 +20,15 @@ class WriterLease:
     def __init__(self, db_path: Path) -> None:
         self.path = Path(str(db_path) + ".lock")
         self.fd: int | None = None
+        # Taking the lease and asking whether another holds it exclude each other: a probe
+        # between this process's flock and its `fd` would see its own lock as another's.
+        self._guard = threading.Lock()
 
     def acquire(self) -> None:
+        with self._guard:
+            self._acquire()
+
+    def _acquire(self) -> None:
         if self.fd is not None:
             return
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -37,6 +45,27 @@ class WriterLease:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
         self.fd = fd
+
+    def held_elsewhere(self) -> bool:
+        """Whether another process holds the lease now (this one does not): a shared lock is
+        tried and dropped at once, so asking never takes the lease from anyone."""
+        with self._guard:
+            return self.fd is None and self._probe()
+
+    def _probe(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return False  # no lease file: nobody has ever written, nobody holds it
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            return exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        finally:
+            os.close(fd)
 
     def release(self) -> None:
         if self.fd is not None:
