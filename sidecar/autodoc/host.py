@@ -266,7 +266,7 @@ class Host:
             db=str(self.engine.store.path),
             writer=lease == "writer",
             lease=lease,
-            holder=self.refresher.holder if lease == "read-only" else "",
+            holder=self.engine.store.lease.holder() if lease == "read-only" else "",
             pending=self.refresher.pending(),
             watching=self.watcher is not None,
         )
@@ -275,9 +275,13 @@ class Host:
     def lease_state(self) -> protocol.LeaseState:
         """The truth about the writer lease at this moment, not as last noted: a holder that
         exited leaves `taking over` until this process's retry takes the lease."""
-        if self.refresher.writer:
+        lease = self.engine.store.lease
+        if lease.fd is not None:
             return "writer"
-        return "read-only" if self.engine.store.lease.held_elsewhere() else "taking over"
+        if lease.held_elsewhere():
+            return "read-only"
+        # Free: ours for the asking, or (last seen held by another) being taken over.
+        return "writer" if self.refresher.writer else "taking over"
 
     def check_state(self, workspace: str, event: str) -> None:
         """Tell clients when the semantic or rank state a picker shows has changed."""

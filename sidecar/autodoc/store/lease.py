@@ -67,6 +67,14 @@ class WriterLease:
         finally:
             os.close(fd)
 
+    def holder(self) -> str:
+        """Who holds the lease, as its holder wrote it (`pid N on HOST`); "" if unknown."""
+        try:
+            with open(self.path, "rb") as fh:
+                return fh.read(200).decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+
     def release(self) -> None:
         if self.fd is not None:
             with contextlib.suppress(OSError):
