@@ -187,3 +187,24 @@ def test_reading_lines_in_blocks_equals_splitting_the_whole_file(
     assert got.total == max(total, 1)
     if first <= max(total, 1):
         assert (got.lines, got.cut) == (want_lines if total else [""], cut)
+
+
+def test_a_file_swapped_for_a_link_to_an_identical_outside_file_is_not_fresh(tmp_path):
+    """The freshness check reads through the same confined open: the same bytes and mtime
+    behind a link to outside are not the indexed file."""
+    root, out = tmp_path / "vault", tmp_path / "outside"
+    write(root, "a.md", "# A\n\nalpha words\n")
+    rpc = Dispatcher(Engine(tmp_path / "store" / "autodoc.db"))
+    try:
+        lexical_workspace(rpc, root)
+        assert rpc.call("search.query", ["v", "alpha"])["stale"] == []
+        out.mkdir()
+        copy = out / "a.md"
+        copy.write_bytes((root / "a.md").read_bytes())
+        st = (root / "a.md").stat()
+        os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))
+        (root / "a.md").unlink()
+        (root / "a.md").symlink_to(copy)
+        assert rpc.call("search.query", ["v", "alpha"])["stale"] == ["a.md"]
+    finally:
+        rpc.engine.close()
