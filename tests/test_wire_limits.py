@@ -162,9 +162,19 @@ def test_the_lsp_server_answers_a_nesting_bomb_and_deep_params(tmp_path, vault):
         started = time.monotonic()
         wire.send_raw(('{"jsonrpc":"2.0","id":5,"method":"autodoc/workspace.list","params":'
                        + BOMB + "}").encode())  # fmt: skip
-        refused = wire.answer(None)
-        assert refused["id"] is None and refused["error"]["code"] == -32700
-        assert "nested too deep" in refused["error"]["message"]
+        assert wire.answer(5)["error"] == {  # measured before parsing, answered to its id
+            "code": -32602,
+            "message": "params nest deeper than 64 levels",
+            "data": {"limit": 64},
+        }
+        body = ('{"jsonrpc":"2.0","id":9,"method":"autodoc/search.query","params":["vault","'
+                + "q" * (limits.MAX_REQUEST_BYTES + 10) + '"]}')  # fmt: skip
+        wire.send_raw(body.encode())
+        assert wire.answer(9)["error"] == {
+            "code": -32602,
+            "message": "a request is longer than 4000000 bytes",
+            "data": {"limit": 4000000},
+        }
         deep = wire.request(6, "autodoc/search.query", ["vault", "alpha", {"facets": nested(100)}])
         assert deep["error"] == {
             "code": -32602,

@@ -1,12 +1,14 @@
-"""The LSP wire's edges: every malformed message answered (never dropped), our errors as
-JSON-RPC errors, logs to the client, settings and URIs read safely. Used by `server.py`."""
+"""The LSP wire's edges: every body measured before it is parsed, every malformed message
+answered (never dropped), our errors as JSON-RPC errors, logs to the client, settings and URIs
+read safely. Used by `server.py`."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
@@ -15,6 +17,7 @@ from pygls.protocol import JsonRPCRequestMessage, LanguageServerProtocol
 
 from . import config
 from .errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
+from .limits import MAX_DEPTH, MAX_REQUEST_BYTES, request_id, text_depth
 
 if TYPE_CHECKING:
     from .server import AutodocServer
@@ -27,11 +30,65 @@ class _Invalid:
         self.id, self.method, self.reason = msg_id, method, reason
 
 
+class _Refused:
+    """A request the wire guard measured and refused before parsing: answered, not dispatched."""
+
+    def __init__(self, msg_id: Any, message: str, limit: int) -> None:
+        self.id, self.message, self.limit = msg_id, message, limit
+
+
+# The method name the guard gives a refused body; no client can send it (it starts with `$/`
+# and a space, which no LSP method has).
+REFUSED = "$/ refused"
+
+
+class GuardedStdin:
+    """stdin as pygls reads it (`readline`, `read(n)`), each body measured before it is parsed:
+    one longer than MAX_REQUEST_BYTES is read in blocks and thrown away, one nested deeper than
+    MAX_DEPTH is not handed on; pygls gets a small stand-in naming the request's id, which
+    `AutodocProtocol` answers with -32602 and the limit."""
+
+    HEADER_LIMIT = 8192
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+
+    def readline(self) -> bytes:
+        return self.raw.readline(self.HEADER_LIMIT)
+
+    def read(self, n: int) -> bytes:
+        if n > MAX_REQUEST_BYTES:
+            head = self.raw.read(min(n, 4096))
+            left = n - len(head)
+            while left > 0:
+                block = self.raw.read(min(left, 1 << 20))
+                if not block:
+                    break
+                left -= len(block)
+            return self._stand_in(head, f"a request is longer than {MAX_REQUEST_BYTES} bytes",
+                                  MAX_REQUEST_BYTES)  # fmt: skip
+        body = self.raw.read(n)
+        text = body.decode("utf-8", "replace")
+        if text_depth(text) > MAX_DEPTH:
+            return self._stand_in(body, f"params nest deeper than {MAX_DEPTH} levels", MAX_DEPTH)
+        return body
+
+    @staticmethod
+    def _stand_in(body: bytes, message: str, limit: int) -> bytes:
+        rid = request_id(body.decode("utf-8", "replace"))
+        stand_in = {"jsonrpc": "2.0", "id": rid, "method": REFUSED,
+                    "params": {"message": message, "limit": limit}}  # fmt: skip
+        return json.dumps(stand_in).encode()
+
+
 class AutodocProtocol(LanguageServerProtocol):
     def structure_message(self, data: dict[str, Any]):
         if "jsonrpc" not in data:
             return data  # a nested object, or a top-level one that is not JSON-RPC
         method = data.get("method")
+        if method == REFUSED:
+            params = data.get("params") or {}
+            return _Refused(data.get("id"), params.get("message", ""), params.get("limit", 0))
         if isinstance(method, str) and method.startswith("autodoc/") and "id" in data:
             # Our methods take a JSON array: keep it as sent (pygls would make tuples of objects).
             return JsonRPCRequestMessage(
@@ -45,6 +102,11 @@ class AutodocProtocol(LanguageServerProtocol):
             raise
 
     def handle_message(self, message) -> None:
+        if isinstance(message, _Refused):
+            error = {"code": INVALID_PARAMS, "message": message.message,
+                     "data": {"limit": message.limit}}  # fmt: skip
+            self._send_data({"jsonrpc": "2.0", "id": message.id, "error": error})
+            return
         if isinstance(message, _Invalid):
             self._send_error(message.id, INVALID_PARAMS, f"invalid params for {message.method}")
             return

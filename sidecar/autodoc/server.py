@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +37,7 @@ from .limits import MAX_DEPTH
 from .lsp_wire import (
     AnsweredErrors,
     AutodocProtocol,
+    GuardedStdin,
     LogToClient,
     rpc_exception,
 )
@@ -244,7 +246,7 @@ def serve(db: str | None = None) -> int:
     server = build_server(engine)
     logging.getLogger("autodoc").addHandler(LogToClient(server))
     try:
-        server.start_io()
+        server.start_io(GuardedStdin(sys.stdin.buffer))  # type: ignore[arg-type]
     finally:
         server.shutdown_all()
     return 0
