@@ -74,6 +74,8 @@ MODULES: dict[str, list[str]] = {
     "store.lease": STORE,
     "store.workspace": STORE,
     "engine.reading": ["test_read_path.py", "test_dispatcher.py", "test_reliability.py"],
+    "confine": ["test_confine.py", "test_read_path.py"],
+    "limits": ["test_wire_limits.py", "test_dispatcher.py"],
     "engine.core": ["test_dispatcher.py", "test_semantic_stage.py", "test_stages.py"],
     "engine.indexing": ["test_indexer.py", "test_dispatcher.py", "test_semantic_stage.py"],
     "engine.workspaces": ["test_dispatcher.py", "test_store.py", "test_indexer.py"],

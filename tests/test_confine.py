@@ -208,3 +208,26 @@ def test_a_file_swapped_for_a_link_to_an_identical_outside_file_is_not_fresh(tmp
         assert rpc.call("search.query", ["v", "alpha"])["stale"] == ["a.md"]
     finally:
         rpc.engine.close()
+
+
+def test_re_indexing_a_file_while_it_is_swapped_for_a_link_to_outside(tmp_path):
+    """What a watcher does during the race (found by the MCP race test: `os.path.realpath`
+    raised FileNotFoundError out of a targeted run): every run completes, and no word from
+    outside the vault is ever indexed."""
+    root, out = tmp_path / "vault", tmp_path / "outside"
+    write(root, "d/a.md", "# A\n\ninside\n")
+    write(out, "a.md", SECRET.decode() + "\n")
+    (root / "d" / "a.md.other").symlink_to(out / "a.md")
+    rpc = Dispatcher(Engine(tmp_path / "store" / "autodoc.db"))
+    lexical_workspace(rpc, root)
+    stop = threading.Event()
+    swapper = threading.Thread(target=_swapper, args=(root / "d" / "a.md", stop))
+    swapper.start()
+    try:
+        for _ in range(long_count(300, 3000)):
+            rpc.engine.index_paths("v", ["d/a.md"])
+            assert rpc.call("search.query", ["v", "SECRET outside vault"])["hits"] == []
+    finally:
+        stop.set()
+        swapper.join()
+        rpc.engine.close()

@@ -390,7 +390,7 @@ def test_read_span_under_a_racing_swap_for_a_link_to_outside_never_leaks(tmp_pat
     try:
         wait_until(lambda: first_state(session, "indexing") == "ready")
         swapper.start()
-        for _ in range(long_count(300, 3000)):
+        for _ in range(long_count(100, 3000)):
             result = session.call("read_span", {"path": "d/a.md"})
             text = result.content[0].text
             assert SECRET.decode() not in text
@@ -404,6 +404,7 @@ def test_read_span_under_a_racing_swap_for_a_link_to_outside_never_leaks(tmp_pat
         if swapper.is_alive():
             swapper.join()
         session.close()
+    print(f"read_span race: {answered + refused} calls, {answered} answered, {refused} refused")
     assert answered > 0 and refused > 0, (answered, refused)
 
 

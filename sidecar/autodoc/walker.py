@@ -136,7 +136,10 @@ def find(root: Path, rels: list[str], max_bytes: int) -> tuple[list[FoundFile], 
         if not rel.lower().endswith(MARKDOWN_SUFFIXES):
             continue
         path = os.path.join(root_real, *parts)
-        real = os.path.realpath(path)
+        try:
+            real = os.path.realpath(path)
+        except OSError:  # a link on the path changed while it was resolved: not found now
+            continue
         if not _inside(real, root_real):
             if os.path.lexists(path):
                 skipped.append(Skipped(rel, "symlink leads outside the workspace root"))
