@@ -18,6 +18,7 @@ from autodoc.confine import (
     NotInWorkspace,
     OutsideRoot,
     read_inside,
+    read_lines,
     stat_inside,
 )
 from autodoc.dispatcher import Dispatcher
@@ -231,3 +232,58 @@ def test_re_indexing_a_file_while_it_is_swapped_for_a_link_to_outside(tmp_path):
         stop.set()
         swapper.join()
         rpc.engine.close()
+
+
+def test_a_chain_of_links_is_followed_up_to_the_kernels_limit(tmp_path):
+    root = tmp_path / "vault"
+    write(root, "end.md", "the end\n")
+    for n in range(MAX_LINKS + 1):  # link0 -> link1 -> ... -> end.md
+        target = "end.md" if n == MAX_LINKS else f"link{n + 1}.md"
+        (root / f"link{n}.md").symlink_to(target)
+    assert read_inside(root, "link1.md", 100) == (b"the end\n", "end.md")  # 40 links
+    with pytest.raises(NotInWorkspace, match="too many levels of symbolic links"):
+        read_inside(root, "link0.md", 100)  # 41
+
+
+def test_the_edges_of_the_size_limit_and_what_is_not_text(tmp_path):
+    root = tmp_path / "vault"
+    write(root, "exact.md", "x" * 99 + "\n")  # 100 bytes
+    write(root, "big.md", "y" * 2_000_000)
+    (root / "bin.md").write_bytes(b"# B\n\x00\x01")
+    (root / "parent").symlink_to(tmp_path)  # an absolute link to the root's own parent
+    assert read_inside(root, "exact.md", 100)[0] == b"x" * 99 + b"\n"  # at the limit: read
+    with pytest.raises(ValueError, match=r"^file too large \(0\.0 MB\)$"):
+        read_inside(root, "exact.md", 99)
+    with pytest.raises(ValueError, match=r"^file too large \(2\.0 MB\)$"):
+        read_inside(root, "big.md", 1_000_000)
+    with pytest.raises(ValueError, match=r"^file too large \(2\.0 MB\)$"):
+        read_lines(root, "big.md", 1, None, max_file_bytes=1_000_000, max_lines=9, max_bytes=99)
+    for read in (
+        lambda: read_inside(root, "bin.md", 100),
+        lambda: read_lines(root, "bin.md", 1, None, max_file_bytes=99, max_lines=9, max_bytes=99),
+    ):
+        with pytest.raises(ValueError, match=r"^binary file \(NUL bytes\)$"):
+            read()
+    with pytest.raises(OutsideRoot):
+        read_inside(root, "parent/vault/exact.md", 100)  # `..` of the root, by an absolute link
+    assert read_inside(root, "sub//../exact.md", 100)[1] == "exact.md"  # empty parts skipped
+    with pytest.raises(NotInWorkspace, match="cannot open the workspace root"):
+        read_inside(tmp_path / "missing", "a.md", 100)
+
+
+@pytest.mark.parametrize(
+    ("text", "first", "last", "lines", "total", "cut"),
+    [
+        ("a\nb\nc\n", 1, 1, ["a"], 3, False),  # the window ends inside the block: the rest counted
+        ("a\nb\nc\n", 2, 3, ["b", "c"], 3, False),
+        ("a\nb\nc", 3, None, ["c"], 3, False),  # a last line without its newline
+        ("a\nb\nc\nd\ne\n", 1, None, ["a", "b"], 5, True),  # max_lines 2
+        ("a\n\n\n", 2, 2, [""], 3, False),
+        ("", 1, None, [""], 1, False),  # an empty file is one empty line
+    ],
+)
+def test_a_window_of_lines_in_one_block(tmp_path, text, first, last, lines, total, cut):
+    root = tmp_path / "vault"
+    write(root, "f.md", text)
+    got = read_lines(root, "f.md", first, last, max_file_bytes=99, max_lines=2, max_bytes=99)
+    assert (got.lines, got.total, got.cut) == (lines, total, cut)

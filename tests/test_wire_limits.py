@@ -48,6 +48,11 @@ def test_the_depth_check_walks_without_recursion():
     assert limits.text_depth('["[[[[", {"a": "]]]"}]') == 2  # brackets in strings do not count
     assert limits.request_id('{"jsonrpc":"2.0","params":{"id":9},"id":7}') == 7
     assert limits.request_id('{"id":"a\\"b"}') == 'a\\"b' and limits.request_id("[[[") is None
+    # an id one level down, after a nested object has closed, is not the request's
+    assert limits.request_id('{"params":{"x":{"y":1},"id":3},"id":7}') == 7
+    assert limits.text_depth("[[1],[2]]") == 2 and limits.text_depth("[[[],[[]]]]") == 4
+    assert limits.text_depth("[[],[[]]]") == 3
+    assert limits.too_deep([nested(limits.MAX_DEPTH + 1), 1])  # a scalar does not end the walk
 
 
 def test_the_dispatcher_refuses_deep_params_and_long_queries(rpc, vault):
