@@ -287,3 +287,28 @@ def test_a_window_of_lines_in_one_block(tmp_path, text, first, last, lines, tota
     write(root, "f.md", text)
     got = read_lines(root, "f.md", first, last, max_file_bytes=99, max_lines=2, max_bytes=99)
     assert (got.lines, got.total, got.cut) == (lines, total, cut)
+
+
+def test_a_file_that_grows_while_it_is_read_is_refused_on_both_read_paths(tmp_path, monkeypatch):
+    """The size is checked on the descriptor first; a file that grows past the limit between
+    that check and the last block (here: an fstat that reports the size before it grew) is
+    refused rather than read past the limit."""
+    import autodoc.confine as confine
+
+    root = tmp_path / "vault"
+    write(root, "g.md", "z" * 100)
+    real_fstat = os.fstat
+
+    def small(fd):
+        st = real_fstat(fd)
+        return os.stat_result((st.st_mode, *st[1:6], 10, *st[7:]))  # st_size: 10
+
+    monkeypatch.setattr(confine.os, "fstat", small)
+    grew = r"^file grew past the size limit while being read$"
+    with pytest.raises(ValueError, match=grew):
+        read_inside(root, "g.md", 50)
+    with pytest.raises(ValueError, match=grew):
+        read_lines(root, "g.md", 1, None, max_file_bytes=50, max_lines=9, max_bytes=99)
+    monkeypatch.setattr(confine, "READ_BLOCK", 7)  # the count of what was read adds up blocks
+    with pytest.raises(ValueError, match=grew):
+        read_lines(root, "g.md", 1, None, max_file_bytes=50, max_lines=9, max_bytes=99)
