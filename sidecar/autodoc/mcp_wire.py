@@ -50,8 +50,10 @@ class GuardedStdin:
             while (end := block.find(b"\n", start)) >= 0:
                 piece = block[start:end]
                 start = end + 1
+                if not dropped and len(pending) + len(piece) > MAX_REQUEST_BYTES:
+                    head, dropped = bytes((pending + piece)[:HEAD]), 1  # over in its last block
                 if dropped:
-                    dropped = 0
+                    dropped, pending = 0, bytearray()
                     too_long = f"a request is longer than {MAX_REQUEST_BYTES} bytes"
                     await self._refuse(head, too_long, MAX_REQUEST_BYTES)
                     continue
@@ -68,7 +70,10 @@ class GuardedStdin:
                 dropped, pending = len(pending) + len(rest), bytearray()
             else:
                 pending += rest
-        if pending and not dropped:
+        if dropped:  # the last line, too long, and no newline after it
+            too_long = f"a request is longer than {MAX_REQUEST_BYTES} bytes"
+            await self._refuse(head, too_long, MAX_REQUEST_BYTES)
+        elif pending:
             text = await self._checked(bytes(pending))
             if text is not None:
                 yield text
