@@ -188,6 +188,10 @@ def test_the_lsp_server_answers_a_nesting_bomb_and_deep_params(tmp_path, vault):
         }
         huge = wire.request(7, "autodoc/search.query", ["vault", "q" * 1_000_000])
         assert huge["error"]["code"] == -32602 and "4000 characters" in huge["error"]["message"]
+        for rid, line in ((10, "1"), (11, True)):  # integers are integers over LSP too
+            loose = wire.request(rid, "autodoc/doc.read", ["vault", "a.md", line])
+            assert loose["error"]["code"] == -32602
+            assert loose["error"]["message"] == "line_start must be a positive integer"
         assert time.monotonic() - started < 30
         assert "result" in wire.request(8, "autodoc/workspace.list", [])  # still serving
     finally:
