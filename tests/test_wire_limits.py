@@ -14,6 +14,8 @@ import time
 import pytest
 
 from autodoc import limits
+from autodoc.dispatcher import Dispatcher
+from autodoc.engine import Engine
 from autodoc.errors import RpcError
 
 from .conftest import REPO, lexical_workspace, write
@@ -144,12 +146,14 @@ def test_the_cli_answers_a_nesting_bomb_with_json(tmp_path):
 
 
 def test_the_cli_refuses_a_long_query_and_a_string_line_number(tmp_path, vault):
-    db = str(tmp_path / "c.db")
+    db = tmp_path / "c.db"
+    setup = Dispatcher(Engine(db))  # indexed here, lexical only: the CLI calls are what is tested
+    lexical_workspace(setup, vault)
+    setup.engine.close()
     run = lambda *a: subprocess.run(  # noqa: E731
-        [sys.executable, "-m", "autodoc", "--db", db, *a],
+        [sys.executable, "-m", "autodoc", "--db", str(db), *a],
         capture_output=True, text=True, timeout=60, cwd=REPO,
     )  # fmt: skip
-    assert run("index", str(vault), "--workspace", "v").returncode == 0
     for method, params, message in (
         ("search.query", ["v", "q" * 5000], "query is longer than 4000 characters"),
         ("doc.read", ["v", "a.md", "1"], "line_start must be a positive integer"),
