@@ -168,6 +168,13 @@ def test_the_cli_refuses_a_long_query_and_a_string_line_number(tmp_path, vault):
 def test_the_lsp_server_answers_a_nesting_bomb_and_deep_params(tmp_path, vault):
     wire = Wire(vault, tmp_path / "lsp" / "autodoc.db")
     try:
+        rid = iter(range(1000, 2000))  # the folder is added in the background: wait for it
+        wait_until(
+            lambda: any(
+                w["name"] == "vault"
+                for w in wire.request(next(rid), "autodoc/workspace.list", [])["result"]
+            )
+        )
         started = time.monotonic()
         wire.send_raw(('{"jsonrpc":"2.0","id":5,"method":"autodoc/workspace.list","params":'
                        + BOMB + "}").encode())  # fmt: skip
