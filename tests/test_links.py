@@ -214,3 +214,43 @@ def test_record_links_resolve_by_number_in_the_folder_and_only_as_a_fallback(eng
     (vault / "adr" / "0040-b.md").unlink()  # one record 40 left: a targeted run finds it
     engine.index_paths("v", ["adr/0040-b.md"])
     assert ("adr/0011-older.md", "adr/0040-a.md") in _pairs(engine)
+
+
+@pytest.mark.parametrize(
+    ("value", "target"),
+    [
+        ("0042-use-postgres", "0042-use-postgres"),
+        ("[[0042-use-postgres]]", "0042-use-postgres"),
+        ("[[0042-use-postgres#Decision|the new one]]", "0042-use-postgres"),
+        ("[ADR 42](0042-use-postgres.md#decision)", "0042-use-postgres.md"),
+        ("[ADR 42](../adr/0042%20new.md)", "../adr/0042 new.md"),
+        ("  ADR-0042 ", "ADR-0042"),
+    ],
+)
+def test_a_frontmatter_reference_written_as_a_link_names_its_target(value, target):
+    from autodoc.document import meta_target
+
+    assert meta_target(value) == target
+
+
+def test_frontmatter_links_resolve_like_body_links_and_check_is_quiet(engine, vault):
+    """`superseded_by: "[[0042-use-postgres]]"` (issue 23) and a Markdown link or a relative
+    path in frontmatter resolve to their documents; none is reported as unresolved."""
+    write(vault, "adr/0042-use-postgres.md", "# 42. Postgres\n")
+    write(vault, "adr/0043-use-sqlite.md", "# 43. SQLite\n")
+    write(vault, "adr/0050-use-lmdb.md", "# 50. LMDB\n")
+    write(vault, "adr/0001-old.md", '---\nsuperseded_by: "[[0042-use-postgres]]"\n---\n# 1\n')
+    write(
+        vault, "adr/0002-old.md", '---\nsuperseded_by: "[ADR 43](0043-use-sqlite.md)"\n---\n# 2\n'
+    )
+    write(vault, "notes/0003-old.md", "---\nsuperseded_by: ../adr/0050-use-lmdb.md\n---\n# 3\n")
+    engine.workspace_add("v", str(vault))
+    engine.workspace_configure("v", {"embedding": "none"})
+    engine.index_run("v")
+    assert _pairs(engine) == [
+        ("adr/0001-old.md", "adr/0042-use-postgres.md"),
+        ("adr/0002-old.md", "adr/0043-use-sqlite.md"),
+        ("notes/0003-old.md", "adr/0050-use-lmdb.md"),
+    ]
+    report = engine.index_check("v")
+    assert [f for f in report["findings"] if f["kind"] == "link"] == []

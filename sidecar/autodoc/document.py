@@ -63,7 +63,7 @@ SUPERSEDE_FIELDS = {
 
 # Part of every document's chunk fingerprint: bump when what is read from a document (links,
 # their relations, tags, the names its title gives) changes, so every document is read again once.
-READING_FORMAT = "links=5"
+READING_FORMAT = "links=6"
 
 _SUPERSEDED_BY = re.compile(
     r"^\W*(?:status\W*)?(?:this (?:decision|adr|record|document) (?:is|was|has been) [*_]*)?"
@@ -317,8 +317,25 @@ def _read_prose(doc: ParsedDocument) -> None:
     meta = doc.meta
     for key, relation in SUPERSEDE_FIELDS.items():
         for target in _as_list(meta.get(key)):
-            links.append(Link("meta", target.strip(), "", 1, relation))
+            if target := meta_target(target):
+                links.append(Link("meta", target, "", 1, relation))
     _meta_records(meta, links)
+
+
+_META_WIKI = re.compile(r"^\[\[([^\[\]|#]+)(?:#[^\[\]|]*)?(?:\|[^\[\]]*)?\]\]$")
+_META_MD = re.compile(r"^\[[^\]]*\]\(\s*<?([^()<>\s]+?)>?\s*\)$")
+
+
+def meta_target(value: str) -> str:
+    """A frontmatter reference as the document it names: `0042-use-postgres`, `[[0042-use-
+    postgres]]` (its target, without heading or alias) or `[ADR 42](0042-use-postgres.md)`
+    (its path, without anchor)."""
+    v = value.strip()
+    if m := _META_WIKI.match(v):
+        return m[1].strip()
+    if m := _META_MD.match(v):
+        return unquote(m[1].split("#", 1)[0].split("?", 1)[0])
+    return v
 
 
 def _meta_records(meta: dict[str, Any], out: list[Link]) -> None:

@@ -98,7 +98,8 @@ def link_key(source: str, kind: str, target: str) -> str:
     t = target.strip()
     if kind == "record":
         return record_key(posixpath.dirname(source), t)
-    if kind == "md":
+    if kind == "md" or (kind == "meta" and ("/" in t or _strip_md(t) != t)):
+        # a path (a frontmatter reference may be one too: `../adr/0042.md`, `0042.md`)
         base = "" if t.startswith("/") else posixpath.dirname(source)
         t = posixpath.normpath(posixpath.join(base, t.lstrip("/")))
     return _strip_md(t).lower()
