@@ -143,9 +143,32 @@ def test_golden_entries_group_by_query_with_kinds_and_negatives(tmp_path, capsys
     ]
     for entry in bad:
         path.write_text(entry + "\n")
-        assert main(["--db", str(tmp_path / "s.db"), "eval", str(tmp_path), "--golden",
-                     str(path)]) == 1  # fmt: skip
+        assert (
+            main(["--db", str(tmp_path / "s.db"), "eval", str(tmp_path), "--golden", str(path)])
+            == 2
+        )  # fmt: skip (the gate's input is wrong: a usage error)
         assert "entry 1 needs a query, a path" in capsys.readouterr().err
+
+
+def test_a_missing_golden_file_or_paths_not_in_the_vault_are_usage_errors(vault, tmp_path, capsys):
+    """Exit 2 with a JSON -32602 naming the problem, never a traceback, never silent zeros."""
+    db = str(tmp_path / "store" / "a.db")
+    missing = tmp_path / "nope.jsonl"
+    assert main(["--db", db, "eval", str(vault), "--golden", str(missing)]) == 2
+    error = json.loads(capsys.readouterr().err)["error"]
+    assert error["code"] == -32602 and error["data"] == {"path": str(missing)}
+    assert error["message"] == f"cannot read the golden file {missing}: No such file or directory"
+    path = tmp_path / "g.jsonl"
+    path.write_text(
+        '{"query": "why did we pick sqlite", "path": "adr/0003-embedded-sqlite-store.md"}\n'
+        '{"query": "a typo", "path": "adr/0003-embeded-sqlite-store.md"}\n'
+        '{"query": "another", "path": "notes/gone.md"}\n'
+        '{"query": "the typo again", "path": "adr/0003-embeded-sqlite-store.md"}\n'
+    )
+    assert main(["--db", db, "eval", str(vault), "--golden", str(path), "--stages", "lexical"]) == 2
+    error = json.loads(capsys.readouterr().err)["error"]
+    assert error["data"] == {"absent": ["adr/0003-embeded-sqlite-store.md", "notes/gone.md"]}
+    assert error["message"].startswith("2 golden path(s) not in the vault: adr/0003-embeded")
 
 
 def test_a_golden_rank_is_the_row_the_picker_shows():

@@ -416,8 +416,19 @@ def _eval_golden(
         dispatcher.call("workspace.add", [name, str(target)])
     else:
         name = args.workspace or _default_workspace(dispatcher)
-    queries = golden.load(Path(args.golden))
+    try:
+        queries = golden.load(Path(args.golden))
+    except RpcError as bad:  # the gate's own input is wrong: a usage error, not a failed gate
+        print(json.dumps({"error": bad.to_dict()}, ensure_ascii=False), file=sys.stderr)
+        return EXIT_USAGE
     summary, status, sets = _eval_sets(dispatcher, name, options, args.stages)
+    absent = _absent_targets(dispatcher, name, queries)
+    if absent:
+        shown = ", ".join(absent[:5]) + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
+        err = RpcError(INVALID_PARAMS, f"{len(absent)} golden path(s) not in the vault: {shown}",
+                       {"absent": absent})  # fmt: skip
+        print(json.dumps({"error": err.to_dict()}, ensure_ascii=False), file=sys.stderr)
+        return EXIT_USAGE
     results = golden.evaluate(dispatcher.call, name, queries, sets, fusion=args.fusion)
     report = _eval_head(name, "golden", len(queries), args, summary, status)
     report["results"] = results
@@ -433,6 +444,17 @@ def _eval_golden(
             print("\n".join(golden.table(label, result)) + "\n")
         _print_gate(report)
     return EXIT_RPC_ERROR if failed else EXIT_OK
+
+
+def _absent_targets(dispatcher: Dispatcher, name: str, queries: list[Any]) -> list[str]:
+    from . import golden
+    from .store import queries as store_queries
+
+    ws = dispatcher.engine.workspace(name)
+    with dispatcher.engine.store.snapshot() as conn:
+        return golden.absent_targets(
+            queries, lambda p: store_queries.document_generation(conn, ws.id, p) is not None
+        )
 
 
 def _default_workspace(dispatcher: Dispatcher) -> str:

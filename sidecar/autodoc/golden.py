@@ -48,7 +48,13 @@ class GoldenQuery:
 
 
 def _entries(path: Path) -> list[Any]:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, ValueError) as exc:  # missing, a folder, not UTF-8
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise invalid_params(
+            f"cannot read the golden file {path}: {reason}", path=str(path)
+        ) from None
     try:
         data = json.loads(text)
         return data if isinstance(data, list) else [data]
@@ -74,6 +80,17 @@ def _valid(e: Any) -> bool:
         and (e.get("line") is None or bool(e["path"]))
         and isinstance(e.get("kind", ""), str)
     )
+
+
+def absent_targets(queries: list[GoldenQuery], indexed: Callable[[str], bool]) -> list[str]:
+    """The golden paths the vault does not hold, each once, in file order: a typo there would
+    count as a miss and look like bad ranking."""
+    seen: dict[str, None] = {}
+    for q in queries:
+        for path, _ in q.targets:
+            if path not in seen and not indexed(path):
+                seen[path] = None
+    return list(seen)
 
 
 def load(path: Path) -> list[GoldenQuery]:
