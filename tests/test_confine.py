@@ -17,9 +17,9 @@ from autodoc.confine import (
     OUTSIDE,
     NotInWorkspace,
     OutsideRoot,
+    open_inside,
     read_inside,
     read_lines,
-    stat_inside,
 )
 from autodoc.dispatcher import Dispatcher
 from autodoc.engine import Engine
@@ -87,7 +87,8 @@ def test_outside_missing_or_not_a_file_is_refused_without_reading(tree, rel, err
 
 
 def test_the_size_is_checked_on_the_open_descriptor(tree):
-    assert stat_inside(tree, "rel.md").st_size == 7
+    with open_inside(tree, "rel.md") as (fd, real):
+        assert (os.fstat(fd).st_size, real) == (7, "sub/a.md")
     with pytest.raises(ValueError, match="too large"):
         read_inside(tree, "rel.md", 6)
     assert MAX_LINKS >= 8  # deep but finite: chains of links inside a vault still work

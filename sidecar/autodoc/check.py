@@ -19,7 +19,7 @@ from typing import Any
 
 from . import facets
 from . import store as queries
-from .confine import open_inside, read_inside
+from .confine import open_inside
 from .document import SUPERSEDE_FIELDS
 from .facets import Field, Schema
 from .store import Store, Workspace
@@ -180,18 +180,13 @@ KEY_LINES_BYTES = 1 << 20  # where a file's frontmatter keys are looked for
 
 
 def _key_lines(root: Path, rel: str) -> dict[str, int]:
-    """{lowercased frontmatter key: its 1-based line}, read from the file's first lines (read
-    the one confined way: `confine.read_inside`)."""
+    """{lowercased frontmatter key: its 1-based line}, read from the file's first bytes (opened
+    the one confined way: `confine.open_inside`)."""
     out: dict[str, int] = {}
     try:
-        data, _ = read_inside(root, rel, KEY_LINES_BYTES)
-    except ValueError:
-        try:  # longer than the frontmatter needs: its first bytes are enough
-            with open_inside(root, rel) as (fd, _):
-                data = os.read(fd, KEY_LINES_BYTES)
-        except ValueError:
-            return out
-    except OSError:
+        with open_inside(root, rel) as (fd, _):
+            data = os.read(fd, KEY_LINES_BYTES)  # the frontmatter is in the first bytes
+    except (OSError, ValueError):
         return out
     lines = data.decode("utf-8", "replace").splitlines()
     if not lines or lines[0].strip() != "---":

@@ -158,12 +158,6 @@ def _read_all(fd: int, max_bytes: int) -> bytes:
     return data
 
 
-def stat_inside(root: str | os.PathLike[str], rel: str) -> os.stat_result:
-    """The file's stat, taken on the descriptor `open_inside` gives."""
-    with open_inside(root, rel) as (fd, _):
-        return os.fstat(fd)
-
-
 @dataclass
 class LineWindow:
     """Lines `first`..`last` of a file as `read_lines` returns them."""

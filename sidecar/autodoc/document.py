@@ -322,19 +322,15 @@ def _read_prose(doc: ParsedDocument) -> None:
     _meta_records(meta, links)
 
 
-_META_WIKI = re.compile(r"^\[\[([^\[\]|#]+)(?:#[^\[\]|]*)?(?:\|[^\[\]]*)?\]\]$")
-_META_MD = re.compile(r"^\[[^\]]*\]\(\s*<?([^()<>\s]+?)>?\s*\)$")
-
-
 def meta_target(value: str) -> str:
     """A frontmatter reference as the document it names: `0042-use-postgres`, `[[0042-use-
     postgres]]` (its target, without heading or alias) or `[ADR 42](0042-use-postgres.md)`
-    (its path, without anchor)."""
+    (its path, without anchor): the body's own link patterns, matching the whole value."""
     v = value.strip()
-    if m := _META_WIKI.match(v):
+    if m := WIKILINK.fullmatch(v):
         return m[1].strip()
-    if m := _META_MD.match(v):
-        return unquote(m[1].split("#", 1)[0].split("?", 1)[0])
+    if m := MD_LINK.fullmatch(v):
+        return unquote((m[1] or m[2]).split("#", 1)[0].split("?", 1)[0])
     return v
 
 

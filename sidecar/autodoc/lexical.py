@@ -335,29 +335,23 @@ class LexicalIndex:
             digits = {str(int(m[-1])) for w in numbers if (m := re.findall(r"\d+", w))}
         if not digits:
             return None
-        required = [self._in_names(token) for token in sorted(digits)]
+        required = [self._in_fields(token) for token in sorted(digits)]
         others = {t for item in query.items for t in analyze(item.text)} - digits
         # A code names the page; the other words choose its section (`lnk2019 linking 32-bit
         # library into 64-bit code`), so they score in every field. A number's other words
         # choose between records (`jabref 0058`): only in the names.
-        score = self._anywhere if whole else self._in_names
-        scored = [score(token) for token in sorted(others)]
+        fields = TEXT_FIELDS if whole else NAME_FIELDS
+        scored = [self._in_fields(token, fields) for token in sorted(others)]
         names = Query.boolean_query(
             [(Occur.Must, q) for q in required] + [(Occur.Should, q) for q in scored]
         )
         return names if restrict is None else Query.boolean_query([(Occur.Must, names), restrict])
 
-    def _anywhere(self, token: str) -> Query:
-        per_field = [
-            Query.boost_query(Query.term_query(self.schema, name, token), weight)
-            for name, weight in FIELD_WEIGHTS.items()
-        ]
-        return Query.disjunction_max_query(per_field, TIE_BREAKER)
-
-    def _in_names(self, token: str) -> Query:
+    def _in_fields(self, token: str, fields: Iterable[str] = NAME_FIELDS) -> Query:
+        """`token` in the best of `fields` (the names, by default), each with its weight."""
         per_field = [
             Query.boost_query(Query.term_query(self.schema, name, token), FIELD_WEIGHTS[name])
-            for name in NAME_FIELDS
+            for name in fields
         ]
         return Query.disjunction_max_query(per_field, TIE_BREAKER)
 

@@ -69,6 +69,10 @@ def nested_too_deep() -> RpcError:
     )
 
 
+def request_too_long(limit: int = MAX_REQUEST_BYTES) -> RpcError:
+    return RpcError(INVALID_PARAMS, f"a request is longer than {limit} bytes", {"limit": limit})
+
+
 _ID = re.compile(r'"id"\s*:\s*(-?\d+|"[^"\\]*(?:\\.[^"\\]*)*")')
 
 

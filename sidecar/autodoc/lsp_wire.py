@@ -17,7 +17,14 @@ from pygls.protocol import JsonRPCRequestMessage, LanguageServerProtocol
 
 from . import config
 from .errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
-from .limits import MAX_DEPTH, MAX_REQUEST_BYTES, request_id, text_depth
+from .limits import (
+    MAX_DEPTH,
+    MAX_REQUEST_BYTES,
+    nested_too_deep,
+    request_id,
+    request_too_long,
+    text_depth,
+)
 
 if TYPE_CHECKING:
     from .server import AutodocServer
@@ -33,8 +40,8 @@ class _Invalid:
 class _Refused:
     """A request the wire guard measured and refused before parsing: answered, not dispatched."""
 
-    def __init__(self, msg_id: Any, message: str, limit: int) -> None:
-        self.id, self.message, self.limit = msg_id, message, limit
+    def __init__(self, msg_id: Any, error: dict[str, Any]) -> None:
+        self.id, self.error = msg_id, error
 
 
 # The method name the guard gives a refused body; no client can send it (it starts with `$/`
@@ -65,19 +72,16 @@ class GuardedStdin:
                 if not block:
                     break
                 left -= len(block)
-            return self._stand_in(head, f"a request is longer than {MAX_REQUEST_BYTES} bytes",
-                                  MAX_REQUEST_BYTES)  # fmt: skip
+            return self._stand_in(head, request_too_long())
         body = self.raw.read(n)
-        text = body.decode("utf-8", "replace")
-        if text_depth(text) > MAX_DEPTH:
-            return self._stand_in(body, f"params nest deeper than {MAX_DEPTH} levels", MAX_DEPTH)
+        if text_depth(body.decode("utf-8", "replace")) > MAX_DEPTH:
+            return self._stand_in(body, nested_too_deep())
         return body
 
     @staticmethod
-    def _stand_in(body: bytes, message: str, limit: int) -> bytes:
+    def _stand_in(body: bytes, refusal: RpcError) -> bytes:
         rid = request_id(body.decode("utf-8", "replace"))
-        stand_in = {"jsonrpc": "2.0", "id": rid, "method": REFUSED,
-                    "params": {"message": message, "limit": limit}}  # fmt: skip
+        stand_in = {"jsonrpc": "2.0", "id": rid, "method": REFUSED, "params": refusal.to_dict()}
         return json.dumps(stand_in).encode()
 
 
@@ -87,8 +91,7 @@ class AutodocProtocol(LanguageServerProtocol):
             return data  # a nested object, or a top-level one that is not JSON-RPC
         method = data.get("method")
         if method == REFUSED:
-            params = data.get("params") or {}
-            return _Refused(data.get("id"), params.get("message", ""), params.get("limit", 0))
+            return _Refused(data.get("id"), data.get("params") or {})
         if isinstance(method, str) and method.startswith("autodoc/") and "id" in data:
             # Our methods take a JSON array: keep it as sent (pygls would make tuples of objects).
             return JsonRPCRequestMessage(
@@ -103,9 +106,7 @@ class AutodocProtocol(LanguageServerProtocol):
 
     def handle_message(self, message) -> None:
         if isinstance(message, _Refused):
-            error = {"code": INVALID_PARAMS, "message": message.message,
-                     "data": {"limit": message.limit}}  # fmt: skip
-            self._send_data({"jsonrpc": "2.0", "id": message.id, "error": error})
+            self._send_data({"jsonrpc": "2.0", "id": message.id, "error": message.error})
             return
         if isinstance(message, _Invalid):
             self._send_error(message.id, INVALID_PARAMS, f"invalid params for {message.method}")

@@ -19,8 +19,15 @@ from anyio.abc import ObjectSendStream
 from mcp.shared.message import SessionMessage
 from mcp_types import ErrorData, JSONRPCError
 
-from .errors import INVALID_PARAMS
-from .limits import MAX_DEPTH, MAX_REQUEST_BYTES, request_id, text_depth
+from .errors import RpcError
+from .limits import (
+    MAX_DEPTH,
+    MAX_REQUEST_BYTES,
+    nested_too_deep,
+    request_id,
+    request_too_long,
+    text_depth,
+)
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +61,7 @@ class GuardedStdin:
                     head, dropped = bytes((pending + piece)[:HEAD]), 1  # over in its last block
                 if dropped:
                     dropped, pending = 0, bytearray()
-                    too_long = f"a request is longer than {MAX_REQUEST_BYTES} bytes"
-                    await self._refuse(head, too_long, MAX_REQUEST_BYTES)
+                    await self._refuse(head, request_too_long(MAX_REQUEST_BYTES))
                     continue
                 pending += piece
                 line, pending = bytes(pending), bytearray()
@@ -71,8 +77,7 @@ class GuardedStdin:
             else:
                 pending += rest
         if dropped:  # the last line, too long, and no newline after it
-            too_long = f"a request is longer than {MAX_REQUEST_BYTES} bytes"
-            await self._refuse(head, too_long, MAX_REQUEST_BYTES)
+            await self._refuse(head, request_too_long(MAX_REQUEST_BYTES))
         elif pending:
             text = await self._checked(bytes(pending))
             if text is not None:
@@ -86,15 +91,16 @@ class GuardedStdin:
         """The line as text when it may be parsed; None (and an answer sent) when not."""
         text = line.decode("utf-8", "replace")
         if text_depth(text) > MAX_DEPTH:
-            await self._refuse(line, f"params nest deeper than {MAX_DEPTH} levels", MAX_DEPTH)
+            await self._refuse(line, nested_too_deep())
             return None
         return text
 
-    async def _refuse(self, line: bytes, message: str, limit: int) -> None:
-        """-32602 naming the limit, to the request's id when it can be read (null if not)."""
+    async def _refuse(self, line: bytes, refusal: RpcError) -> None:
+        """`refusal` (a -32602 naming the limit), to the request's id when it can be read (null
+        if not)."""
         rid = request_id(line.decode("utf-8", "replace"))
-        log.warning("refused a request (id %r): %s", rid, message)
+        log.warning("refused a request (id %r): %s", rid, refusal.message)
         if self.write is None:
             return
-        error = ErrorData(code=INVALID_PARAMS, message=message, data={"limit": limit})
+        error = ErrorData(code=refusal.code, message=refusal.message, data=refusal.data)
         await self.write.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=rid, error=error)))
