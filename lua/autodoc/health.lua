@@ -2,6 +2,23 @@
 
 local M = {}
 
+--- How to install the sidecar from this plugin's own checkout (it holds the Python package).
+--- The distribution is `autodoc-search`: `autodoc` on PyPI is an unrelated package.
+---@return string[]
+function M.install_advice()
+  local source = debug.getinfo(1, "S").source:sub(2)
+  local checkout = vim.fs.dirname(vim.fs.dirname(vim.fs.dirname(source)))
+  local quoted = vim.fn.shellescape(checkout)
+  return {
+    "pipx install --force " .. quoted .. "   (or: uv tool install " .. quoted .. ")",
+    "or into a virtualenv of yours: pip install "
+      .. quoted
+      .. "   (distribution autodoc-search;"
+      .. " the PyPI project named autodoc is unrelated)",
+    "or point setup({ cmd = { '/path/to/autodoc', 'serve' } }) at an installed one",
+  }
+end
+
 local function age(seconds)
   if not seconds or seconds == vim.NIL then
     return "never"
@@ -49,10 +66,10 @@ function M.check()
     if ok and out.code == 0 then
       health.ok(vim.trim(out.stdout) .. " (" .. table.concat(cmd, " ") .. ")")
     else
-      health.error("`" .. table.concat(version_cmd, " ") .. "` failed", { "pip install autodoc" })
+      health.error("`" .. table.concat(version_cmd, " ") .. "` failed", M.install_advice())
     end
   else
-    health.error(cmd[1] .. " not found on PATH", { "pip install autodoc, or set cmd in setup()" })
+    health.error(cmd[1] .. " not found on PATH", M.install_advice())
   end
 
   health.start("Client")

@@ -352,7 +352,7 @@ def api_key(env: str | None, service: str = "autodoc") -> str | None:
     if env and os.environ.get(env):
         return os.environ[env]
     try:
-        import keyring  # optional: `pip install autodoc[keyring]`
+        import keyring  # optional: `pip install 'autodoc-search[keyring]'`
     except ImportError:
         return None
     try:
