@@ -447,3 +447,41 @@ def test_check_passes_a_clean_vault_and_fails_on_each_kind(tmp_path, capsys):
         "notes/n.md:2: reviewed: expected true or false, got 'maybe'",
         "notes/n.md:3: weight: expected a number, got a list",
     ]
+
+
+def test_check_reports_the_same_problems_on_every_run(tmp_path, capsys):
+    """Parse problems of unchanged files stand: a CI gate fails on the second run too, after a
+    touch (new mtime, same bytes), and after a save that re-reads the same content."""
+    vault = tmp_path / "v"
+    write(vault, "_schema/frontmatter.yaml", SCHEMA)
+    write(vault, "decisions/0001.md", "---\nstatus: [unclosed\n---\n# One\n")
+    (vault / "notes").mkdir()
+    (vault / "notes" / "latin1.md").write_bytes(b"# Caf\xe9\n\ntext\n")
+    write(vault, "notes/fine.md", "# Fine\n")
+    db = str(tmp_path / "s.db")
+
+    def run() -> tuple[int, list[dict]]:
+        code = main(["--db", db, "check", str(vault), "--json"])
+        findings = json.loads(capsys.readouterr().out)["findings"]
+        return code, [(f["path"], f["kind"], f["severity"]) for f in findings]
+
+    first = run()
+    assert first[0] == 1
+    assert ("decisions/0001.md", "frontmatter", "error") in first[1]
+    assert ("notes/latin1.md", "warning", "warning") in first[1]
+    assert run() == first
+    os.utime(vault / "decisions" / "0001.md", ns=(1, 1))  # touched: read again, same bytes
+    assert run() == first
+    from autodoc.engine import Engine
+
+    engine = Engine(db)
+    try:
+        engine.index_paths("v", ["decisions/0001.md", "notes/latin1.md", "notes/fine.md"])
+    finally:
+        engine.close()
+    assert run() == first
+    write(vault, "decisions/0001.md", "---\nstatus: accepted\n---\n# One\n")  # mended
+    code, findings = run()
+    assert code == 0  # the latin-1 note is a warning: it does not fail the gate
+    assert ("decisions/0001.md", "frontmatter", "error") not in findings
+    assert ("notes/latin1.md", "warning", "warning") in findings

@@ -281,6 +281,7 @@ class Indexer:
         self._changed: set[int] = set()  # documents published or retired in this run
         self._old_targets: set[int] = set()  # what their replaced links pointed at
         self._old_keys: set[str] = set()  # their names before: a link may now resolve anew
+        self._unchanged: set[str] = set()  # not parsed again: their stored warnings stand
         if paths is None:
             self.reconcile()
             files, skipped = scan(self.ws.root, self.max_bytes)
@@ -340,6 +341,7 @@ class Indexer:
                 and row["mtime_ns"] == f.mtime_ns
             ):
                 summary.unchanged += 1
+                self._unchanged.add(f.rel)
                 continue
             try:
                 data, _ = read_inside(self.ws.root, f.rel, self.max_bytes)
@@ -352,6 +354,7 @@ class Indexer:
             content_hash = hashlib.sha256(data).hexdigest()
             if current and row is not None and not force and row["content_hash"] == content_hash:
                 summary.unchanged += 1
+                self._unchanged.add(f.rel)
                 touched.append((f.size, f.mtime_ns, row["id"]))
                 continue
             updates.append(self._update(f, data, content_hash, summary, problems))
@@ -398,9 +401,9 @@ class Indexer:
             if touched:
                 writes.update_document_stats(conn, touched)
             if paths is None:
-                writes.clear_problems(conn, self.ws.id)
+                writes.clear_problems(conn, self.ws.id, keep=self._unchanged)
             else:
-                writes.clear_problems_of(conn, self.ws.id, paths)
+                writes.clear_problems_of(conn, self.ws.id, set(paths) - self._unchanged)
             writes.add_problems(conn, self.ws.id, problems)
             if summary.added or summary.modified or summary.deleted:
                 if paths is None:
