@@ -270,6 +270,31 @@ def test_a_schema_outside_the_root_via_the_option(rpc, vault, tmp_path):
     assert paths(search(rpc, "kb", "shared team:web")) == ["a.md"]
 
 
+def test_configuring_a_schema_rebuilds_the_facets_before_it_answers(kb, tmp_path):
+    """The issue's case: facets on a new schema's fields worked only after a re-index."""
+    elsewhere = tmp_path / "schemas" / "kb.yaml"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(SCHEMA.replace("number: integer", "number: integer\n    owner: string"))
+    write(Path(kb.engine.workspace("kb").root), "decisions/0001.md",
+          "---\nstatus: proposed\nowner: Ana\n---\n# D1\n\nLease.\n")  # fmt: skip
+    kb.call("index.run", ["kb"])
+    assert search(kb, "kb", "lease owner:ana")["filter"] == {}  # not declared yet: words
+    answer = kb.call("workspace.configure", ["kb", {"schema": str(elsewhere)}])
+    loaded = answer["schema"]
+    assert loaded["path"] == str(elsewhere) and loaded["error"] == ""
+    assert {"owner", "status", "number"} <= set(loaded["fields"]) and "adr" in loaded["types"]
+    assert loaded["facets_rebuilt"] == 8  # every live document
+    assert answer["reindexed"] is None  # nothing re-chunked: the facets were rebuilt alone
+    assert paths(search(kb, "kb", "lease owner:ana")) == ["decisions/0001.md"]  # at once
+    elsewhere.write_text("common:\n  broken: [\n")
+    answer = kb.call("workspace.configure", ["kb", {"schema": "_schema/frontmatter.yaml"}])
+    assert answer["schema"]["error"] == "" and "owner" not in answer["schema"]["fields"]
+    answer = kb.call("workspace.configure", ["kb", {"schema": str(elsewhere)}])
+    assert answer["schema"]["error"].startswith("line 2: not valid YAML")
+    assert answer["schema"]["facets_rebuilt"] == 0  # the previous schema stays in force
+    assert "status" in answer["schema"]["fields"]
+
+
 def test_a_narrow_facet_fills_the_limit_in_the_semantic_stage(rpc, vault):
     """3 of 203 documents pass the filter; semantic-only and hybrid still return all three."""
     write(vault, "_schema/frontmatter.yaml", "common:\n  status: [draft, accepted]\n")

@@ -81,12 +81,7 @@ def check_workspace(store: Store, ws: Workspace, schema_path: str) -> dict[str, 
     return {
         "workspace": ws.name,
         "root": str(ws.root),
-        "schema": {
-            "path": schema_path,
-            "fields": sorted(n for n in schema.facets if n != facets.TAG_FIELD),
-            "types": sorted(schema.types),
-            "error": schema_error,
-        },
+        "schema": facets.schema_state(schema_path, schema, schema_error),
         "findings": [asdict(f) for f in findings],
         "summary": {
             "documents": len(docs),

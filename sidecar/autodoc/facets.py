@@ -632,6 +632,16 @@ def write_facets(conn, ws_id: int, schema: Schema, docs: Iterable[tuple[int, str
     store.replace_facets(conn, ws_id, ids, rows)
 
 
+def schema_state(shown: str, schema: Schema, error: str) -> protocol.SchemaState:
+    """A loaded schema as `check` and `workspace.configure` describe it."""
+    return protocol.SchemaState(
+        path=shown,
+        fields=sorted(n for n in schema.facets if n != TAG_FIELD),
+        types=sorted(schema.types),
+        error=error,
+    )
+
+
 def rebuild_facets(conn, ws_id: int, schema: Schema) -> int:
     """Every document's facets again, from the frontmatter kept in SQLite (a schema change)."""
     store.clear_facets(conn, ws_id)

@@ -168,6 +168,7 @@ class Indexer:
         )
         self.max_bytes = ws.options["max_file_mb"] * 1_000_000
         self.schema = facets.EMPTY
+        self.facets_rebuilt = 0  # documents whose facets the last schema change rebuilt
 
     # -- the frontmatter schema ------------------------------------------------------------
 
@@ -204,7 +205,7 @@ class Indexer:
                 conn, self.ws.id, str(path), digest, schema.to_json(), error, time.time()
             )
             if changed:  # filters read the table in their snapshot: nothing else to refresh
-                facets.rebuild_facets(conn, self.ws.id, schema)
+                self.facets_rebuilt = facets.rebuild_facets(conn, self.ws.id, schema)
         self.schema = schema
         return (shown, error) if error else None
 

@@ -284,6 +284,28 @@ class WorkspaceAdded(WorkspaceInfo):
 
 
 @_WIRE
+class SchemaState(TypedDict):
+    """The frontmatter schema in force (`workspace.configure` with `schema`, `check`)."""
+
+    path: str
+    """As the option gives it: relative to the root, or absolute."""
+    fields: list[str]
+    """Declared fields: each a facet filters can use."""
+    types: list[str]
+    error: str
+    """Why the file did not load ("" when it did); the previous schema stays in force."""
+
+
+@_WIRE
+class SchemaLoaded(SchemaState):
+    """`workspace.configure`'s `schema`: loaded before the answer, so filters on the new
+    fields work at once."""
+
+    facets_rebuilt: int
+    """Documents whose facets were rebuilt from their stored frontmatter (0: unchanged)."""
+
+
+@_WIRE
 class LinkCounts(TypedDict):
     total: int
     resolved: int

@@ -7,8 +7,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .. import config, protocol
+from .. import config, facets, protocol
+from ..indexer import Indexer
 from ..lexical import LexicalIndex
+from ..store import Workspace
 from .indexing import Indexing
 
 
@@ -83,7 +85,20 @@ class Workspaces(Indexing):
             else:
                 self.embed_in_background(ws.name)
                 summary = {"embedding": {"background": True}}
-        return {**self._describe(self.workspace(ws.name)), "reindexed": summary}
+        out = {**self._describe(self.workspace(ws.name)), "reindexed": summary}
+        if "schema" in clean:
+            out["schema"] = self._load_schema(self.workspace(ws.name))
+        return out
+
+    def _load_schema(self, ws: Workspace) -> protocol.SchemaLoaded:
+        """Load the schema the option names and rebuild the facets it types, before the answer:
+        a filter on a new field works at once, not after the next re-index."""
+        self.store.writer()
+        indexer = Indexer(self.store, self.lexical(ws), ws)
+        bad = indexer.sync_schema()
+        shown, _ = facets.schema_location(ws.root, ws.options.get("schema"))
+        state = facets.schema_state(shown, indexer.schema, bad[1] if bad else "")
+        return protocol.SchemaLoaded(**state, facets_rebuilt=indexer.facets_rebuilt)
 
     def workspace_section_size(self, name: Any, tokens: Any) -> dict[str, Any]:
         return self.workspace_configure(name, {"section_tokens": tokens})
