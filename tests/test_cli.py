@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -69,3 +71,91 @@ def test_console_script_and_env_db(tmp_path):
     )
     assert proc.returncode == 0 and json.loads(proc.stdout) == []
     assert (tmp_path / "env.db").exists()
+
+
+def test_hidden_folders_are_counted_and_can_be_let_in(cli, tmp_path):
+    vault = tmp_path / "v"
+    for rel in ("a.md", ".notes/n.md", ".hidden.md", "sub/.trash/t.md", ".obsidian/app.json"):
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_text(f"# {rel}\n\nsome words about {rel}\n")
+    cli("--call", "workspace.add", json.dumps(["v", str(vault)]))
+    cli("--call", "workspace.configure", '["v", {"embedding": "none"}]')
+    code, out, _ = cli("index", str(vault))
+    assert code == 0 and "1 files" in out and "0 skipped, 4 hidden not indexed (.hidden.md, "
+    assert ".notes/, .obsidian/, sub/.trash/; --include-hidden PATTERN indexes them)" in out
+    code, out, _ = cli("index", str(vault), "--include-hidden", ".notes", "--include-hidden",
+                       "*/.trash", "--json")  # fmt: skip
+    summary = json.loads(out)
+    assert summary["files"] == 3  # the option, once set, walked the root again
+    assert summary["hidden"] == {"count": 2, "examples": [".hidden.md", ".obsidian/"]}
+    code, out, _ = cli("search", "words", "-w", "v", "--json")
+    assert {h["path"] for h in json.loads(out)["hits"]} == {"a.md", ".notes/n.md",
+                                                            "sub/.trash/t.md"}  # fmt: skip
+    code, _, err = cli("--call", "workspace.configure", '["v", {"include_hidden": ["../x"]}]')
+    assert code == 1 and json.loads(err)["error"]["code"] == -32602
+    # The option stays: a later plain `index` keeps them; taking it away retires them.
+    code, out, _ = cli("index", str(vault))
+    assert "3 files" in out
+    cli("--call", "workspace.configure", '["v", {"include_hidden": []}]')
+    code, out, _ = cli("search", "words", "-w", "v", "--json")
+    assert {h["path"] for h in json.loads(out)["hits"]} == {"a.md"}
+
+
+def test_ctrl_c_says_how_far_it_got_and_the_next_run_resumes(cli, tmp_path, monkeypatch):
+    from autodoc import cli as cli_module
+
+    vault = tmp_path / "v"
+    vault.mkdir()
+    for i in range(1200):
+        (vault / f"n{i:04}.md").write_text(f"# Note {i}\n\nbody {i}\n")
+    cli("--call", "workspace.add", json.dumps(["v", str(vault)]))
+    cli("--call", "workspace.configure", '["v", {"embedding": "none"}]')
+    real = cli_module._Progress.__call__
+
+    def interrupted(self, done, total, path=""):
+        real(self, done, total, path)
+        if self.unit == "file" and done == 700:
+            raise KeyboardInterrupt  # as Ctrl-C arriving here would
+
+    monkeypatch.setattr(cli_module._Progress, "__call__", interrupted)
+    code, out, err = cli("index", str(vault))
+    assert code == 130 and out == ""
+    assert err.strip() == (
+        f"autodoc: interrupted after 700 of 1,200 files; run `autodoc index {vault}` again to"
+        " resume (what was stored is kept)"
+    )
+    monkeypatch.setattr(cli_module._Progress, "__call__", real)
+    code, out, err = cli("index", str(vault))
+    # The first batch of 500 was published before the interruption; the rest is read now.
+    assert code == 0 and "autodoc: resuming: 500 of 1,200 files already indexed" in err
+    assert "(700 added, 0 modified, 0 deleted, 500 unchanged)" in out
+    code, out, err = cli("index", str(vault))  # finished: nothing to resume
+    assert "resuming" not in err and "1200 unchanged" in out
+
+
+def test_progress_shows_rate_elapsed_and_estimate_on_a_terminal(monkeypatch):
+    import io
+
+    from autodoc.cli import _Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stderr", screen)
+    bar = _Progress("embedding", "chunk")
+    bar(64, 1000)
+    bar.bar.mininterval, bar.bar.miniters, bar.bar.dynamic_miniters = 0, 1, False  # every report
+    for done in (128, 192):
+        time.sleep(0.01)
+        bar(done, 1000)
+    shown = screen.getvalue().split("\r")[-1]
+    # tqdm's own line: "embedding:  19%|██  | 192/1000 [00:00<00:01, 1234.5chunk/s]"
+    assert re.search(r"embedding: +19%.*192/1000 \[\d\d:\d\d<\d\d:\d\d, +[\d.]+chunk/s\]", shown)
+    bar(1000, 1000)
+    assert bar.bar is None  # closed at the last report
+    quiet = _Progress("files", "file")  # not a terminal: nothing written
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    quiet(1, 2)
+    assert sys.stderr.getvalue() == ""

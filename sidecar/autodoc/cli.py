@@ -13,7 +13,6 @@ import os
 import re
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from .errors import INVALID_PARAMS, RpcError
 from .fuse import DEFAULT_FUSION, FUSIONS
 
 EXIT_OK, EXIT_RPC_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
 # Over 60 lines by design: the whole command line, declared in one table.
@@ -50,6 +50,13 @@ def _parser() -> argparse.ArgumentParser:
     ix = sub.add_parser("index", help="add a folder as a workspace (if new) and index it")
     ix.add_argument("path")
     ix.add_argument("--workspace", "-w", help="workspace name (default: the folder's name)")
+    ix.add_argument(
+        "--include-hidden",
+        action="append",
+        metavar="PATTERN",
+        help="also index hidden folders or files matching this root-relative pattern (.notes,"
+        " '*/.drafts'); repeat for more; kept as the workspace's include_hidden option",
+    )
     ix.add_argument("--json", action="store_true", help="print the summary as JSON")
     se = sub.add_parser("search", help="search a workspace")
     se.add_argument("query")
@@ -154,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"error": err.to_dict()}, ensure_ascii=False), file=sys.stderr)
         return EXIT_RPC_ERROR
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     finally:
         engine.close()
 
@@ -189,27 +196,34 @@ def _call(dispatcher: Dispatcher, method: str, raw: str | None) -> int:
     return EXIT_OK
 
 
-class _ProgressBar:
-    """One line on stderr, redrawn at most ten times a second; silent when not a terminal."""
+class _Progress:
+    """A tqdm bar on stderr (count, rate, elapsed, estimate), opened at the first report and
+    closed at the last; silent when stderr is not a terminal. Remembers how far it got, for
+    the message after Ctrl-C."""
 
-    def __init__(self, label: str = "") -> None:
-        self.tty = sys.stderr.isatty()
-        self.last = 0.0
-        self.label = label
+    def __init__(self, label: str, unit: str) -> None:
+        self.label, self.unit = label, unit
+        self.done = self.total = 0
+        self.bar: Any = None
 
     def __call__(self, done: int, total: int, path: str = "") -> None:
-        path = path or self.label
-        now = time.monotonic()
-        if not self.tty or (now - self.last < 0.1 and done != total):
-            return
-        self.last = now
-        width = 30
-        filled = width * done // max(total, 1)
-        label = path if len(path) <= 40 else "…" + path[-39:]
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label:<40}")
-        if done == total:
-            sys.stderr.write("\r" + " " * (width + 60) + "\r")
-        sys.stderr.flush()
+        from tqdm import tqdm
+
+        self.done, self.total = done, total
+        if self.bar is None:
+            self.bar = tqdm(total=total, desc=self.label, unit=self.unit, file=sys.stderr,
+                            disable=not sys.stderr.isatty(), dynamic_ncols=True, mininterval=0.1,
+                            leave=False)  # fmt: skip
+        self.bar.update(done - self.bar.n)
+        if path:
+            self.bar.set_postfix_str(path if len(path) <= 40 else "…" + path[-39:], refresh=False)
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 def _workspace_name_for(path: Path) -> str:
@@ -221,19 +235,27 @@ def _index(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
     root = Path(args.path).expanduser().resolve()
     name = args.workspace or _workspace_name_for(root)
     dispatcher.call("workspace.add", [name, str(root)])
-    summary = dispatcher.engine.index_run(
-        name, progress=_ProgressBar(), embed_progress=_ProgressBar("embedding chunks")
-    )
+    if args.include_hidden is not None:
+        dispatcher.call("workspace.configure", [name, {"include_hidden": args.include_hidden}])
+    files, chunks = _Progress("files", "file"), _Progress("embedding", "chunk")
+    try:
+        summary = dispatcher.engine.index_run(
+            name, progress=files, embed_progress=chunks, notice=_tell
+        )
+    except KeyboardInterrupt:
+        for bar in (files, chunks):
+            bar.close()
+        if chunks.total:
+            done = f"while embedding, after {chunks.done:,} of {chunks.total:,} chunks"
+        else:
+            done = f"after {files.done:,} of {files.total:,} files"
+        _tell(f"interrupted {done}; run `autodoc index {args.path}` again to resume"
+              " (what was stored is kept)")  # fmt: skip
+        return EXIT_INTERRUPTED
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, indent=2))
         return EXIT_OK
-    print(
-        f"indexed {name}: {summary['files']} files ({summary['added']} added, "
-        f"{summary['modified']} modified, {summary['deleted']} deleted, "
-        f"{summary['unchanged']} unchanged), {summary['chunks']} chunks "
-        f"({summary['chunks_written']} written), {len(summary['skipped'])} skipped, "
-        f"{len(summary['warnings'])} warnings, {summary['seconds']:.1f} s"
-    )
+    print(_index_line(name, summary))
     emb = summary["embedding"]
     if emb.get("model"):
         rate = f", {emb['per_second']}/s" if emb.get("per_second") else ""
@@ -254,6 +276,25 @@ def _index(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
             if len(rows) > 20:
                 print(f"  … and {len(rows) - 20} more (autodoc --call index.status '[\"{name}\"]')")
     return EXIT_OK
+
+
+def _tell(text: str) -> None:
+    print(f"autodoc: {text}", file=sys.stderr, flush=True)
+
+
+def _index_line(name: str, s: dict[str, Any]) -> str:
+    hidden = s["hidden"]
+    shown = ""
+    if hidden["count"]:
+        more = ", …" if hidden["count"] > len(hidden["examples"]) else ""
+        shown = (f", {hidden['count']} hidden not indexed ({', '.join(hidden['examples'])}{more};"
+                 " --include-hidden PATTERN indexes them)")  # fmt: skip
+    return (
+        f"indexed {name}: {s['files']} files ({s['added']} added, {s['modified']} modified, "
+        f"{s['deleted']} deleted, {s['unchanged']} unchanged), {s['chunks']} chunks "
+        f"({s['chunks_written']} written), {len(s['skipped'])} skipped{shown}, "
+        f"{len(s['warnings'])} warnings, {s['seconds']:.1f} s"
+    )
 
 
 def _check(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
@@ -314,7 +355,7 @@ def _eval_sets(
 
     if options:
         dispatcher.call("workspace.configure", [name, options])
-    summary = dispatcher.engine.index_run(name, embed_progress=_ProgressBar("embedding"))
+    summary = dispatcher.engine.index_run(name, embed_progress=_Progress("embedding", "chunk"))
     status = dispatcher.call("index.status", [name])
     sets = ev.available_sets(status)
     if stages:

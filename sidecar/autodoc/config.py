@@ -23,6 +23,7 @@ class Option:
     low: int | None = None
     high: int | None = None
     rechunk: bool = False  # changing it changes how documents are cut
+    rescan: bool = False  # changing it changes which files are found: walk the root again
     doc: str = ""
     check: Callable[[Any], Any] | None = None  # validates and normalises a structured value
 
@@ -45,6 +46,31 @@ def _schema_path(value: Any) -> Any:
     return value.strip()
 
 
+MAX_HIDDEN_PATTERNS = 64
+
+
+def _hidden_patterns(value: Any) -> Any:
+    """fnmatch patterns of hidden folders or files to index (`.notes`, `*/.drafts`): relative
+    to the root, never leading out of it."""
+    if not isinstance(value, list) or len(value) > MAX_HIDDEN_PATTERNS:
+        raise invalid_params(
+            f"include_hidden must be a list of at most {MAX_HIDDEN_PATTERNS} patterns",
+            field="include_hidden",
+            value=value,
+        )
+    out = []
+    for p in value:
+        parts = p.strip().strip("/").split("/") if isinstance(p, str) else [""]
+        if not all(parts) or ".." in parts or "." in parts or len(p) > 200:
+            raise invalid_params(
+                "include_hidden patterns are root-relative paths like '.notes' or '*/.drafts'",
+                field="include_hidden",
+                value=p,
+            )
+        out.append("/".join(parts))
+    return out
+
+
 DEFAULT_SCHEMA = "_schema/frontmatter.yaml"  # a workspace's frontmatter schema, root-relative
 
 OPTIONS: dict[str, Option] = {
@@ -62,6 +88,14 @@ OPTIONS: dict[str, Option] = {
         str,
         doc="frontmatter schema file, relative to the root or absolute",
         check=_schema_path,
+    ),
+    "include_hidden": Option(
+        [],
+        list,
+        rescan=True,
+        doc="hidden folders or files to index, as fnmatch patterns of their root-relative"
+        " path ('.notes', '*/.drafts'); others (.git, .obsidian) are skipped and counted",
+        check=_hidden_patterns,
     ),
     "max_file_mb": Option(20, int, 1, 1024, doc="files larger than this are skipped with a reason"),
     "embedding": Option(

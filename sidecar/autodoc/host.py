@@ -106,7 +106,7 @@ class Host:
             self._serve(name, root, "indexing")
             self.apply_options(name)
             if self.watcher is not None:  # first, so edits made while indexing are caught
-                self.watcher.watch(name, root)
+                self.watcher.watch(name, root, self._include_hidden(name))
             summary = self.engine.index_run(name, progress=progress, wait=False)
             self.refresher.note_lease(True, "")
             state = "ready"
@@ -166,6 +166,9 @@ class Host:
             self.watcher.unwatch(name)
         self.notify(STATE_CHANGED, {"event": "workspace.removed", "workspace": name})
 
+    def _include_hidden(self, name: str) -> list[str]:
+        return list(self.engine.workspace(name).options.get("include_hidden", []))
+
     def apply_options(self, name: str) -> None:
         """Set the client's options that differ from the workspace's (a changed one may
         re-chunk); on the writer thread."""
@@ -213,6 +216,10 @@ class Host:
             elif method == "workspace.add" and result.get("created"):
                 event = {"event": "workspace.added", "workspace": result["name"]}
                 self.notify(STATE_CHANGED, event)
+            elif method == "workspace.configure" and self.watcher is not None:
+                root = self.served.get(result["name"])
+                if root is not None:  # hidden patterns changed: the watcher lets in the same
+                    self.watcher.watch(result["name"], root, self._include_hidden(result["name"]))
             return result
 
         assert method in WRITES, method

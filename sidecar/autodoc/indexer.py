@@ -44,7 +44,7 @@ from .store import (
     queries,
     writes,
 )
-from .walker import FoundFile, find, is_utf8, scan
+from .walker import FoundFile, Hidden, find, is_utf8, scan
 
 RETIRE_GRACE_S = 10.0  # how long a retired chunk stays findable for readers mid-query
 BATCH_DOCUMENTS = 500
@@ -87,6 +87,10 @@ class RunSummary:
     documents: int | None = 0
     skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    # hidden folders and Markdown files not entered: {"count", "examples"}
+    hidden: dict[str, Any] = field(default_factory=lambda: {"count": 0, "examples": []})
+    # the last run over all files was interrupted: {"already": files current, "files": found}
+    resumed: dict[str, int] | None = None
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -167,6 +171,7 @@ class Indexer:
             f"{CHUNKING_FORMAT},{READING_FORMAT}"
         )
         self.max_bytes = ws.options["max_file_mb"] * 1_000_000
+        self.include_hidden: list[str] = ws.options.get("include_hidden", [])
         self.schema = facets.EMPTY
         self.facets_rebuilt = 0  # documents whose facets the last schema change rebuilt
 
@@ -272,28 +277,43 @@ class Indexer:
 
     # -- a run -----------------------------------------------------------------------------
 
+    # Over 60 lines: the run's steps in order, each one call; the summary filled as they go.
     def run(
-        self, progress: Progress | None = None, force: bool = False, paths: list[str] | None = None
+        self,
+        progress: Progress | None = None,
+        force: bool = False,
+        paths: list[str] | None = None,
+        notice: Callable[[str], None] | None = None,
     ) -> RunSummary:
         """Bring the index up to date with the files: all of them, or only `paths` (root-relative;
-        one that is gone, or is no longer indexable, is retired)."""
+        one that is gone, or is no longer indexable, is retired). `notice` hears what a person
+        should be told before the run goes on (resuming an interrupted run)."""
         started = time.perf_counter()
         summary = RunSummary(self.ws.name)
         self._changed: set[int] = set()  # documents published or retired in this run
         self._old_targets: set[int] = set()  # what their replaced links pointed at
         self._old_keys: set[str] = set()  # their names before: a link may now resolve anew
         self._unchanged: set[str] = set()  # not parsed again: their stored warnings stand
+        hidden = Hidden()
         if paths is None:
+            with self.store.transaction() as conn:
+                interrupted = writes.start_run(conn, self.ws.id, time.time())
             self.reconcile()
-            files, skipped = scan(self.ws.root, self.max_bytes)
+            files, skipped = scan(self.ws.root, self.max_bytes, self.include_hidden, hidden)
         else:
             self.purge_retired(grace=RETIRE_GRACE_S)
-            files, skipped = find(self.ws.root, paths, self.max_bytes)
+            files, skipped = find(self.ws.root, paths, self.max_bytes, self.include_hidden)
             paths = [p for p in paths if is_utf8(p)]  # the others were skipped with a reason
         bad_schema = self.sync_schema()
         summary.files = len(files)
         summary.skipped = [{"path": s.path, "reason": s.reason} for s in skipped]
+        summary.hidden = {"count": hidden.count, "examples": hidden.examples}
         known = self._known(paths)
+        if paths is None and interrupted:
+            already = sum(self._current(known.get(f.rel), f) for f in files)
+            summary.resumed = {"already": already, "files": len(files)}
+            if notice is not None:
+                notice(f"resuming: {already:,} of {len(files):,} files already indexed")
         problems: list[tuple[str, str, str]] = [(s.path, "skipped", s.reason) for s in skipped]
         if bad_schema is not None:
             summary.warnings.append({"path": bad_schema[0], "message": bad_schema[1]})
@@ -334,13 +354,7 @@ class Indexer:
             seen.add(f.rel)
             row = known.get(f.rel)
             current = row is not None and not row["deleted"] and row["chunk_fp"] == self.chunk_fp
-            if (
-                current
-                and row is not None
-                and not force
-                and row["size"] == f.size
-                and row["mtime_ns"] == f.mtime_ns
-            ):
+            if not force and self._current(row, f):
                 summary.unchanged += 1
                 self._unchanged.add(f.rel)
                 continue
@@ -365,6 +379,16 @@ class Indexer:
         gone = [p for p, r in known.items() if not r["deleted"] and p not in seen]
         self._publish(updates, gone, summary)
         return touched
+
+    def _current(self, row: sqlite3.Row | None, f: FoundFile) -> bool:
+        """Stored as it is on disk (same stat), read the way this indexer reads."""
+        return (
+            row is not None
+            and not row["deleted"]
+            and row["chunk_fp"] == self.chunk_fp
+            and row["size"] == f.size
+            and row["mtime_ns"] == f.mtime_ns
+        )
 
     def _update(
         self,
@@ -412,7 +436,7 @@ class Indexer:
                 else:  # a few documents changed: re-resolve only what they can affect
                     self._resolve_links_around(conn)
             now = time.time()
-            writes.mark_indexed(conn, self.ws.id, now)
+            writes.mark_indexed(conn, self.ws.id, now, full=paths is None)
             self.store.prune_changes(conn, now)
 
     def _counts(self) -> tuple[int, int]:

@@ -7,9 +7,11 @@ and oversized files are reported with a reason instead of stopping the run.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import stat
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -47,11 +49,46 @@ def printable(name: str) -> str:
 NOT_UTF8 = "file name is not valid UTF-8"
 
 
+def hidden_allowed(rel: str, include: Sequence[str]) -> bool:
+    """Whether every hidden part of a root-relative path (a name starting with a dot: .git,
+    .obsidian, editor swap files) is let in by one of the `include_hidden` patterns, matched
+    (fnmatch, case-sensitive) against that part's path: `.notes`, `*/.drafts`."""
+    parts = rel.split("/")
+    for i, part in enumerate(parts):
+        if part.startswith("."):
+            prefix = "/".join(parts[: i + 1])
+            if not any(fnmatch.fnmatchcase(prefix, p) for p in include):
+                return False
+    return True
+
+
+@dataclass
+class Hidden:
+    """The hidden folders and Markdown files a scan did not enter: counted and named, so a
+    summary never says "0 skipped" over a silently skipped folder."""
+
+    count: int = 0
+    examples: list[str] = field(default_factory=list)  # the first few, folders with a slash
+
+    def add(self, rel: str) -> None:
+        self.count += 1
+        if len(self.examples) < HIDDEN_EXAMPLES:
+            self.examples.append(rel)
+
+
+HIDDEN_EXAMPLES = 5
+
+
 def _inside(real: str, root_real: str) -> bool:
     return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
 
 
-def scan(root: Path, max_bytes: int) -> tuple[list[FoundFile], list[Skipped]]:
+# Over 60 lines: one walk, every way an entry can fail to be indexable handled where it is met.
+def scan(
+    root: Path, max_bytes: int, include_hidden: Sequence[str] = (), hidden: Hidden | None = None
+) -> tuple[list[FoundFile], list[Skipped]]:
+    """Every indexable Markdown file under `root`, and what was skipped with a reason; hidden
+    folders and Markdown files not let in by `include_hidden` are counted in `hidden`."""
     root_real = os.path.realpath(root)
     found: list[FoundFile] = []
     skipped: list[Skipped] = []
@@ -67,10 +104,16 @@ def scan(root: Path, max_bytes: int) -> tuple[list[FoundFile], list[Skipped]]:
             skipped.append(Skipped(rel_folder or ".", f"cannot list folder: {exc.strerror}"))
             continue
         for entry in entries:
-            if entry.name.startswith("."):
-                continue  # .git, .obsidian, editor swap files
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             is_md = entry.name.lower().endswith(MARKDOWN_SUFFIXES)
+            if entry.name.startswith(".") and not hidden_allowed(rel, include_hidden):
+                if hidden is not None:  # .git, .obsidian, editor swap files
+                    with contextlib.suppress(OSError):
+                        if entry.is_dir(follow_symlinks=False):
+                            hidden.add(printable(rel) + "/")
+                        elif is_md:
+                            hidden.add(printable(rel))
+                continue
             if not is_utf8(entry.name):
                 with contextlib.suppress(OSError):
                     if is_md or entry.is_dir():
@@ -120,7 +163,9 @@ def _take(rel, path, info, max_bytes, found: list[FoundFile], skipped: list[Skip
         found.append(FoundFile(rel, path, info.st_size, info.st_mtime_ns))
 
 
-def find(root: Path, rels: list[str], max_bytes: int) -> tuple[list[FoundFile], list[Skipped]]:
+def find(
+    root: Path, rels: list[str], max_bytes: int, include_hidden: Sequence[str] = ()
+) -> tuple[list[FoundFile], list[Skipped]]:
     """The named files, by the same rules as `scan`; a path that is not (or no longer) an
     indexable Markdown file is simply not found, so the caller retires it."""
     root_real = os.path.realpath(root)
@@ -131,7 +176,9 @@ def find(root: Path, rels: list[str], max_bytes: int) -> tuple[list[FoundFile], 
             skipped.append(Skipped(printable(rel), NOT_UTF8))
             continue
         parts = rel.split("/")
-        if not rel or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+        if not rel or any(p in ("", ".", "..") for p in parts):
+            continue
+        if not hidden_allowed(rel, include_hidden):
             continue
         if not rel.lower().endswith(MARKDOWN_SUFFIXES):
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from watchdog.events import (
@@ -24,7 +25,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import ObservedWatch
 
 from .refresh import Refresher
-from .walker import MARKDOWN_SUFFIXES
+from .walker import MARKDOWN_SUFFIXES, hidden_allowed
 
 log = logging.getLogger(__name__)
 
@@ -41,20 +42,23 @@ _FILE_EVENTS = {
 
 
 class _Handler(FileSystemEventHandler):
-    def __init__(self, workspace: str, root: Path, refresher: Refresher) -> None:
+    def __init__(
+        self, workspace: str, root: Path, refresher: Refresher, include_hidden: tuple[str, ...]
+    ) -> None:
         self.workspace = workspace
         self.root = os.path.realpath(root)
         self.refresher = refresher
+        self.include_hidden = include_hidden  # the workspace's option: as the walker
 
     def _relative(self, path: str | bytes) -> str | None:
         path = os.fsdecode(path)
         rel = os.path.relpath(path, self.root)
         if rel == "." or rel.startswith(".."):
             return None
-        parts = rel.split(os.sep)
-        if any(p.startswith(".") for p in parts):
+        rel = "/".join(rel.split(os.sep))
+        if not hidden_allowed(rel, self.include_hidden):
             return None  # .git, .obsidian, editor swap files: as the walker
-        return "/".join(parts)
+        return rel
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type not in _FILE_EVENTS:
@@ -81,14 +85,20 @@ class Watcher:
         self.observer = Observer()
         self.observer.daemon = True
         self._watches: dict[str, ObservedWatch] = {}
+        self._included: dict[str, tuple[str, ...]] = {}
         self.observer.start()
 
-    def watch(self, workspace: str, root: Path) -> bool:
+    def watch(self, workspace: str, root: Path, include_hidden: Sequence[str] = ()) -> bool:
+        """Watch a root (again, when its hidden patterns changed)."""
+        include = tuple(include_hidden)
         if workspace in self._watches:
-            return True
+            if self._included.get(workspace) == include:
+                return True
+            self.unwatch(workspace)
         try:
-            handler = _Handler(workspace, root, self.refresher)
+            handler = _Handler(workspace, root, self.refresher, include)
             self._watches[workspace] = self.observer.schedule(handler, handler.root, recursive=True)
+            self._included[workspace] = include
         except OSError as exc:  # inotify limits, a root on a filesystem without events
             log.warning("cannot watch %s: %s; saves in the editor still re-index", root, exc)
             return False
@@ -96,6 +106,7 @@ class Watcher:
 
     def unwatch(self, workspace: str) -> None:
         watch = self._watches.pop(workspace, None)
+        self._included.pop(workspace, None)
         if watch is not None:
             self.observer.unschedule(watch)
 

@@ -86,14 +86,16 @@ class Indexing(EngineCore):
         progress: Progress | None = None,
         embed_progress=None,
         wait: bool = True,
+        notice=None,
     ) -> dict[str, Any]:
         """Index the files; then wait for their embeddings (one-shot processes), or let a
-        background worker fill them while lexical answers are served (long-lived ones)."""
+        background worker fill them while lexical answers are served (long-lived ones).
+        `notice(text)` hears what to tell a person before the run goes on."""
         ws = self.workspace(name)
         with self._write:
             self.store.writer()
             indexer = Indexer(self.store, self.lexical(ws), ws)
-            summary = indexer.run(progress=progress).to_dict()
+            summary = indexer.run(progress=progress, notice=notice).to_dict()
         if wait:
             summary["embedding"] = self.embed_run(name, progress=embed_progress)
         else:

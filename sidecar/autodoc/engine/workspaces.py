@@ -73,7 +73,8 @@ class Workspaces(Indexing):
         ws = self.workspace(name)
         clean = config.validate(changes)
         rechunk = any(
-            config.OPTIONS[k].rechunk and ws.options.get(k) != v for k, v in clean.items()
+            (config.OPTIONS[k].rechunk or config.OPTIONS[k].rescan) and ws.options.get(k) != v
+            for k, v in clean.items()
         )
         ws = self.store.set_options(ws, clean)
         summary = None

@@ -29,6 +29,7 @@ from .schema import (
     CHANGE_LOG_DAYS,
     CHANGE_LOG_MIN_ROWS,
     PRUNED,
+    RUN_STARTED,
     SCHEMA_VERSION,
     _remember_old_prunes,
 )
@@ -216,7 +217,8 @@ class Store:
         with self.transaction() as conn:
             ws = self.workspace(name, conn)
             conn.execute("DELETE FROM changes WHERE workspace_id = ?", (ws.id,))
-            conn.execute("DELETE FROM meta WHERE key = ?", (f"{PRUNED}{ws.id}",))
+            for prefix in (PRUNED, RUN_STARTED):
+                conn.execute("DELETE FROM meta WHERE key = ?", (f"{prefix}{ws.id}",))
             conn.execute("DELETE FROM links WHERE workspace_id = ?", (ws.id,))
             conn.execute("DELETE FROM names WHERE workspace_id = ?", (ws.id,))
             conn.execute(

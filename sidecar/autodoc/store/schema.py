@@ -28,6 +28,9 @@ PENDING, LIVE, DEAD = int(ChunkState.PENDING), int(ChunkState.LIVE), int(ChunkSt
 CHANGE_LOG_DAYS = 7
 CHANGE_LOG_MIN_ROWS = 100_000
 PRUNED = "changes_pruned:"  # meta key prefix: + workspace id -> the newest change pruned
+# meta key prefix: + workspace id -> when a run over all files began; gone when it finished, so
+# one found at the start of a run means the last was interrupted (Ctrl-C, a crash)
+RUN_STARTED = "run_started:"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 from .db import Store
-from .schema import DEAD, LIVE, PENDING
+from .schema import DEAD, LIVE, PENDING, RUN_STARTED
 
 # -- the frontmatter schema --------------------------------------------------------------------
 
@@ -492,6 +492,16 @@ def add_problems(
     )
 
 
-def mark_indexed(conn: sqlite3.Connection, ws_id: int, now: float) -> None:
-    """The workspace's last run's time."""
+def mark_indexed(conn: sqlite3.Connection, ws_id: int, now: float, *, full: bool) -> None:
+    """The workspace's last run's time; a run over all files (`full`) also finished."""
     conn.execute("UPDATE workspaces SET indexed_at = ? WHERE id = ?", (now, ws_id))
+    if full:
+        conn.execute("DELETE FROM meta WHERE key = ?", (f"{RUN_STARTED}{ws_id}",))
+
+
+def start_run(conn: sqlite3.Connection, ws_id: int, now: float) -> bool:
+    """Note that a run over all files began; True when the previous one never finished."""
+    key = f"{RUN_STARTED}{ws_id}"
+    interrupted = conn.execute("SELECT 1 FROM meta WHERE key = ?", (key,)).fetchone()
+    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, repr(now)))
+    return interrupted is not None
