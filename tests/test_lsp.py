@@ -631,10 +631,15 @@ async def test_semantic_becomes_ready_in_the_background_and_clients_are_told(vau
     background and `autodoc/stateChanged` says when semantic answers are complete."""
     client = make_test_lsp_client()
     states: list[dict] = []
+    progress: list[dict] = []
 
     @client.feature("autodoc/stateChanged")
     def on_state(params):
         states.append(plain(params))
+
+    @client.feature("autodoc/indexProgress")
+    def on_progress(params):
+        progress.append(plain(params))
 
     ready = await _start(client, [vault], {"embedding": "bundled"})
     try:
@@ -645,6 +650,14 @@ async def test_semantic_becomes_ready_in_the_background_and_clients_are_told(vau
             return [s for s in states if s.get("semantic") == "ready"]
 
         await until(complete, timeout=120)
+        # Progress a picker can show: the files, then the embedding, each ending complete.
+        for event in progress:
+            protocol.conform(event, protocol.IndexProgress)
+        files = [e for e in progress if e["phase"] == "files"]
+        embedding = [e for e in progress if e["phase"] == "embedding"]
+        assert files[-1]["done"] == files[-1]["total"] == 8 and files[-1]["chunks"] > 8
+        assert embedding and embedding[-1]["done"] == embedding[-1]["total"] > 8
+        assert {e["workspace"] for e in progress} == {"vault"}
         answer = await call(client, "search.query", "vault", "why did we pick an embedded store")
         assert answer["semantic"] == "ready" and answer["mode_used"] == "hybrid"
         assert "semantic" in answer["hits"][0]["via"] or "semantic" in answer["hits"][1]["via"]

@@ -216,6 +216,14 @@
 ---@field model string
 ---@field rank autodoc.RankerState
 
+---@class autodoc.IndexProgress `autodoc/indexProgress`: how far a served folder's indexing has got, at most four times
+---@field workspace string
+---@field root string
+---@field phase "files"|"embedding"
+---@field done integer Files read, or chunks embedded in this pass.
+---@field total integer Files found, or chunks this pass embeds.
+---@field chunks integer Live chunks in the store now: what lexical search can already find.
+
 ---@class autodoc.Status The one status of a long-lived server: the LSP `autodoc.status` command, the MCP `status`
 ---@field server autodoc.ServerInfo
 ---@field workspaces autodoc.WorkspaceState[]

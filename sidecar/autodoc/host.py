@@ -13,10 +13,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from . import __version__, protocol
 from .dispatcher import WRITES, Dispatcher
@@ -35,6 +36,8 @@ TAKING_OVER = "taking over: the process that wrote this store is gone"
 # Events a host sends its clients (the LSP server forwards them as notifications).
 INDEX_READY = "autodoc/indexReady"
 STATE_CHANGED = "autodoc/stateChanged"
+INDEX_PROGRESS = "autodoc/indexProgress"
+PROGRESS_EVERY_S = 0.25  # at most this often per workspace, and always at the end of a phase
 
 Notify = Callable[[str, Any], None]
 Progress = Callable[[int, int, str], None]
@@ -73,6 +76,8 @@ class Host:
         self._retrying: frozenset[Path] = frozenset()  # read-only folders with a retry queued
         engine.on_stale = self._stale
         engine.on_embedded = self._embedded
+        engine.on_embedding = self._embedding
+        self._reported: dict[tuple[str, str], float] = {}  # (workspace, phase) -> last sent
 
     # -- folders -----------------------------------------------------------------------------
 
@@ -107,7 +112,11 @@ class Host:
             self.apply_options(name)
             if self.watcher is not None:  # first, so edits made while indexing are caught
                 self.watcher.watch(name, root, self._include_hidden(name))
-            summary = self.engine.index_run(name, progress=progress, wait=False)
+            summary = self.engine.index_run(
+                name, progress=self._reporting(name, root, progress), wait=False
+            )
+            files = summary["files"]  # once more, with every chunk published
+            self._progress(name, root, "files", files, files, final=True)
             self.refresher.note_lease(True, "")
             state = "ready"
         except StoreBusyError as err:
@@ -312,6 +321,45 @@ class Host:
 
     def _embedded(self, workspace: str) -> None:
         self.check_state(workspace, "semantic")
+
+    def _reporting(self, name: str, root: Path, progress: Progress | None) -> Progress:
+        """The indexer's file progress, passed on and sent to clients as `indexProgress`."""
+
+        def report(done: int, total: int, rel: str) -> None:
+            if progress is not None:
+                progress(done, total, rel)
+            if done < total:  # the last is sent once the run has published everything
+                self._progress(name, root, "files", done, total)
+
+        return report
+
+    def _embedding(self, workspace: str, done: int, total: int) -> None:
+        root = self.served.get(workspace)
+        if root is not None:
+            self._progress(workspace, root, "embedding", done, total, final=done >= total)
+
+    def _progress(
+        self,
+        name: str,
+        root: Path,
+        phase: Literal["files", "embedding"],
+        done: int,
+        total: int,
+        *,
+        final: bool = False,
+    ) -> None:
+        now = time.monotonic()
+        if not final and now - self._reported.get((name, phase), 0.0) < PROGRESS_EVERY_S:
+            return
+        self._reported[(name, phase)] = now
+        try:
+            _, chunks = self.engine.counts(name)
+        except RpcError:  # removed meanwhile
+            return
+        event = protocol.IndexProgress(
+            workspace=name, root=str(root), phase=phase, done=done, total=total, chunks=chunks
+        )
+        self.notify(INDEX_PROGRESS, event)
 
     def _lease(self, writer: bool, holder: str) -> None:
         if self.on_lease is not None:

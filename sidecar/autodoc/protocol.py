@@ -391,6 +391,22 @@ class WorkspaceState(TypedDict):
 
 
 @_WIRE
+class IndexProgress(TypedDict):
+    """`autodoc/indexProgress`: how far a served folder's indexing has got, at most four times
+    a second, so a picker can say so while lexical hits already come from what is stored."""
+
+    workspace: str
+    root: str
+    phase: Literal["files", "embedding"]
+    done: int
+    """Files read, or chunks embedded in this pass."""
+    total: int
+    """Files found, or chunks this pass embeds."""
+    chunks: int
+    """Live chunks in the store now: what lexical search can already find."""
+
+
+@_WIRE
 class Status(TypedDict):
     """The one status of a long-lived server: the LSP `autodoc.status` command, the MCP `status`
     tool and the `autodoc/indexReady` notification all carry it. Served workspaces come first.
@@ -437,6 +453,7 @@ WIRE_TYPES: tuple[type, ...] = (
     IndexStatus,
     ServerInfo,
     WorkspaceState,
+    IndexProgress,
     Status,
     ErrorObject,
 )

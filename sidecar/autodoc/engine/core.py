@@ -42,6 +42,8 @@ class EngineCore:
         # indexed were dropped from an answer; a background embedding round finished.
         self.on_stale: Callable[[str, list[str]], None] | None = None
         self.on_embedded: Callable[[str], None] | None = None
+        # (workspace, chunks embedded, chunks to embed) as the background worker goes
+        self.on_embedding: Callable[[str, int, int], None] | None = None
 
     def close(self) -> None:
         self._stop.set()
@@ -105,6 +107,12 @@ class EngineCore:
         if old is None or old.model_fp != ws.active_model_fp:
             return SemanticPlan(None, None, state="switching", reason=FILLING, code=SWITCHING)
         return SemanticPlan(old, old.model_fp, state="switching", signs=self.signs(ws, old))
+
+    def counts(self, name: Any) -> tuple[int, int]:
+        """(live documents, live chunks) of a workspace, as stored now."""
+        ws = self.workspace(name)
+        with self.store.snapshot() as conn:
+            return queries.workspace_counts(conn, ws.id)
 
     def _describe(self, ws: Workspace) -> protocol.WorkspaceInfo:
         with self.store.snapshot() as conn:

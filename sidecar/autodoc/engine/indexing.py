@@ -145,9 +145,11 @@ class Indexing(EngineCore):
             return worker
 
     def _embed_worker(self, name: str) -> None:
+        hook = self.on_embedding
+        progress = None if hook is None else (lambda done, total: hook(name, done, total))
         while not self._stop.is_set():
             try:
-                self.embed_run(name, incremental=True)
+                self.embed_run(name, progress=progress, incremental=True)
             except Exception:  # logged; the next request starts a new worker
                 log.exception("background embedding of %s failed", name)
                 return
