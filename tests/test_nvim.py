@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sys
 import time
@@ -26,7 +27,7 @@ WAIT_S = 30.0
 class Nvim:
     """A headless Neovim with the plugin on its runtimepath, started in `cwd`."""
 
-    def __init__(self, cwd: Path, home: Path, server: dict) -> None:
+    def __init__(self, cwd: Path, home: Path, server: dict, setup: dict | None = None) -> None:
         env = {
             "AUTODOC_DB": str(home / "store" / "autodoc.db"),
             "XDG_DATA_HOME": str(home / "data"),
@@ -51,9 +52,11 @@ class Nvim:
                 else:
                     os.environ[k] = v
         self.nvim.exec_lua(
-            "local cmd, server = ...; require('autodoc').setup({cmd = cmd, server = server})",
+            "local cmd, server, extra = ...; require('autodoc').setup("
+            "vim.tbl_extend('force', {cmd = cmd, server = server}, extra))",
             [sys.executable, "-m", "autodoc", "serve"],
             server,
+            setup or {},
         )
 
     def lua(self, code: str, *args):
@@ -75,6 +78,19 @@ class Nvim:
             if time.monotonic() > deadline:
                 raise AssertionError(f"not met in {timeout} s; picker state: {self.state()}")
             time.sleep(0.05)
+
+    def indexed(self, timeout: float = WAIT_S) -> None:
+        """Wait for the sidecar's `autodoc/indexReady`: answers before it come from a partly
+        stored index (the picker searches while indexing)."""
+        self.until(lambda: self.lua(
+            "for _, ws in pairs(require('autodoc.client').ready) do"
+            " if #ws > 0 then return true end end return false"
+        ), timeout)  # fmt: skip
+
+    def serve(self) -> None:
+        """Start the sidecar for the cwd's root and wait until it has indexed it."""
+        self.nvim.command("Autodoc workspace")
+        self.indexed()
 
     def answer_after(self, action, timeout: float = WAIT_S) -> dict:
         """Run `action` (keys), then wait for the picker's next answer."""
@@ -103,8 +119,8 @@ def start(tmp_path: Path, vault: Path):
         missing("nvim", NO_NVIM)
     started: list[Nvim] = []
 
-    def run(server: dict) -> Nvim:
-        n = Nvim(vault, tmp_path / "home", server)
+    def run(server: dict, setup: dict | None = None) -> Nvim:
+        n = Nvim(vault, tmp_path / "home", server, setup)
         n.lua(
             "vim.api.nvim_create_autocmd('User', {pattern = 'AutodocResults', callback = "
             "function() vim.g.autodoc_results = (vim.g.autodoc_results or 0) + 1 end})"
@@ -123,6 +139,7 @@ def type_query(n: Nvim, text: str) -> None:
 
 def test_picker_searches_as_you_type_and_toggles_stages(start):
     n = start({"embedding": "bundled"})
+    n.nvim.command("set columns=200 lines=50")  # the whole line fits: nothing is cut
     n.nvim.command("AutodocSearch")
     type_query(n, "why did we pick an embedded store")
     # The vectors fill in the background; the picker re-runs its query when the sidecar says
@@ -156,6 +173,8 @@ def test_picker_searches_as_you_type_and_toggles_stages(start):
 
 def test_facet_filters_in_the_picker(start):
     n = start({"embedding": "none"})
+    n.serve()
+    n.nvim.command("set columns=200")
     n.nvim.command("AutodocSearch")
     answer = n.answer_after(lambda: type_query(n, "type:adr -status:superseded"))
     assert answer["mode_used"] == "facet" and answer["matched"] == 3
@@ -272,6 +291,7 @@ def test_the_rerank_box_appears_with_a_ranker_and_toggles(start, tmp_path: Path)
 
     folder = tiny_cross_encoder(tmp_path / "tiny-ce", {"sqlite": 3.0})
     n = start({"embedding": "none", "ranker": {"provider": "onnx", "path": str(folder)}})
+    n.serve()
     n.nvim.command("AutodocSearch sqlite store")
     n.until(lambda: (s := n.state()) and s.get("answer"))
 
@@ -335,6 +355,7 @@ def test_a_client_started_by_the_lsp_config_gets_the_plugins_notifications(start
 
 def test_the_picker_says_which_words_are_nowhere_and_when_it_is_unsure(start):
     n = start({"embedding": "none"})
+    n.serve()
     n.nvim.command("AutodocSearch")
     answer = n.answer_after(lambda: type_query(n, "lease zorblaxian"))
     assert answer["missing"] == ["zorblaxian"] and answer["confidence"] == "low"
@@ -349,3 +370,197 @@ def test_the_picker_says_which_words_are_nowhere_and_when_it_is_unsure(start):
     assert line.encode()[start:end].decode() == " · missing: zorblaxian · confidence low"
     answer = n.answer_after(lambda: n.nvim.input("<C-u>lease"))
     assert answer["confidence"] == "high" and "missing" not in n.lines("stages")[0]
+
+
+# -- the root, and indexing shown in the picker ----------------------------------------------
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git repository with an Obsidian vault two folders down and many other notes beside it:
+    the issue's case, where the plugin indexed the whole parent repository."""
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    shutil.copytree(EXAMPLE_VAULT, root / "notes" / "vault")
+    (root / "notes" / "vault" / ".obsidian").mkdir()
+    for i in range(40):
+        write_note(root / "docs" / f"d{i:02}.md", f"# Doc {i}\n\nrepository prose {i}\n")
+    return root
+
+
+def write_note(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def started(tmp_path: Path, cwd: Path, server: dict, setup: dict | None = None) -> Nvim:
+    if NVIM is None or pynvim is None:
+        missing("nvim", NO_NVIM)
+    return Nvim(cwd, tmp_path / "home", server, setup)
+
+
+def test_a_vault_inside_a_git_repository_is_its_own_root(tmp_path: Path, repo: Path):
+    vault = repo / "notes" / "vault"
+    n = started(tmp_path, repo, {"embedding": "none"})
+    try:
+        n.nvim.command(f"edit {vault / 'adr' / '0003-embedded-sqlite-store.md'}")
+        assert n.lua("return {require('autodoc.client').root()}") == [str(vault.resolve()),
+                                                                      "vault"]  # fmt: skip
+        n.nvim.command("AutodocSearch sqlite")
+        n.until(lambda: (s := n.state()) and s.get("answer") and s["answer"]["hits"])
+        assert n.state()["root"] == str(vault.resolve())
+        assert n.state()["answer"]["root"] == str(vault.resolve())
+        clients = n.lua("return vim.tbl_map(function(c) return c.root_dir end,"
+                        " vim.lsp.get_clients({name = 'autodoc'}))")  # fmt: skip
+        assert clients == [str(vault.resolve())]
+        n.nvim.input("<Esc>")
+        # A note of the repository outside the vault: the repository is its root.
+        n.nvim.command(f"edit {repo / 'docs' / 'd01.md'}")
+        assert n.lua("return {require('autodoc.client').root()}") == [str(repo.resolve()),
+                                                                      "repository"]  # fmt: skip
+    finally:
+        n.close()
+
+
+def test_the_lsp_config_roots_a_vault_inside_a_repository_the_same_way(tmp_path, repo):
+    vault = repo / "notes" / "vault"
+    n = started(tmp_path, repo, {"embedding": "none"})
+    try:
+        n.lua("vim.lsp.config('autodoc', {cmd = {...}, init_options = {embedding = 'none'}})"
+              " vim.lsp.enable('autodoc')", sys.executable, "-m", "autodoc", "serve")  # fmt: skip
+        n.nvim.command(f"edit {vault / 'notes' / 'onboarding.md'}")
+        roots = n.until(lambda: n.lua("return vim.tbl_map(function(c) return c.root_dir end,"
+                                      " vim.lsp.get_clients({name = 'autodoc'}))"))  # fmt: skip
+        assert roots == [str(vault.resolve())]
+    finally:
+        n.close()
+
+
+def test_a_large_root_is_asked_about_before_it_is_indexed(tmp_path: Path, repo: Path):
+    n = started(tmp_path, repo, {"embedding": "none"}, {"max_root_files": 30})
+    try:
+        # The choice the user makes in vim.ui.select, and the prompt they saw.
+        n.lua(
+            "vim.g.asked = {}; vim.ui.select = function(items, opts, on_choice)"
+            " vim.g.asked = {opts.prompt, items[1], items[2]}; on_choice(items[1], 1) end"
+        )
+        n.nvim.command(f"edit {repo / 'docs' / 'd05.md'}")
+        n.nvim.command("AutodocSearch repository prose")
+        n.until(lambda: (s := n.state()) and s.get("answer") and s["answer"]["hits"])
+        prompt, first, second = n.lua("return vim.g.asked")
+        assert f"{repo.resolve()} (found by its .git) holds more than 30 Markdown" in prompt
+        assert first == f"Index only this note's folder: {(repo / 'docs').resolve()}"
+        assert second.startswith(f"Index all of {repo.resolve()} (more than 30")
+        assert n.state()["root"] == str((repo / "docs").resolve())  # the note's folder only
+        docs = {f"d{i:02}.md" for i in range(40)}
+        assert {h["path"] for h in n.state()["answer"]["hits"]} <= docs
+        n.nvim.input("<Esc>")
+        # Asked once: the next picker over the same root does not ask again.
+        n.lua("vim.g.asked = {}")
+        n.nvim.command("AutodocSearch prose")
+        n.until(lambda: n.state() is not None)
+        assert not n.lua("return vim.g.asked") and n.state()["root"].endswith("docs")
+        n.nvim.input("<Esc>")
+        # Under the limit (the vault: 8 notes), nothing is asked.
+        n.nvim.command(f"edit {repo / 'notes' / 'vault' / 'README.md'}")
+        n.nvim.command("AutodocSearch sqlite")
+        n.until(lambda: n.state() is not None)
+        assert not n.lua("return vim.g.asked")
+        n.nvim.input("<Esc>")
+    finally:
+        n.close()
+
+
+def test_the_picker_shows_indexing_progress_and_hits_from_what_is_stored(tmp_path: Path):
+    """2,000 notes: the picker opens before the sidecar has read them, says how far indexing
+    got (files, chunks) and lists lexical hits from the stored part before indexReady."""
+    vault = tmp_path / "big"
+    (vault / ".autodoc").parent.mkdir(parents=True)
+    (vault / ".autodoc").write_text("")
+    for i in range(2000):
+        body = " ".join(f"word{(i * 7 + k) % 997}" for k in range(60))
+        write_note(vault / f"f{i // 100:02}" / f"n{i:04}.md",
+                   f"# Note {i}\n\nshared marker text. {body}\n\n## Part\n\n{body}\n")  # fmt: skip
+    n = started(tmp_path, vault, {"embedding": "none"})
+    try:
+        # Record what the picker shows at each progress event and each answer.
+        n.lua("""
+          vim.g.seen = {}
+          local function keep(kind)
+            local s = require('autodoc.picker').state()
+            if not s then return end
+            local stages = vim.api.nvim_buf_get_lines(s.bufs.stages, 0, 1, false)[1] or ''
+            local list = vim.api.nvim_buf_get_lines(s.bufs.list, 0, -1, false)
+            local seen = vim.g.seen
+            table.insert(seen, {kind = kind, stages = stages, list = list,
+              hits = #s.hits, indexing = s.progress ~= nil})
+            vim.g.seen = seen
+          end
+          vim.api.nvim_create_autocmd('User', {pattern = 'AutodocIndexProgress',
+            callback = function() vim.schedule(function() keep('progress') end) end})
+          vim.api.nvim_create_autocmd('User', {pattern = 'AutodocResults',
+            callback = function() keep('answer') end})
+        """)
+        n.nvim.command("AutodocSearch shared marker")
+        n.indexed(timeout=120)
+        seen = n.lua("return vim.g.seen")
+        busy = [s for s in seen if s["indexing"]]
+        assert busy, seen[:3]
+        shown = re.compile(r" · indexing \d+% \([\d,]+/2,000 files, [\d,]+ chunks\)$")
+        assert any(shown.search(s["stages"]) for s in busy)
+        # Hits listed while indexing was still under way: the stored part answers.
+        assert any(s["kind"] == "answer" and s["hits"] > 0 for s in busy), busy
+        n.until(lambda: (s := n.state()) and s.get("progress") is None and s["answer"]
+                and s["answer"]["hits"] and "indexing" not in n.lines("stages")[0])  # fmt: skip
+    finally:
+        n.close()
+
+
+def test_the_hit_list_fits_its_window_and_can_group_by_file(start):
+    n = start({"embedding": "none"})
+    n.serve()
+    n.nvim.command("set columns=100")
+    n.nvim.command("AutodocSearch lease recovery writer")
+    n.until(lambda: (s := n.state()) and s.get("answer") and len(s["hits"]) > 3)
+    width = n.lua("return vim.api.nvim_win_get_width(require('autodoc.picker').state().wins.list)")
+    assert width == int(int(100 * 0.9) * 0.55)
+    hits, lines = n.state()["hits"], n.lines("list")
+    for hit, line in zip(hits, lines, strict=True):
+        assert n.nvim.funcs.strdisplaywidth(line) <= width, line
+        loc = f"{hit['path']}:{hit['line_start']}"
+        # The path is cut from the left: the file's name and the line stay.
+        shown = line.split("  ")[1]
+        assert shown == loc or (shown.startswith("…") and loc.endswith(shown[1:])), line
+        assert f"{hit['path'].rsplit('/', 1)[-1]}:{hit['line_start']}" in line or "…" in shown
+    assert any(line.split("  ")[1].startswith("…") for line in lines)  # some were cut
+    n.nvim.command("set columns=240")  # the picker follows the editor's size
+    n.until(lambda: n.lines("list")[0].endswith(n.state()["hits"][0]["breadcrumb"]))
+    n.nvim.input("<Esc>")
+
+
+def test_grouped_by_file_each_file_is_a_header_over_its_hits(start):
+    n = start({"embedding": "none"}, {"picker": {"group_by_file": True}})
+    n.serve()
+    n.nvim.command("set columns=200")
+    n.nvim.command("AutodocSearch lease recovery writer")
+    n.until(lambda: (s := n.state()) and s.get("answer") and len(s["hits"]) > 3)
+    st, lines = n.state(), n.lines("list")
+    headers = [r["header"] for r in st["rows"] if "header" in r]
+    assert len(headers) == len({h["path"] for h in st["hits"]}) < len(st["hits"])
+    for row, line in zip(st["rows"], lines, strict=True):
+        if "header" in row:
+            assert line == row["header"]
+        else:
+            hit = st["hits"][row["hit"] - 1]
+            assert line.startswith("  ") and f"  L{hit['line_start']}  " in line
+    # Hits of one file are together, files in the order of their best hit.
+    paths = [h["path"] for h in st["hits"]]
+    assert headers == list(dict.fromkeys(paths))
+    assert paths == sorted(paths, key=headers.index)
+    # The cursor sits on the selected hit's row, not on a header.
+    n.nvim.input("<C-n>")
+    cursor = n.lua(
+        "return vim.api.nvim_win_get_cursor(require('autodoc.picker').state().wins.list)"
+    )
+    assert "hit" in st["rows"][cursor[0] - 1] and st["rows"][cursor[0] - 1]["hit"] == 2
+    n.nvim.input("<Esc>")

@@ -16,12 +16,120 @@ local function real(fname)
   return vim.uv.fs_realpath(fname) or fname
 end
 
---- The knowledge base around a buffer: a folder with a root marker, else the cwd.
----@param bufnr? integer
+--- Per client id, per root: the latest `autodoc/indexProgress` (nil once indexReady came).
+---@type table<integer, table<string, autodoc.IndexProgress>>
+M.progress = {}
+
+--- Large roots the user already decided about this session: root -> "index" or "folder".
+---@type table<string, string>
+M.decided = {}
+
+---@param bufnr integer
 ---@return string
+local function folder_of(bufnr)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == "" or vim.bo[bufnr].buftype ~= "" then
+    return real(vim.uv.cwd())
+  end
+  return real(vim.fs.dirname(vim.fn.fnamemodify(name, ":p")))
+end
+
+--- The knowledge base around a buffer, without asking: the nearest folder with a vault marker
+--- (`.autodoc`, `.obsidian`, `_schema`, ...), else the nearest repository root, else the cwd;
+--- a large root the user chose not to index gives the note's own folder.
+---@param bufnr? integer
+---@return string root, string how "vault", "repository" or "cwd"
 function M.root(bufnr)
-  local found = vim.fs.root(bufnr or 0, config.options.root_markers)
-  return real(found or vim.uv.cwd())
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local opts, root, how = config.options, nil, "cwd"
+  root = vim.fs.root(bufnr, opts.root_markers)
+  if root then
+    how = "vault"
+  else
+    root = #opts.vcs_markers > 0 and vim.fs.root(bufnr, opts.vcs_markers) or nil
+    how = root and "repository" or "cwd"
+  end
+  root = real(root or vim.uv.cwd())
+  if M.decided[root] == "folder" then
+    return folder_of(bufnr), "folder"
+  end
+  return root, how
+end
+
+--- How many Markdown files `root` holds, counting no further than `limit` + 1 (hidden folders
+--- skipped, as the sidecar does) and visiting at most 40 entries per allowed file.
+---@param root string
+---@param limit integer
+---@return integer count, boolean over
+function M.count_markdown(root, limit)
+  local count, seen, budget = 0, 0, math.max(limit, 1) * 40
+  local walk = vim.fs.dir(root, {
+    depth = 64,
+    skip = function(name)
+      return name:sub(1, 1) ~= "."
+    end,
+  })
+  for name, kind in walk do
+    seen = seen + 1
+    if
+      kind == "file"
+      and name:sub(1, 1) ~= "."
+      and (name:match("%.md$") or name:match("%.markdown$"))
+    then
+      count = count + 1
+    end
+    if count > limit or seen > budget then
+      return count, true
+    end
+  end
+  return count, false
+end
+
+--- The root to serve for a buffer; over `max_root_files` Markdown files, `large_root` says
+--- whether to ask (vim.ui.select), index the note's folder, or index the whole root.
+---@param bufnr? integer
+---@param callback fun(root: string?) nil: the user cancelled
+function M.choose_root(bufnr, callback)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local opts = config.options
+  local root, how = M.root(bufnr)
+  if how == "folder" or M.decided[root] or M.get(root) or opts.max_root_files == 0 then
+    return callback(root)
+  end
+  local count, over = M.count_markdown(root, opts.max_root_files)
+  if not over then
+    return callback(root)
+  end
+  local folder = folder_of(bufnr)
+  local function decide(choice)
+    M.decided[root] = choice
+    callback(choice == "folder" and folder or root)
+  end
+  if opts.large_root ~= "ask" or folder == root then
+    return decide(opts.large_root == "folder" and folder ~= root and "folder" or "index")
+  end
+  local size = over and ("more than " .. opts.max_root_files) or tostring(count)
+  local choices = {
+    "Index only this note's folder: " .. folder,
+    "Index all of " .. root .. " (" .. size .. " Markdown files)",
+  }
+  vim.ui.select(choices, {
+    prompt = "autodoc: "
+      .. root
+      .. " (found by "
+      .. (how == "repository" and "its .git" or how)
+      .. ") holds "
+      .. size
+      .. " Markdown files. Index:",
+  }, function(_, idx)
+    if idx == 1 then
+      decide("folder")
+    elseif idx == 2 then
+      decide("index")
+    else
+      callback(nil)
+    end
+  end)
 end
 
 ---@param event string
@@ -35,7 +143,14 @@ end
 M.handlers = {
   ["autodoc/indexReady"] = function(_, result, ctx)
     M.ready[ctx.client_id] = result and result.workspaces or {}
+    M.progress[ctx.client_id] = nil
     fire("AutodocIndexReady", { client_id = ctx.client_id, result = result })
+  end,
+  ["autodoc/indexProgress"] = function(_, result, ctx)
+    local by_root = M.progress[ctx.client_id] or {}
+    M.progress[ctx.client_id] = by_root
+    by_root[real(result.root)] = result
+    fire("AutodocIndexProgress", { client_id = ctx.client_id, result = result })
   end,
   ["autodoc/stateChanged"] = function(_, result, ctx)
     fire("AutodocStateChanged", { client_id = ctx.client_id, result = result })

@@ -13,10 +13,15 @@
 ---@class autodoc.PickerOptions
 ---@field width number fraction of the editor's columns
 ---@field height number fraction of the editor's lines
+---@field list_width number fraction of the picker's width the hit list takes (the preview the rest)
+---@field group_by_file boolean one header line per file, its hits beneath
 
 ---@class autodoc.Options
 ---@field cmd string[] how to start the sidecar
----@field root_markers string[] a folder holding one of these is a knowledge base root
+---@field root_markers string[] a folder holding one of these is a knowledge base (nearest wins)
+---@field vcs_markers string[] tried only where no root marker is found upward (a repository)
+---@field max_root_files integer ask before indexing a root with more Markdown files (0: never)
+---@field large_root "ask"|"folder"|"index" over max_root_files: ask, the note's folder, or index
 ---@field server table initializationOptions for the sidecar (embedding, section_tokens, ...)
 ---@field debounce_ms integer wait this long after a keystroke before searching
 ---@field limit integer hits per search (1..100)
@@ -31,12 +36,15 @@ local M = {}
 ---@type autodoc.Options
 M.defaults = {
   cmd = { "autodoc", "serve" },
-  root_markers = { ".autodoc", ".git" },
+  root_markers = { ".autodoc", ".obsidian", "_schema", ".dendron.yml", ".zk" },
+  vcs_markers = { ".git" },
+  max_root_files = 5000,
+  large_root = "ask",
   server = {},
   debounce_ms = 60,
   limit = 30,
   stages = { lexical = true, semantic = true, rerank = true },
-  picker = { width = 0.9, height = 0.8 },
+  picker = { width = 0.9, height = 0.8, list_width = 0.55, group_by_file = false },
   keys = {
     lexical = "<M-l>",
     semantic = "<M-s>",
@@ -94,6 +102,13 @@ end
 local function validate(o)
   check("cmd", o.cmd, "table")
   check("root_markers", o.root_markers, "table")
+  check("vcs_markers", o.vcs_markers, "table")
+  check("max_root_files", o.max_root_files, function(v)
+    return type(v) == "number" and v >= 0
+  end, "a number >= 0")
+  check("large_root", o.large_root, function(v)
+    return v == "ask" or v == "folder" or v == "index"
+  end, '"ask", "folder" or "index"')
   check("server", o.server, "table")
   check("debounce_ms", o.debounce_ms, "number")
   check("limit", o.limit, function(v)
@@ -101,6 +116,10 @@ local function validate(o)
   end, "a number 1..100")
   check("stages", o.stages, "table")
   check("picker", o.picker, "table")
+  check("picker.list_width", o.picker.list_width, function(v)
+    return type(v) == "number" and v >= 0.2 and v <= 0.8
+  end, "a fraction 0.2..0.8")
+  check("picker.group_by_file", o.picker.group_by_file, "boolean")
   check("keys", o.keys, "table")
   check("progress", o.progress, "boolean")
   check("span_highlight_ms", o.span_highlight_ms, "number")
@@ -120,6 +139,7 @@ function M.setup(opts)
   -- Lists replace, not merge.
   merged.cmd = opts.cmd or merged.cmd
   merged.root_markers = opts.root_markers or merged.root_markers
+  merged.vcs_markers = opts.vcs_markers or merged.vcs_markers
   validate(merged)
   M.options = merged
   return merged

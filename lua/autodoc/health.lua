@@ -73,9 +73,17 @@ function M.check()
   end
 
   health.start("Client")
+  local root, how = client_mod.root()
+  local found_by = ({
+    vault = "a vault marker",
+    repository = "a repository marker (no vault marker above the buffer)",
+    cwd = "no marker: the current directory",
+    folder = "your choice: the note's folder of a large root",
+  })[how]
+  health.info("the buffer's root: " .. root .. ", found by " .. found_by)
   local clients = vim.lsp.get_clients({ name = "autodoc" })
   if #clients == 0 then
-    health.info("no sidecar running; :AutodocSearch starts one for " .. client_mod.root())
+    health.info("no sidecar running; :AutodocSearch starts one for " .. root)
     return
   end
   for _, client in ipairs(clients) do

@@ -15,6 +15,7 @@ local HIGHLIGHTS = {
   AutodocCheckOn = "DiagnosticOk",
   AutodocCheckOff = "NonText",
   AutodocLowConfidence = "WarningMsg",
+  AutodocProgress = "DiagnosticInfo", -- indexing or embedding under way
 }
 
 --- Link AutoDoc's highlight groups, leaving any the user or colorscheme defined.
@@ -75,19 +76,27 @@ function M.search(opts)
   require("autodoc.picker").open(opts)
 end
 
----@return vim.lsp.Client?
-local function running()
+--- Start (or reuse) the sidecar for the current buffer's root, asking first when the root is
+--- large; `callback(client)` once it runs.
+---@param callback fun(client: vim.lsp.Client)
+local function running(callback)
   init()
   local client_mod = require("autodoc.client")
-  return client_mod.start(client_mod.root())
+  client_mod.choose_root(0, function(root)
+    local client = root and client_mod.start(root)
+    if client then
+      callback(client)
+    end
+  end)
 end
 
 --- `:Autodoc status`: the sidecar's view of this knowledge base.
 function M.status()
-  local client = running()
-  if not client then
-    return
-  end
+  running(M.show_status)
+end
+
+---@param client vim.lsp.Client
+function M.show_status(client)
   local result, err = require("autodoc.client").request_sync(client, "workspace/executeCommand", {
     command = "autodoc.status",
     arguments = {},
@@ -121,8 +130,7 @@ end
 
 --- `:Autodoc reindex`: walk the root again.
 function M.reindex()
-  local client = running()
-  if client then
+  running(function(client)
     require("autodoc.client").request(client, "workspace/executeCommand", {
       command = "autodoc.reindex",
       arguments = {},
@@ -131,7 +139,7 @@ function M.reindex()
         vim.notify("autodoc: " .. err.message, vim.log.levels.ERROR)
       end
     end)
-  end
+  end)
 end
 
 --- The text of the visual selection (or of the last one, after it ended), on one line.
@@ -159,10 +167,9 @@ end
 
 --- `:Autodoc workspace`: start (or show) the sidecar for the current root.
 function M.workspace()
-  local client = running()
-  if client then
+  running(function(client)
     vim.notify("autodoc: serving " .. client.root_dir, vim.log.levels.INFO)
-  end
+  end)
 end
 
 M.subcommands = { "status", "reindex", "open", "workspace" }

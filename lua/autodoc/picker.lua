@@ -31,6 +31,9 @@ local STAGES = { "lexical", "semantic", "rerank" }
 ---@field typed integer? hrtime of the latest keystroke not yet searched for
 ---@field typed_at table<integer, integer> hrtime of the keystroke that led to search seq
 ---@field augroup integer
+---@field rows table[] the list's lines: { hit = i } or { header = path }
+---@field row_of table<integer, integer> hit index -> its line in the list
+---@field searched_at integer hrtime of the latest search sent (progress re-searches wait 1 s)
 
 ---@type autodoc.PickerState?
 local S = nil
@@ -126,6 +129,47 @@ local function title(answer)
   return table.concat(parts) .. " "
 end
 
+---@param n integer
+---@return string
+local function thousands(n)
+  local s = tostring(math.floor(n))
+  return (s:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
+end
+
+--- The indexing under way at the picker's root, if any: `autodoc/indexProgress` not complete.
+---@return autodoc.IndexProgress?
+local function indexing()
+  if not S then
+    return nil
+  end
+  local p = (client_mod.progress[S.client.id] or {})[S.root]
+  if p and p.done < p.total then
+    return p
+  end
+  return nil
+end
+
+---@param p autodoc.IndexProgress
+---@return string
+local function progress_text(p)
+  local pct = math.floor(100 * p.done / math.max(p.total, 1))
+  if p.phase == "embedding" then
+    return string.format(
+      "embedding %d%% (%s/%s chunks)",
+      pct,
+      thousands(p.done),
+      thousands(p.total)
+    )
+  end
+  return string.format(
+    "indexing %d%% (%s/%s files, %s chunks)",
+    pct,
+    thousands(p.done),
+    thousands(p.total),
+    thousands(p.chunks)
+  )
+end
+
 local function render_stages()
   if not S then
     return
@@ -180,6 +224,12 @@ local function render_stages()
       line = line .. doubt
     end
   end
+  local busy = indexing()
+  if busy then
+    local text = " · " .. progress_text(busy)
+    table.insert(marks, { #line, #line + #text, "AutodocProgress" })
+    line = line .. text
+  end
   local buf = S.bufs.stages
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, { line })
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
@@ -188,12 +238,101 @@ local function render_stages()
   end
 end
 
+--- `s` cut to `width` display cells: from the right (`…` at the end) or from the left.
+---@param s string
+---@param width integer
+---@param from_left? boolean
+---@return string
+local function fit(s, width, from_left)
+  if vim.fn.strdisplaywidth(s) <= width then
+    return s
+  end
+  if width <= 1 then
+    return width == 1 and "…" or ""
+  end
+  local chars = vim.fn.strchars(s)
+  local lo, hi = 0, chars -- the most characters that fit beside the ellipsis
+  while lo < hi do
+    local mid = math.floor((lo + hi + 1) / 2)
+    local part = from_left and vim.fn.strcharpart(s, chars - mid) or vim.fn.strcharpart(s, 0, mid)
+    if vim.fn.strdisplaywidth(part) <= width - 1 then
+      lo = mid
+    else
+      hi = mid - 1
+    end
+  end
+  if from_left then
+    return "…" .. vim.fn.strcharpart(s, chars - lo)
+  end
+  return vim.fn.strcharpart(s, 0, lo) .. "…"
+end
+
 ---@param hit table
 ---@return string
-local function hit_line(hit)
-  local score = hit.via and hit.via[1] == "facet" and "   ·"
-    or string.format("%.2f", hit.relevance)
-  return string.format("%s  %s:%d  %s", score, hit.path, hit.line_start, hit.breadcrumb)
+local function score_of(hit)
+  return hit.via and hit.via[1] == "facet" and "   ·" or string.format("%.2f", hit.relevance)
+end
+
+--- One hit as a list line that fits `width`: "0.93  path:line  breadcrumb". The path is cut
+--- from the left (its file name and line stay), the breadcrumb from the right; the path keeps
+--- at least 60% of what is left when both are long. Returns the line and the spans of
+--- its parts: { {from, to, group}, ... } in bytes.
+---@param hit table
+---@param width integer
+---@param grouped boolean the file is the header above: show only the line number
+---@return string, table[]
+local function hit_line(hit, width, grouped)
+  local score = score_of(hit)
+  local lead = grouped and ("  " .. score .. "  ") or (score .. "  ")
+  local loc = grouped and ("L" .. hit.line_start) or (hit.path .. ":" .. hit.line_start)
+  local crumb = hit.breadcrumb or ""
+  local room = width - vim.fn.strdisplaywidth(lead) - 2
+  local loc_w, crumb_w = vim.fn.strdisplaywidth(loc), vim.fn.strdisplaywidth(crumb)
+  if loc_w + crumb_w > room then
+    local crumb_room = math.max(math.min(crumb_w, math.floor(room * 0.4)), room - loc_w)
+    loc = fit(loc, math.max(room - crumb_room, 8), true)
+    crumb = fit(crumb, math.max(room - vim.fn.strdisplaywidth(loc), 0))
+  end
+  local line = lead .. loc .. "  " .. crumb
+  local s_from = grouped and 2 or 0
+  local loc_from = #lead
+  return line,
+    {
+      { s_from, s_from + #score, "AutodocRelevance" },
+      { loc_from, loc_from + #loc, "AutodocPath" },
+      { loc_from + #loc + 2, #line, "AutodocBreadcrumb" },
+    }
+end
+
+--- The hits in list order: as ranked, or (group_by_file) by file in the order of each file's
+--- best hit, a file's hits in rank order beneath its header line.
+---@param hits table[]
+---@return table[] hits, table[] rows
+local function arrange(hits)
+  if not config.options.picker.group_by_file then
+    local rows = {}
+    for i = 1, #hits do
+      rows[i] = { hit = i }
+    end
+    return hits, rows
+  end
+  local order, by_path = {}, {}
+  for _, hit in ipairs(hits) do
+    if not by_path[hit.path] then
+      by_path[hit.path] = {}
+      table.insert(order, hit.path)
+    end
+    table.insert(by_path[hit.path], hit)
+  end
+  local arranged, rows = {}, {}
+  for _, path in ipairs(order) do
+    table.insert(rows, { header = path })
+    for _, hit in ipairs(by_path[path]) do
+      table.insert(arranged, hit)
+      table.insert(rows, { hit = #arranged })
+    end
+  end
+  return arranged, rows
 end
 
 local function render_preview()
@@ -256,35 +395,46 @@ local function render_list()
     return
   end
   local buf = S.bufs.list
-  local lines = {}
+  local width = vim.api.nvim_win_is_valid(S.wins.list) and vim.api.nvim_win_get_width(S.wins.list)
+    or 80
+  local lines, marks = {}, {}
+  S.rows, S.row_of = {}, {}
   if S.error then
     lines = { "error: " .. S.error }
   elseif #S.hits == 0 then
-    lines = { S.query == "" and "type to search" or "no hits" }
+    lines = { S.query:match("^%s*$") and "type to search" or "no hits" }
+    local busy = indexing()
+    if busy then
+      table.insert(lines, progress_text(busy))
+      table.insert(lines, "(lexical hits come from what is stored so far)")
+      table.insert(marks, { 1, 0, #lines[2], "AutodocProgress" })
+    end
   else
-    for _, hit in ipairs(S.hits) do
-      table.insert(lines, hit_line(hit))
+    S.hits, S.rows = arrange(S.hits)
+    for row, r in ipairs(S.rows) do
+      if r.header then
+        lines[row] = fit(r.header, width, true)
+        table.insert(marks, { row - 1, 0, #lines[row], "AutodocPath" })
+      else
+        local line, spans = hit_line(S.hits[r.hit], width, config.options.picker.group_by_file)
+        lines[row] = line
+        S.row_of[r.hit] = row
+        for _, s in ipairs(spans) do
+          table.insert(marks, { row - 1, s[1], s[2], s[3] })
+        end
+      end
     end
   end
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
-  for i, hit in ipairs(S.hits) do
-    -- "0.93  path:line  breadcrumb": relevance first, so a narrow list still shows it.
-    local path_start = 6
-    local path_end = path_start + #hit.path + 1 + #tostring(hit.line_start)
-    vim.api.nvim_buf_set_extmark(buf, ns, i - 1, 0, { end_col = 4, hl_group = "AutodocRelevance" })
-    vim.api.nvim_buf_set_extmark(buf, ns, i - 1, path_start, {
-      end_col = path_end,
-      hl_group = "AutodocPath",
-    })
-    vim.api.nvim_buf_set_extmark(buf, ns, i - 1, path_end + 2, {
-      end_col = #lines[i],
-      hl_group = "AutodocBreadcrumb",
-    })
+  for _, m in ipairs(marks) do
+    if m[3] > m[2] then
+      vim.api.nvim_buf_set_extmark(buf, ns, m[1], m[2], { end_col = m[3], hl_group = m[4] })
+    end
   end
   S.selected = math.max(1, math.min(S.selected, #S.hits))
   if #S.hits > 0 and vim.api.nvim_win_is_valid(S.wins.list) then
-    vim.api.nvim_win_set_cursor(S.wins.list, { S.selected, 0 })
+    vim.api.nvim_win_set_cursor(S.wins.list, { S.row_of[S.selected] or 1, 0 })
   end
   if vim.api.nvim_win_is_valid(S.wins.prompt) then
     vim.api.nvim_win_set_config(S.wins.prompt, { title = title(S.answer), title_pos = "left" })
@@ -317,6 +467,7 @@ local function search_now()
     return -- searched once the workspace is known
   end
   S.typed_at[seq], S.typed = S.typed, nil
+  S.searched_at = vim.uv.hrtime()
   local opts = { limit = config.options.limit, stages = requested() }
   S.cancel = client_mod.request(
     S.client,
@@ -396,7 +547,7 @@ local function move(delta)
     return
   end
   S.selected = (S.selected - 1 + delta) % #S.hits + 1
-  vim.api.nvim_win_set_cursor(S.wins.list, { S.selected, 0 })
+  vim.api.nvim_win_set_cursor(S.wins.list, { S.row_of[S.selected] or S.selected, 0 })
   render_preview()
 end
 
@@ -492,7 +643,7 @@ local function layout()
   local height = math.max(10, math.floor(lines * config.options.picker.height))
   local row = math.floor((lines - height) / 2)
   local col = math.floor((cols - width) / 2)
-  local left = math.floor(width * 0.45)
+  local left = math.floor(width * config.options.picker.list_width)
   return {
     prompt = { row = row, col = col, width = left, height = 1 },
     list = { row = row + 3, col = col, width = left, height = height - 7 },
@@ -505,14 +656,74 @@ end
 ---@field query? string start with this query
 ---@field root? string the knowledge base (default: around the current buffer)
 
---- Open the picker.
+local open_at
+
+--- Open the picker (at the root around the current buffer: asking first when it is large).
 ---@param opts? autodoc.SearchOpts
 function M.open(opts)
   opts = opts or {}
   if S then
     M.close()
   end
-  local root = opts.root or client_mod.root()
+  if opts.root then
+    return open_at(opts.root, opts)
+  end
+  client_mod.choose_root(0, function(root)
+    if root then
+      open_at(root, opts)
+    end
+  end)
+end
+
+--- Place the windows where the editor's size puts them now.
+local function relayout()
+  if not S then
+    return
+  end
+  local geo = layout()
+  for name, win in pairs(S.wins) do
+    local g = geo[name]
+    if g and vim.api.nvim_win_is_valid(win) then
+      vim.api.nvim_win_set_config(win, {
+        relative = "editor",
+        row = g.row,
+        col = g.col,
+        width = g.width,
+        height = g.height,
+      })
+    end
+  end
+  render_list()
+end
+
+--- A served folder is indexing: learn the workspace from it, show how far it got, and search
+--- again at most once a second so hits appear as the stored part grows.
+---@param ev table
+local function on_progress(ev)
+  local p = ev.data and ev.data.result
+  if not S or not p or ev.data.client_id ~= S.client.id then
+    return
+  end
+  if vim.uv.fs_realpath(p.root) ~= S.root and p.root ~= S.root then
+    return
+  end
+  if not S.workspace then
+    S.workspace = p.workspace
+    return search_now()
+  end
+  local due = (vim.uv.hrtime() - (S.searched_at or 0)) > 1e9
+  if due and not S.query:match("^%s*$") and not S.cancel then
+    return search_now()
+  end
+  render_stages()
+  if #S.hits == 0 then
+    render_list()
+  end
+end
+
+---@param root string
+---@param opts autodoc.SearchOpts
+function open_at(root, opts)
   local client = client_mod.start(root)
   if not client then
     vim.notify(
@@ -533,6 +744,9 @@ function M.open(opts)
     wins = {},
     typed_at = {},
     augroup = vim.api.nvim_create_augroup("autodoc_picker", { clear = true }),
+    rows = {},
+    row_of = {},
+    searched_at = 0,
   }
   local geo = layout()
   local function float(name, enter, extra)
@@ -606,6 +820,12 @@ function M.open(opts)
       end)
     end,
   })
+  vim.api.nvim_create_autocmd("User", {
+    group = S.augroup,
+    pattern = "AutodocIndexProgress",
+    callback = on_progress,
+  })
+  vim.api.nvim_create_autocmd("VimResized", { group = S.augroup, callback = relayout })
   -- The sidecar says a model, ranker or workspace changed: refresh the open query.
   vim.api.nvim_create_autocmd("User", {
     group = S.augroup,
@@ -649,6 +869,9 @@ function M.state()
     requested = requested(),
     bufs = S.bufs,
     wins = S.wins,
+    root = S.root,
+    rows = S.rows,
+    progress = indexing(),
   }
 end
 
