@@ -25,8 +25,10 @@ def ask(rpc, query):
 
 def test_content_words_leave_stopwords_out_and_keep_phrases_and_the_prefix():
     words = content_words(parse_query('why is the "kafka of it" Kafka retr*'))
-    assert words == [("why", False), ("kafka", False), ("of", False), ("it", False),
-                     ("retr", True)]  # fmt: skip
+    assert words == [("kafka", False), ("of", False), ("it", False), ("retr", True)]
+    # A question's frame is not content: a vault that never says "did" can still answer it.
+    assert content_words(parse_query("why did we pick sqlite")) == [("pick", False),
+                                                                     ("sqlite", False)]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -40,6 +42,8 @@ def test_content_words_leave_stopwords_out_and_keep_phrases_and_the_prefix():
         ("orders in zzq*", ["zzq"], "low"),
         ("orders kafka-zzq*", ["kafka-zzq"], "low"),  # the prefix is the last part only
         ("the of", [], "high"),  # stopwords only: nothing to be missing
+        ("why did we use kafka", [], "high"),  # "why", "did", "we" occur nowhere: the frame
+        ("why did we choose rabbitmq", ["choose", "rabbitmq"], "none"),
     ],
 )
 def test_every_answer_names_the_words_found_nowhere_and_its_confidence(

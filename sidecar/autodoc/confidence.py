@@ -35,15 +35,32 @@ NEAR_COSINE = 0.70  # at or above: a section close in meaning, though a word is 
 FAR_COSINE = 0.30  # below: nothing close in meaning
 
 
+# The frame of a question in plain words: auxiliaries, pronouns, wh-words (NLTK's English
+# stopword list). Tantivy's English list (Lucene's, 33 words) keeps them, so "why did we pick
+# sqlite" over a vault that never says "did" was marked `missing: did`, confidence low. They
+# are still searched; they only do not count as content a vault must hold.
+_FUNCTION_WORDS = """
+    a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself
+    yourselves"""
+FUNCTION_WORDS = frozenset(_FUNCTION_WORDS.split())
+
+
 def content_words(query: ParsedQuery) -> list[tuple[str, bool]]:
-    """(word as typed, lowercased; is the trailing prefix) for every word that is not a
-    stopword, each once, in query order."""
+    """(word as typed, lowercased; is the trailing prefix) for every word that is neither a
+    stopword nor a function word, each once, in query order; a phrase keeps all of its."""
     out: dict[str, bool] = {}
     for item in query.items:
         words = item.text.split()
         for n, word in enumerate(words):
             prefix = item.prefix and n == len(words) - 1
-            if analyze(word) and (prefix or item.phrase or not is_stopword(word)):
+            framing = is_stopword(word) or word.lower() in FUNCTION_WORDS
+            if analyze(word) and (prefix or item.phrase or not framing):
                 out.setdefault(word.lower(), prefix)
     return list(out.items())
 
