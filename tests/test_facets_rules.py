@@ -489,11 +489,13 @@ def test_a_type_comes_from_the_type_field_or_the_path():
 
 SCHEMA_ERRORS = [
     ("common:\n  a: string\n  b: strng\n", 3,
-     "common.b: unknown type 'strng' (one of string, integer, number, boolean, date, list, enum)"),
+     "common.b: unknown type 'strng' (one of string, integer, number, boolean, date, list, "
+     "enum, link)"),
     ("common:\n  a: {type: strng}\n", 2,
-     "common.a: unknown type 'strng' (one of string, integer, number, boolean, date, list, enum)"),
+     "common.a: unknown type 'strng' (one of string, integer, number, boolean, date, list, "
+     "enum, link)"),
     ("types:\n  adr:\n    x: strng\n", 3, "types.adr.x: unknown type 'strng' (one of string, "
-     "integer, number, boolean, date, list, enum)"),
+     "integer, number, boolean, date, list, enum, link)"),
     ("common:\n  a:\n    type: [string]\n", 3, "type must be a single value"),
     ("common:\n  a: {values: draft}\n", 2, "common.a: values must be a non-empty list"),
     ("common:\n  s:\n    type: enum\n    values: []\n", 4,

@@ -254,3 +254,53 @@ def test_frontmatter_links_resolve_like_body_links_and_check_is_quiet(engine, va
     ]
     report = engine.index_check("v")
     assert [f for f in report["findings"] if f["kind"] == "link"] == []
+
+
+def test_any_frontmatter_value_written_as_a_link_and_link_typed_fields_are_links(engine, vault):
+    """Issue 23: frontmatter values written as wiki or relative links resolve like body links
+    in any field, and a schema's `link` fields take plain names and paths too; check reports
+    the ones that lead nowhere at their own line, and filters match the target."""
+    write(vault, "_schema/frontmatter.yaml", "common:\n  related: link\n  owner: string\n")
+    write(vault, "adr/0042-use-postgres.md", "# 42. Postgres\n")
+    write(vault, "adr/0043-use-sqlite.md", "# 43. SQLite\n")
+    write(vault, "notes/a.md", "---\nsee: \"[[0042-use-postgres]]\"\nrelated:\n"
+          "  - 0043-use-sqlite\n  - ../adr/0042-use-postgres.md\n  - no-such-note\n"
+          "owner: Ana\nsite: \"[home](https://example.org/x.md)\"\n---\n# A\n\nbody\n")  # fmt: skip
+    write(vault, "notes/b.md", "---\ndepends: \"[B](../adr/0099-gone.md)\"\nowner: \"[[Bo]]\"\n"
+          "---\n# B\n")  # fmt: skip
+    engine.workspace_add("v", str(vault))
+    engine.workspace_configure("v", {"embedding": "none"})
+    engine.index_run("v")
+    with engine.store.snapshot() as conn:
+        rows = conn.execute(
+            "SELECT d.path, l.target, t.path FROM links l JOIN documents d ON d.id = l.source_id"
+            " LEFT JOIN documents t ON t.id = l.target_id WHERE l.kind = 'meta'"
+            " ORDER BY d.path, l.target"
+        ).fetchall()
+    assert [tuple(r) for r in rows] == [
+        ("notes/a.md", "../adr/0042-use-postgres.md", "adr/0042-use-postgres.md"),
+        ("notes/a.md", "0042-use-postgres", "adr/0042-use-postgres.md"),
+        ("notes/a.md", "0043-use-sqlite", "adr/0043-use-sqlite.md"),
+        ("notes/a.md", "no-such-note", None),
+        ("notes/b.md", "../adr/0099-gone.md", None),
+        ("notes/b.md", "Bo", None),  # a string field, but written as a link: a link
+    ]  # the web address in `site` is not a document link
+    report = engine.index_check("v")
+    links = {
+        (f["path"], f["line"]): f["message"] for f in report["findings"] if f["kind"] == "link"
+    }
+    assert links == {
+        ("notes/a.md", 6): "link to 'no-such-note' does not resolve",
+        ("notes/b.md", 2): "link to '../adr/0099-gone.md' does not resolve",
+        ("notes/b.md", 3): "link to 'Bo' does not resolve",
+    }
+    found = engine.search("v", "related:0043-use-sqlite", {"stages": ["lexical"]})
+    assert [h["path"] for h in found["hits"]] == ["notes/a.md"]
+    found = engine.search("v", "related:[[0043-use-sqlite]]", {"stages": ["lexical"]})
+    assert [h["path"] for h in found["hits"]] == ["notes/a.md"]  # the target, however written
+    # A list of mappings is not a link: check says so.
+    write(vault, "notes/c.md", "---\nrelated:\n  - {a: 1}\n---\n# C\n")
+    engine.index_run("v")
+    report = engine.index_check("v")
+    assert any(f["path"] == "notes/c.md" and f["kind"] == "type" and "expected a link" in
+               f["message"] for f in report["findings"])  # fmt: skip

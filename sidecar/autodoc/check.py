@@ -70,9 +70,8 @@ def check_workspace(store: Store, ws: Workspace, schema_path: str) -> dict[str, 
     files = _Files(ws.root)
     for path, line, kind, target in links:
         if not files.exists(path, kind, target):
-            if kind == "meta":  # a frontmatter reference: point at its key
-                keys = _key_lines(ws.root, path)
-                line = min((keys[k] for k in SUPERSEDE_FIELDS if k in keys), default=line)
+            if kind == "meta":  # a frontmatter reference: point at the line that holds it
+                line = _meta_line(ws.root, path, target, line)
             findings.append(
                 Finding(path, line, ERROR, "link", f"link to {target!r} does not resolve")
             )
@@ -163,6 +162,12 @@ def _type_problem(f: Field, value: Any) -> str:
         items = value if isinstance(value, list) else [value]
         bad = [v for v in items if isinstance(v, (dict, list)) or v is None]
         return f"expected a list of values, got {_describe(bad[0])} in it" if bad else ""
+    if kind == "link":
+        items = value if isinstance(value, list) else [value]
+        bad = [v for v in items if not isinstance(v, str)]
+        return (
+            f"expected a link (a name, a path or [[name]]), got {_describe(bad[0])}" if bad else ""
+        )
     if kind == "enum":
         if isinstance(value, (dict, list)):
             return f"expected one of {', '.join(f.values)}, got {_describe(value)}"
@@ -174,25 +179,43 @@ def _type_problem(f: Field, value: Any) -> str:
 KEY_LINES_BYTES = 1 << 20  # where a file's frontmatter keys are looked for
 
 
-def _key_lines(root: Path, rel: str) -> dict[str, int]:
-    """{lowercased frontmatter key: its 1-based line}, read from the file's first bytes (opened
+def _frontmatter_lines(root: Path, rel: str) -> list[str]:
+    """The frontmatter's lines (the first is line 2), read from the file's first bytes (opened
     the one confined way: `confine.open_inside`)."""
-    out: dict[str, int] = {}
     try:
         with open_inside(root, rel) as (fd, _):
             data = os.read(fd, KEY_LINES_BYTES)  # the frontmatter is in the first bytes
     except (OSError, ValueError):
-        return out
+        return []
     lines = data.decode("utf-8", "replace").splitlines()
     if not lines or lines[0].strip() != "---":
-        return out
-    for n, line in enumerate(lines[1:], 2):
+        return []
+    out = []
+    for line in lines[1:]:
         if line.strip() in ("---", "..."):
             break
+        out.append(line)
+    return out
+
+
+def _key_lines(root: Path, rel: str) -> dict[str, int]:
+    """{lowercased frontmatter key: its 1-based line}."""
+    out: dict[str, int] = {}
+    for n, line in enumerate(_frontmatter_lines(root, rel), 2):
         m = re.match(r"^([^\s:#][^:]*):", line)
         if m:
             out.setdefault(m.group(1).strip().strip("'\"").lower(), n)
     return out
+
+
+def _meta_line(root: Path, rel: str, target: str, default: int) -> int:
+    """The frontmatter line that names `target` (a supersession key's line when none does)."""
+    lines = _frontmatter_lines(root, rel)
+    for n, line in enumerate(lines, 2):
+        if target in line:
+            return n
+    keys = _key_lines(root, rel)
+    return min((keys[k] for k in SUPERSEDE_FIELDS if k in keys), default=default)
 
 
 class _Files:

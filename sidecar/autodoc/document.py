@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import or_
@@ -63,7 +63,7 @@ SUPERSEDE_FIELDS = {
 
 # Part of every document's chunk fingerprint: bump when what is read from a document (links,
 # their relations, tags, the names its title gives) changes, so every document is read again once.
-READING_FORMAT = "links=6"
+READING_FORMAT = "links=7"
 
 _SUPERSEDED_BY = re.compile(
     r"^\W*(?:status\W*)?(?:this (?:decision|adr|record|document) (?:is|was|has been) [*_]*)?"
@@ -259,7 +259,9 @@ def prose_runs(doc: ParsedDocument, skip: bytes | bytearray) -> Iterator[tuple[i
         i = skip.find(0, j)
 
 
-def parse_document(data: bytes, path: str) -> ParsedDocument:
+def parse_document(data: bytes, path: str, link_fields: Collection[str] = ()) -> ParsedDocument:
+    """`link_fields`: lowercased frontmatter keys the schema types `link`: their values name
+    documents even when written as a plain name or path."""
     text, lines, offsets, problem = split_lines(data)
     problems = [problem] if problem else []
     structure = read_structure(text, offsets, len(lines), lossy=problem is not None)
@@ -283,7 +285,7 @@ def parse_document(data: bytes, path: str) -> ParsedDocument:
         html=structure.html,
         problems=problems,
     )
-    _read_prose(doc)
+    _read_prose(doc, link_fields)
     title = meta.get("title")
     if not isinstance(title, str) or not title.strip():
         first_h1 = next((h.text for h in doc.headings if h.level == 1 and h.text), None)
@@ -294,7 +296,7 @@ def parse_document(data: bytes, path: str) -> ParsedDocument:
     return doc
 
 
-def _read_prose(doc: ParsedDocument) -> None:
+def _read_prose(doc: ParsedDocument, link_fields: Collection[str] = ()) -> None:
     """Inline tags and links of the prose, outside code blocks and raw HTML blocks (which a
     reader sees as code or not at all), then frontmatter references. Tags in headings are
     not tags."""
@@ -319,7 +321,28 @@ def _read_prose(doc: ParsedDocument) -> None:
         for target in _as_list(meta.get(key)):
             if target := meta_target(target):
                 links.append(Link("meta", target, "", 1, relation))
+    _meta_links(meta, link_fields, links)
     _meta_records(meta, links)
+
+
+def _meta_links(meta: dict[str, Any], link_fields: Collection[str], out: list[Link]) -> None:
+    """Frontmatter links outside the supersession keys: every value of a `link`-typed field,
+    and in any other field a value written whole as a link (`related: "[[0042-use-postgres]]"`,
+    `see: "[ADR 7](0007-x.md)"`, not a web address)."""
+    for key, value in meta.items():
+        name = key.lower() if isinstance(key, str) else ""
+        if not name or name in SUPERSEDE_FIELDS:
+            continue
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if not isinstance(item, str) or not item.strip():
+                continue
+            v = item.strip()
+            written_as_link = WIKILINK.fullmatch(v) or (
+                (m := MD_LINK.fullmatch(v)) and not _SCHEME.match(m[1] or m[2])
+            )
+            if (name in link_fields or written_as_link) and (target := meta_target(v)):
+                out.append(Link("meta", target, "", 1, ""))
 
 
 def meta_target(value: str) -> str:

@@ -29,9 +29,12 @@ from yaml.constructor import SafeConstructor
 
 from . import protocol, store
 from .config import DEFAULT_SCHEMA
+from .document import meta_target
 from .errors import invalid_params
 
-FIELD_TYPES = ("string", "integer", "number", "boolean", "date", "list", "enum")
+# `link`: one or more documents named as the body names them (a name, a path, [[wiki]] or
+# [text](path.md)); `check` reports one that resolves to nothing, filters match its target
+FIELD_TYPES = ("string", "integer", "number", "boolean", "date", "list", "enum", "link")
 _TYPE_ALIASES = {
     "str": "string",
     "text": "string",
@@ -41,6 +44,8 @@ _TYPE_ALIASES = {
     "list[string]": "list",
     "list of strings": "list",
     "strings": "list",
+    "links": "link",
+    "list of links": "link",
 }
 TAG_FIELD = "tag"  # the shorthand every workspace has: frontmatter tags and inline #tags
 DEFAULT_TYPE_FIELD = "type"
@@ -97,6 +102,11 @@ class Schema:
             out[self.type_field] = Field(self.type_field, "enum", tuple(self.types))
         out[TAG_FIELD] = Field(TAG_FIELD, "list")
         return out
+
+    @property
+    def link_fields(self) -> list[str]:
+        """The fields typed `link`: their values are links, whatever the form."""
+        return sorted(n for n, f in self.facets.items() if f.type == "link")
 
     def is_facet(self, name: str) -> bool:
         return name.lower() in self.facets
@@ -382,8 +392,9 @@ def document_facets(
             if name == TAG_FIELD or name not in lowered:
                 continue
             raw = lowered[name]
+            link = schema.facets[name].type == "link"
             for item in raw if isinstance(raw, list) else [raw]:
-                value = canonical(item)
+                value = canonical(meta_target(item) if link and isinstance(item, str) else item)
                 if value is not None:
                     rows.add((name, value))
         if schema.types:
@@ -535,7 +546,7 @@ def coerce(schema: Schema, name: str, raw: Any, *, source: str) -> Match:
         return Match(canonical(value) or str(raw))
     if kind == "date":
         return _date_match(f.name, raw, where)
-    value = canonical(raw)
+    value = canonical(meta_target(raw) if kind == "link" and isinstance(raw, str) else raw)
     if value is None:
         raise invalid_params(f"{f.name}: empty value", **where)
     if kind == "enum" and value not in f.values:

@@ -166,7 +166,7 @@ class Indexer:
         self.chunker = Chunker(ws.options["section_tokens"], ws.options["abstract_chunk"])
         # How a document is read, cut and which names it yields: a document read under another
         # fingerprint is read again.
-        self.chunk_fp = (
+        self._base_fp = self.chunk_fp = (
             f"{config.chunking_fingerprint(ws.options)},{STRUCTURE_FORMAT},{lookup.INDEX_FORMAT},"
             f"{CHUNKING_FORMAT},{READING_FORMAT}"
         )
@@ -305,6 +305,8 @@ class Indexer:
             files, skipped = find(self.ws.root, paths, self.max_bytes, self.include_hidden)
             paths = [p for p in paths if is_utf8(p)]  # the others were skipped with a reason
         bad_schema = self.sync_schema()
+        if self.schema.link_fields:  # which fields hold links is part of how a file is read
+            self.chunk_fp = f"{self._base_fp},linkfields={','.join(self.schema.link_fields)}"
         summary.files = len(files)
         summary.skipped = [{"path": s.path, "reason": s.reason} for s in skipped]
         summary.hidden = {"count": hidden.count, "examples": hidden.examples}
@@ -399,7 +401,7 @@ class Indexer:
         problems: list[tuple[str, str, str]],
     ) -> DocumentUpdate:
         """A changed file parsed, chunked and its names collected; its warnings reported."""
-        parsed = parse_document(data, f.rel)
+        parsed = parse_document(data, f.rel, self.schema.link_fields)
         for message in parsed.problems:
             summary.warnings.append({"path": f.rel, "message": message})
             problems.append((f.rel, "warning", message))
