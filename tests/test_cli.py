@@ -48,6 +48,13 @@ def test_index_and_search_the_example_vault(cli, tmp_path):
     assert len(answer["hits"]) == 2
 
 
+def test_the_sample_vault_passes_its_own_check(cli):
+    """The README's walk-through runs `autodoc check examples/vault`: its frontmatter paths
+    (`superseded_by: adr/0003-embedded-sqlite-store.md`, from the root) resolve."""
+    code, out, err = cli("check", str(EXAMPLE_VAULT))
+    assert (code, out) == (0, "") and err.startswith("0 errors, 0 warnings in 8 documents")
+
+
 def test_call_prints_json_and_errors_exit_nonzero(cli, tmp_path):
     (tmp_path / "v").mkdir()
     code, out, _ = cli("--call", "workspace.add", json.dumps(["v", str(tmp_path / "v")]))

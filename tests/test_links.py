@@ -244,12 +244,15 @@ def test_frontmatter_links_resolve_like_body_links_and_check_is_quiet(engine, va
         vault, "adr/0002-old.md", '---\nsuperseded_by: "[ADR 43](0043-use-sqlite.md)"\n---\n# 2\n'
     )
     write(vault, "notes/0003-old.md", "---\nsuperseded_by: ../adr/0050-use-lmdb.md\n---\n# 3\n")
+    # From the root, as the sample vault writes it: no adr/adr/ beside the file, so the root's
+    write(vault, "adr/0004-old.md", "---\nsuperseded_by: adr/0043-use-sqlite.md\n---\n# 4\n")
     engine.workspace_add("v", str(vault))
     engine.workspace_configure("v", {"embedding": "none"})
     engine.index_run("v")
     assert _pairs(engine) == [
         ("adr/0001-old.md", "adr/0042-use-postgres.md"),
         ("adr/0002-old.md", "adr/0043-use-sqlite.md"),
+        ("adr/0004-old.md", "adr/0043-use-sqlite.md"),
         ("notes/0003-old.md", "adr/0050-use-lmdb.md"),
     ]
     report = engine.index_check("v")

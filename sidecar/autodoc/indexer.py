@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 import re
 import sqlite3
@@ -97,15 +98,27 @@ class RunSummary:
         return dict(self.__dict__)
 
 
-def link_key(source: str, kind: str, target: str) -> str:
-    """The `names.key` a link looks up: a root-relative path for Markdown links."""
+def link_key(
+    source: str, kind: str, target: str, is_file: Callable[[str], bool] | None = None
+) -> str:
+    """The `names.key` a link looks up: a root-relative path for Markdown links.
+
+    A frontmatter path is read relative to its file (`../adr/0042.md`, `0042.md`), except
+    that one with a folder and no `./` or `../` (`adr/0042-use-postgres.md`, as vaults often
+    write them) is read from the root when `is_file` (root-relative path) finds no file beside
+    the source but one from the root."""
     t = target.strip()
     if kind == "record":
         return record_key(posixpath.dirname(source), t)
     if kind == "md" or (kind == "meta" and ("/" in t or _strip_md(t) != t)):
-        # a path (a frontmatter reference may be one too: `../adr/0042.md`, `0042.md`)
         base = "" if t.startswith("/") else posixpath.dirname(source)
-        t = posixpath.normpath(posixpath.join(base, t.lstrip("/")))
+        beside = posixpath.normpath(posixpath.join(base, t.lstrip("/")))
+        from_root = posixpath.normpath(t)
+        rootish = kind == "meta" and "/" in t and not t.startswith(("/", "./", "../"))
+        if rootish and is_file is not None and from_root != beside:
+            t = from_root if not is_file(beside) and is_file(from_root) else beside
+        else:
+            t = beside
     return _strip_md(t).lower()
 
 
@@ -578,6 +591,12 @@ class Indexer:
             writes.log_deletion(conn, self.ws.id, path, gen, now)
             summary.deleted += 1
 
+    def _is_file(self, rel: str) -> bool:
+        """A root-relative path names a file under the root now (a stat, never a read)."""
+        if rel.startswith("../") or rel in ("..", ".") or not is_utf8(rel):
+            return False
+        return os.path.isfile(os.path.join(self.ws.root, *rel.split("/")))
+
     def _replace_links_and_names(self, conn, plans: list[_Plan]) -> None:
         ws_id = self.ws.id
         ids = [p.doc_id for p in plans if not p.created]  # the others have none
@@ -588,7 +607,7 @@ class Indexer:
             conn,
             [
                 (p.doc_id, ws_id, ln.kind, ln.target, link_key(p.update.file.rel, ln.kind,
-                 ln.target), ln.heading, ln.line, ln.relation)
+                 ln.target, self._is_file), ln.heading, ln.line, ln.relation)
                 for p in plans
                 for ln in p.update.parsed.links
             ],
