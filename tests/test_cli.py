@@ -166,3 +166,36 @@ def test_progress_shows_rate_elapsed_and_estimate_on_a_terminal(monkeypatch):
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     quiet(1, 2)
     assert sys.stderr.getvalue() == ""
+
+
+def test_ctrl_c_while_embedding_keeps_the_vectors_stored_and_says_what_is_left(
+    cli, tmp_path, monkeypatch
+):
+    from autodoc import cli as cli_module
+
+    vault = tmp_path / "v"
+    vault.mkdir()
+    for i in range(30):
+        sections = "".join(f"## Part {k}\n\nnote {i} part {k} about topic {i * k}\n\n"
+                           for k in range(5))  # fmt: skip
+        (vault / f"n{i:02}.md").write_text(f"# Note {i}\n\n{sections}")
+    real = cli_module._Progress.__call__
+
+    def interrupted(self, done, total, path=""):
+        real(self, done, total, path)
+        if self.unit == "chunk":
+            raise KeyboardInterrupt  # at the first stored batch of vectors
+
+    monkeypatch.setattr(cli_module._Progress, "__call__", interrupted)
+    monkeypatch.setattr("autodoc.semantic.FILL_BATCH", 64)  # several batches of a small vault
+    code, _, err = cli("index", str(vault))
+    m = re.search(r"interrupted while embedding, after (\d+) of (\d+) chunks; run", err)
+    assert code == 130 and m, err
+    done, total = int(m[1]), int(m[2])
+    assert 0 < done < total
+    monkeypatch.setattr(cli_module._Progress, "__call__", real)
+    code, out, err = cli("index", str(vault))
+    assert code == 0
+    told = f"autodoc: embedding {total - done:,} of {total:,} chunks ({done:,} already stored)"
+    assert told in err
+    assert f"{total - done} new" in out and f"{total}/{total} chunks covered" in out

@@ -21,7 +21,9 @@ from .core import COLLECT_EVERY_S, EngineCore, log
 
 
 class Indexing(EngineCore):
-    def embed_run(self, name: Any, *, progress=None, incremental: bool = False) -> dict[str, Any]:
+    def embed_run(
+        self, name: Any, *, progress=None, incremental: bool = False, notice=None
+    ) -> dict[str, Any]:
         """Fill the configured model's vectors; switch to them once complete.
 
         `incremental` (the background worker after a save): only the chunks the cached
@@ -41,6 +43,12 @@ class Indexing(EngineCore):
         if incremental:
             with self.store.snapshot() as conn:
                 among = sorted(semantic_missing(conn, self.store, ws, target.model_fp))
+        elif notice is not None:  # say what is left, and what an earlier run already stored
+            with self.store.snapshot() as conn:
+                embedded, total = semantic_coverage(conn, self.store, ws, target.model_fp)
+            if embedded < total:
+                kept = f" ({embedded:,} already stored)" if embedded else ""
+                notice(f"embedding {total - embedded:,} of {total:,} chunks{kept}")
         try:
             done = fill(self.store, ws, target, progress, self._stop, among)
         except Exception as exc:  # the provider failed: the lexical index stands, say why
@@ -97,7 +105,7 @@ class Indexing(EngineCore):
             indexer = Indexer(self.store, self.lexical(ws), ws)
             summary = indexer.run(progress=progress, notice=notice).to_dict()
         if wait:
-            summary["embedding"] = self.embed_run(name, progress=embed_progress)
+            summary["embedding"] = self.embed_run(name, progress=embed_progress, notice=notice)
         else:
             self.embed_in_background(name)
             summary["embedding"] = {"background": True}
