@@ -189,7 +189,7 @@ def test_ctrl_c_while_embedding_keeps_the_vectors_stored_and_says_what_is_left(
     monkeypatch.setattr(cli_module._Progress, "__call__", interrupted)
     monkeypatch.setattr("autodoc.semantic.FILL_BATCH", 64)  # several batches of a small vault
     code, _, err = cli("index", str(vault))
-    m = re.search(r"interrupted while embedding, after (\d+) of (\d+) chunks; run", err)
+    m = re.search(r"interrupted while embedding, (\d+) of (\d+) chunks embedded; run", err)
     assert code == 130 and m, err
     done, total = int(m[1]), int(m[2])
     assert 0 < done < total

@@ -246,7 +246,7 @@ def _index(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
         for bar in (files, chunks):
             bar.close()
         if chunks.total:
-            done = f"while embedding, after {chunks.done:,} of {chunks.total:,} chunks"
+            done = f"while embedding, {_embedded(dispatcher, name, chunks)}"
         else:
             done = f"after {files.done:,} of {files.total:,} files"
         _tell(f"interrupted {done}; run `autodoc index {args.path}` again to resume"
@@ -276,6 +276,15 @@ def _index(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
             if len(rows) > 20:
                 print(f"  … and {len(rows) - 20} more (autodoc --call index.status '[\"{name}\"]')")
     return EXIT_OK
+
+
+def _embedded(dispatcher: Dispatcher, name: str, bar: _Progress) -> str:
+    """How many chunks have vectors now, as the store says (the bar counts distinct texts)."""
+    try:
+        cov = dispatcher.call("index.status", [name]).get("semantic_coverage") or {}
+        return f"{cov['embedded']:,} of {cov['total']:,} chunks embedded"
+    except (RpcError, KeyError, TypeError):
+        return f"after {bar.done:,} of {bar.total:,} chunk texts"
 
 
 def _tell(text: str) -> None:
