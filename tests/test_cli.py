@@ -199,3 +199,20 @@ def test_ctrl_c_while_embedding_keeps_the_vectors_stored_and_says_what_is_left(
     told = f"autodoc: embedding {total - done:,} of {total:,} chunks ({done:,} already stored)"
     assert told in err
     assert f"{total - done} new" in out and f"{total}/{total} chunks covered" in out
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
+    """`autodoc check DOCS | head -3`: the pipe closes while findings are printed."""
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "_schema").mkdir()
+    (vault / "_schema" / "frontmatter.yaml").write_text("common:\n  n: integer\n")
+    for i in range(2000):
+        (vault / f"n{i:04}.md").write_text(f"---\nn: x{i}\n---\n# N {i}\n")
+    env = {**os.environ, "AUTODOC_DB": str(tmp_path / "db" / "autodoc.db")}
+    cmd = f"{sys.executable} -m autodoc check {vault} | head -3"
+    out = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], env=env, capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert len(out.stdout.splitlines()) == 3 and "n: expected an integer" in out.stdout
+    assert "Traceback" not in out.stderr and "BrokenPipe" not in out.stderr, out.stderr
+    assert out.returncode == 141  # 128 + SIGPIPE, as for any program whose reader left

@@ -25,6 +25,7 @@ from .fuse import DEFAULT_FUSION, FUSIONS
 
 EXIT_OK, EXIT_RPC_ERROR, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that stopped reading
 
 
 # Over 60 lines by design: the whole command line, declared in one table.
@@ -162,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_RPC_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `autodoc check | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return EXIT_BROKEN_PIPE
     finally:
         engine.close()
 
@@ -238,9 +242,10 @@ def _index(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
     if args.include_hidden is not None:
         dispatcher.call("workspace.configure", [name, {"include_hidden": args.include_hidden}])
     files, chunks = _Progress("files", "file"), _Progress("embedding", "chunk")
+    said = None if args.json else (lambda s: print(_index_line(name, s), flush=True))
     try:
         summary = dispatcher.engine.index_run(
-            name, progress=files, embed_progress=chunks, notice=_tell
+            name, progress=files, embed_progress=chunks, notice=_tell, indexed=said
         )
     except KeyboardInterrupt:
         for bar in (files, chunks):
@@ -255,7 +260,6 @@ def _index(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, indent=2))
         return EXIT_OK
-    print(_index_line(name, summary))
     emb = summary["embedding"]
     if emb.get("model"):
         rate = f", {emb['per_second']}/s" if emb.get("per_second") else ""

@@ -95,15 +95,19 @@ class Indexing(EngineCore):
         embed_progress=None,
         wait: bool = True,
         notice=None,
+        indexed=None,
     ) -> dict[str, Any]:
         """Index the files; then wait for their embeddings (one-shot processes), or let a
         background worker fill them while lexical answers are served (long-lived ones).
-        `notice(text)` hears what to tell a person before the run goes on."""
+        `notice(text)` hears what to tell a person before the run goes on; `indexed(summary)`
+        the files' summary, before the embedding starts."""
         ws = self.workspace(name)
         with self._write:
             self.store.writer()
             indexer = Indexer(self.store, self.lexical(ws), ws)
             summary = indexer.run(progress=progress, notice=notice).to_dict()
+        if indexed is not None:
+            indexed(summary)
         if wait:
             summary["embedding"] = self.embed_run(name, progress=embed_progress, notice=notice)
         else:
