@@ -492,6 +492,10 @@ def test_check_reports_the_same_problems_on_every_run(tmp_path, capsys):
 
     first = run()
     assert first[0] == 1
+    main(["--db", db, "index", str(vault)])  # the summary says the stored warnings stand
+    assert "0 warnings (and 2 from unchanged files: autodoc check lists them)" in (
+        capsys.readouterr().out
+    )
     assert ("decisions/0001.md", "frontmatter", "error") in first[1]
     assert ("notes/latin1.md", "warning", "warning") in first[1]
     assert run() == first

@@ -302,11 +302,14 @@ def _index_line(name: str, s: dict[str, Any]) -> str:
         more = ", …" if hidden["count"] > len(hidden["examples"]) else ""
         shown = (f", {hidden['count']} hidden not indexed ({', '.join(hidden['examples'])}{more};"
                  " --include-hidden PATTERN indexes them)")  # fmt: skip
+    kept = ""
+    if s["warnings_kept"]:
+        kept = f" (and {s['warnings_kept']} from unchanged files: autodoc check lists them)"
     return (
         f"indexed {name}: {s['files']} files ({s['added']} added, {s['modified']} modified, "
         f"{s['deleted']} deleted, {s['unchanged']} unchanged), {s['chunks']} chunks "
         f"({s['chunks_written']} written), {len(s['skipped'])} skipped{shown}, "
-        f"{len(s['warnings'])} warnings, {s['seconds']:.1f} s"
+        f"{len(s['warnings'])} warnings{kept}, {s['seconds']:.1f} s"
     )
 
 

@@ -38,6 +38,7 @@ INDEX_READY = "autodoc/indexReady"
 STATE_CHANGED = "autodoc/stateChanged"
 INDEX_PROGRESS = "autodoc/indexProgress"
 PROGRESS_EVERY_S = 0.25  # at most this often per workspace, and always at the end of a phase
+COUNT_EVERY_S = 1.0  # the chunks a progress report gives are counted at most this often
 
 Notify = Callable[[str, Any], None]
 Progress = Callable[[int, int, str], None]
@@ -78,6 +79,7 @@ class Host:
         engine.on_embedded = self._embedded
         engine.on_embedding = self._embedding
         self._reported: dict[tuple[str, str], float] = {}  # (workspace, phase) -> last sent
+        self._chunks: dict[str, tuple[float, int]] = {}  # workspace -> (counted at, chunks)
 
     # -- folders -----------------------------------------------------------------------------
 
@@ -352,10 +354,13 @@ class Host:
         if not final and now - self._reported.get((name, phase), 0.0) < PROGRESS_EVERY_S:
             return
         self._reported[(name, phase)] = now
-        try:
-            _, chunks = self.engine.counts(name)
-        except RpcError:  # removed meanwhile
-            return
+        counted_at, chunks = self._chunks.get(name, (-1.0, 0))
+        if final or now - counted_at >= COUNT_EVERY_S:  # a count costs ~1 ms per 5k chunks
+            try:
+                _, chunks = self.engine.counts(name)
+            except RpcError:  # removed meanwhile
+                return
+            self._chunks[name] = (now, chunks)
         event = protocol.IndexProgress(
             workspace=name, root=str(root), phase=phase, done=done, total=total, chunks=chunks
         )

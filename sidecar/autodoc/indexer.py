@@ -88,6 +88,7 @@ class RunSummary:
     documents: int | None = 0
     skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    warnings_kept: int = 0  # warnings of unchanged files from earlier runs (not read again)
     # hidden folders and Markdown files not entered: {"count", "examples"}
     hidden: dict[str, Any] = field(default_factory=lambda: {"count": 0, "examples": []})
     # the last run over all files was interrupted: {"already": files current, "files": found}
@@ -441,7 +442,7 @@ class Indexer:
             if touched:
                 writes.update_document_stats(conn, touched)
             if paths is None:
-                writes.clear_problems(conn, self.ws.id, keep=self._unchanged)
+                summary.warnings_kept = writes.clear_problems(conn, self.ws.id, self._unchanged)
             else:
                 writes.clear_problems_of(conn, self.ws.id, set(paths) - self._unchanged)
             writes.add_problems(conn, self.ws.id, problems)

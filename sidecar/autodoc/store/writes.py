@@ -459,18 +459,19 @@ def update_document_stats(conn: sqlite3.Connection, rows: list[tuple[int, int, i
     conn.executemany("UPDATE documents SET size=?, mtime_ns=? WHERE id=?", rows)
 
 
-def clear_problems(conn: sqlite3.Connection, ws_id: int, keep: Collection[str] = ()) -> None:
+def clear_problems(conn: sqlite3.Connection, ws_id: int, keep: Collection[str] = ()) -> int:
     """Every problem of the workspace (a run over all its files) but the parse warnings of
     `keep`: files the run found unchanged are not parsed again, so their warnings stand and
-    `check` reports them on every run, not only the first."""
+    `check` reports them on every run, not only the first. Returns how many were kept."""
     if not keep:
         conn.execute("DELETE FROM problems WHERE workspace_id = ?", (ws_id,))
-        return
+        return 0
     rows = conn.execute(
         "SELECT rowid, path, kind FROM problems WHERE workspace_id = ?", (ws_id,)
     ).fetchall()
     gone = [(r[0],) for r in rows if not (r[2] == "warning" and r[1] in keep)]
     conn.executemany("DELETE FROM problems WHERE rowid = ?", gone)
+    return len(rows) - len(gone)
 
 
 def clear_problems_of(conn: sqlite3.Connection, ws_id: int, paths: Iterable[str]) -> None:
