@@ -328,23 +328,34 @@ def _check(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
     else:
-        for f in report["findings"]:
-            level = "" if f["severity"] == "error" else "warning: "
-            print(f"{f['path']}:{f['line']}: {level}{f['message']}")
-        schema = report["schema"]
-        described = (
-            f"schema {schema['path']}: {len(schema['fields'])} fields, {len(schema['types'])} types"
-            if schema["fields"] or schema["types"]
-            else f"no schema at {schema['path']}"
-        )
-        kinds = ", ".join(f"{k} {n}" for k, n in summary["by_kind"].items())
-        print(
-            f"{summary['errors']} errors, {summary['warnings']} warnings in "
-            f"{summary['documents']} documents ({summary['typed']} typed; {described})"
-            + (f": {kinds}" if kinds else ""),
-            file=sys.stderr,
-        )
+        try:
+            for f in report["findings"]:
+                level = "" if f["severity"] == "error" else "warning: "
+                print(f"{f['path']}:{f['line']}: {level}{f['message']}")
+        except BrokenPipeError:  # `| head`: the summary still goes to stderr, then exit 141
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            _print_check_summary(report)
+            raise
+        _print_check_summary(report)
     return EXIT_RPC_ERROR if summary["errors"] else EXIT_OK
+
+
+def _print_check_summary(report: dict[str, Any]) -> None:
+    """The one-line summary, on stderr: findings go to stdout for a CI log or a pipe."""
+    summary = report["summary"]
+    schema = report["schema"]
+    described = (
+        f"schema {schema['path']}: {len(schema['fields'])} fields, {len(schema['types'])} types"
+        if schema["fields"] or schema["types"]
+        else f"no schema at {schema['path']}"
+    )
+    kinds = ", ".join(f"{k} {n}" for k, n in summary["by_kind"].items())
+    print(
+        f"{summary['errors']} errors, {summary['warnings']} warnings in "
+        f"{summary['documents']} documents ({summary['typed']} typed; {described})"
+        + (f": {kinds}" if kinds else ""),
+        file=sys.stderr,
+    )
 
 
 def _eval(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
