@@ -96,7 +96,7 @@ function M.choose_root(bufnr, callback)
   if how == "folder" or M.decided[root] or M.get(root) or opts.max_root_files == 0 then
     return callback(root)
   end
-  local count, over = M.count_markdown(root, opts.max_root_files)
+  local _, over = M.count_markdown(root, opts.max_root_files)
   if not over then
     return callback(root)
   end
@@ -108,7 +108,9 @@ function M.choose_root(bufnr, callback)
   if opts.large_root ~= "ask" or folder == root then
     return decide(opts.large_root == "folder" and folder ~= root and "folder" or "index")
   end
-  local size = over and ("more than " .. opts.max_root_files) or tostring(count)
+  local size = "more than " .. opts.max_root_files
+  local found_by = ({ vault = "a vault marker", repository = "its .git" })[how]
+    or "being the current directory"
   local choices = {
     "Index only this note's folder: " .. folder,
     "Index all of " .. root .. " (" .. size .. " Markdown files)",
@@ -117,7 +119,7 @@ function M.choose_root(bufnr, callback)
     prompt = "autodoc: "
       .. root
       .. " (found by "
-      .. (how == "repository" and "its .git" or how)
+      .. found_by
       .. ") holds "
       .. size
       .. " Markdown files. Index:",
