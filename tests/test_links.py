@@ -9,12 +9,15 @@ from autodoc.document import parse_document
 from .conftest import write
 
 
-def links(engine):
+def links(engine, kind: str = ""):
+    """(source, target, resolved path) of every link (of one kind), and inbound counts."""
     with engine.store.snapshot() as conn:
         rows = conn.execute(
             "SELECT s.path AS source, l.target, t.path AS resolved FROM links l"
             " JOIN documents s ON s.id = l.source_id"
-            " LEFT JOIN documents t ON t.id = l.target_id ORDER BY s.path, l.line, l.target"
+            " LEFT JOIN documents t ON t.id = l.target_id WHERE ? IN ('', l.kind)"
+            " ORDER BY s.path, l.line, l.target",
+            (kind,),
         ).fetchall()
         inbound = dict(conn.execute("SELECT path, inbound FROM documents WHERE deleted = 0"))
     return [(r["source"], r["target"], r["resolved"]) for r in rows], inbound
@@ -274,13 +277,7 @@ def test_any_frontmatter_value_written_as_a_link_and_link_typed_fields_are_links
     engine.workspace_add("v", str(vault))
     engine.workspace_configure("v", {"embedding": "none"})
     engine.index_run("v")
-    with engine.store.snapshot() as conn:
-        rows = conn.execute(
-            "SELECT d.path, l.target, t.path FROM links l JOIN documents d ON d.id = l.source_id"
-            " LEFT JOIN documents t ON t.id = l.target_id WHERE l.kind = 'meta'"
-            " ORDER BY d.path, l.target"
-        ).fetchall()
-    assert [tuple(r) for r in rows] == [
+    assert links(engine, "meta")[0] == [
         ("notes/a.md", "../adr/0042-use-postgres.md", "adr/0042-use-postgres.md"),
         ("notes/a.md", "0042-use-postgres", "adr/0042-use-postgres.md"),
         ("notes/a.md", "0043-use-sqlite", "adr/0043-use-sqlite.md"),
@@ -289,10 +286,8 @@ def test_any_frontmatter_value_written_as_a_link_and_link_typed_fields_are_links
         ("notes/b.md", "Bo", None),  # a string field, but written as a link: a link
     ]  # the web address in `site` is not a document link
     report = engine.index_check("v")
-    links = {
-        (f["path"], f["line"]): f["message"] for f in report["findings"] if f["kind"] == "link"
-    }
-    assert links == {
+    said = {(f["path"], f["line"]): f["message"] for f in report["findings"] if f["kind"] == "link"}
+    assert said == {
         ("notes/a.md", 6): "link to 'no-such-note' does not resolve",
         ("notes/b.md", 2): "link to '../adr/0099-gone.md' does not resolve",
         ("notes/b.md", 3): "link to 'Bo' does not resolve",
