@@ -217,3 +217,29 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     assert "Traceback" not in out.stderr and "BrokenPipe" not in out.stderr, out.stderr
     assert out.stderr.startswith("2000 errors, 0 warnings in 2000 documents")  # still said
     assert out.returncode == 141  # 128 + SIGPIPE, as for any program whose reader left
+
+
+def test_related_from_a_file_on_disk_and_a_line(cli, tmp_path):
+    vault = tmp_path / "vault"
+    shutil.copytree(EXAMPLE_VAULT, vault)
+    cli("--call", "workspace.add", json.dumps(["vault", str(vault)]))
+    cli("--call", "workspace.configure", '["vault", {"embedding": "none"}]')
+    cli("index", str(vault))
+    target = vault / "adr" / "0003-embedded-sqlite-store.md"
+    code, out, err = cli("related", f"{target}:25")
+    assert code == 0
+    assert out.splitlines() == [
+        # its frontmatter (superseded_by, line 1) links here: the section holding that line
+        "adr/0002-store-documents-in-postgres.md:1-9  ADR 0002: Store documents in Postgres"
+        " › Abstract  (links here, linked from here)",
+        "README.md:9-14  Sample vault › What is inside › Architecture decisions  (links here,"
+        " shares 1 link)",
+        "adr/0004-lease-recovery.md:12-21  ADR 0004: Recovering a stale writer lease › Context"
+        "  (links here)",
+        "notes/search-pipeline.md:7-12  Search pipeline  (links here)",
+    ]
+    assert "related to adr/0003-embedded-sqlite-store.md:23-27" in err and "semantic off" in err
+    code, out, _ = cli("related", "adr/0004-lease-recovery.md", "-w", "vault", "--json")
+    assert json.loads(out)["path"] == "adr/0004-lease-recovery.md"
+    code, _, err = cli("related", "adr/nope.md", "-w", "vault")
+    assert code == 1 and json.loads(err)["error"]["code"] == -32602

@@ -721,3 +721,16 @@ async def test_find_is_served_over_lsp(client: LanguageClient):
     with pytest.raises(JsonRpcException) as err:
         await call(client, "search.find", "vault", "")
     assert err.value.code == -32602
+
+
+async def test_related_sections_over_lsp(client: LanguageClient):
+    """`autodoc/related`, as every dispatcher method: here without vectors, so links relate."""
+    answer = await call(client, "related", "vault", "adr/0003-embedded-sqlite-store.md", 25)
+    protocol.conform(answer, protocol.RelatedAnswer)
+    assert answer["semantic"].startswith("off")
+    first = answer["hits"][0]
+    assert first["path"] == "adr/0002-store-documents-in-postgres.md"
+    assert set(first["reasons"]) == {"links here", "linked from here"}
+    with pytest.raises(JsonRpcException) as err:
+        await call(client, "related", "vault", "../secret.md")
+    assert "-32602" in str(err.value) or getattr(err.value, "code", None) == -32602

@@ -120,7 +120,7 @@ def served(tmp_path_factory):
 def test_the_tools_are_listed_with_descriptions_for_a_model(served):
     session, _, _ = served
     tools = {t.name: t for t in session.run(lambda c: c.list_tools()).tools}
-    assert set(tools) == {"search", "find", "read_span", "status"}
+    assert set(tools) == {"search", "find", "read_span", "related", "status"}
     for tool in tools.values():
         assert len(tool.description) > 150  # what it returns and when to use it
         assert tool.annotations.read_only_hint is True
@@ -217,6 +217,26 @@ def test_find_then_read_the_section(served):
     assert "interface placeOrderRequest {" in span["text"]
     exact = session.ok("find", {"name": "GetWebAuthnSession", "exact": True})
     assert [m["path"] for m in exact["matches"]] == ["api/auth.md"]
+
+
+def test_related_sections_of_a_document_with_their_reasons(served):
+    session, _, _ = served
+    answer = session.ok("related", {"path": "api/orders.md", "limit": 3})
+    assert answer["path"] == "api/orders.md" and answer["semantic"] == "ready"
+    assert 1 <= len(answer["hits"]) <= 3
+    for hit in answer["hits"]:
+        assert set(hit) == {"path", "line_start", "line_end", "breadcrumb", "snippet",
+                            "similarity", "reasons"}  # fmt: skip
+        assert hit["path"] != "api/orders.md" and "similar" in hit["reasons"]
+        assert 0.0 < hit["similarity"] < 1.0
+    sims = [h["similarity"] for h in answer["hits"]]
+    assert sims == sorted(sims, reverse=True)  # no links here: meaning alone orders them
+    section = session.ok("related", {"path": "api/orders.md", "line": 5, "limit": 2})
+    assert section["line_start"] <= 5 <= section["line_end"] or section["line_start"] > 5
+    bad = session.call("related", {"path": "../../etc/passwd"})
+    assert bad.is_error and bad.content[0].text.startswith("error -32602:")
+    bad = session.call("related", {"path": "api/orders.md", "line": 0})
+    assert bad.is_error and bad.content[0].text.startswith("error -32602:")
 
 
 def test_errors_are_tool_errors_with_the_json_rpc_code(served):

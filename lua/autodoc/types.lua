@@ -21,6 +21,30 @@
 ---@field superseded_by? string Set when a newer document supersedes this one: its path.
 ---@field rank_score? number The cross-encoder's score, when the rerank stage ran.
 
+---@class autodoc.RelatedHit A section related to the one asked about, and why.
+---@field path string
+---@field title string
+---@field breadcrumb string
+---@field snippet string
+---@field line_start integer
+---@field line_end integer
+---@field chunk_id integer
+---@field score number For ordering only: the similarity, plus 0.15 for each link between the two documents and 0.05 for each link target they share (at most three).
+---@field similarity number? The cosine of the two sections' stored vectors (absolute, comparable across answers); None when only links relate them.
+---@field reasons ("similar"|"links here"|"linked from here"|"shares links")[]
+---@field shared_links integer How many link targets the two documents share.
+
+---@class autodoc.RelatedAnswer `related`: the section at `path:line` (or the whole document) and its neighbours, from
+---@field workspace string
+---@field root string
+---@field path string
+---@field line_start integer The section asked about (the whole document: its first and last line).
+---@field line_end integer
+---@field breadcrumb string
+---@field hits autodoc.RelatedHit[]
+---@field semantic string `ready` when the stored vectors took part, else why not (`off: ...`, `not embedded`).
+---@field took_ms number
+
 ---@class autodoc.StagesRecord Which stages were asked for, which ran, and why the others did not.
 ---@field requested ("lexical"|"semantic"|"rerank")[]
 ---@field performed ("lexical"|"semantic"|"rerank")[]

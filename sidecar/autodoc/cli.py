@@ -35,8 +35,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Hybrid search over a Markdown knowledge base.",
         epilog="Methods for --call: workspace.add, workspace.list, workspace.remove, "
         "workspace.section_size, workspace.configure, index.run, index.status, index.check, "
-        "search.query, "
-        "search.find, doc.read, changes.since. `autodoc serve` offers the same methods over LSP;"
+        "search.query, search.find, related, doc.read, changes.since. `autodoc serve` offers the "
+        "same methods over LSP;"
         " `autodoc mcp` offers them to agents as MCP tools.",
     )
     p.add_argument("--version", action="version", version=f"autodoc {__version__}")
@@ -71,6 +71,13 @@ def _parser() -> argparse.ArgumentParser:
     fd.add_argument("--exact", action="store_true", help="whole-name matches only")
     fd.add_argument("--limit", "-n", type=int, default=20)
     fd.add_argument("--json", action="store_true", help="print the whole answer as JSON")
+    rl = sub.add_parser(
+        "related", help="sections related to one (PATH:LINE) or to a document, by meaning and links"
+    )
+    rl.add_argument("target", metavar="PATH[:LINE]", help="a file (or a root-relative path)")
+    rl.add_argument("--workspace", "-w", help="workspace (default: the one holding the file)")
+    rl.add_argument("--limit", "-n", type=int, default=10)
+    rl.add_argument("--json", action="store_true", help="print the whole answer as JSON")
     ck = sub.add_parser(
         "check",
         help="check frontmatter against the schema and every link (for CI; exit 1 on errors)",
@@ -154,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
             return _find(dispatcher, args)
         if args.command == "check":
             return _check(dispatcher, args)
+        if args.command == "related":
+            return _related(dispatcher, args)
         if args.command == "eval":
             return _eval(dispatcher, args)
         parser.print_help(sys.stderr)
@@ -565,6 +574,49 @@ def _search(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
         note += f" · confidence {answer['confidence']}"
     print(note, file=sys.stderr)
     return EXIT_OK
+
+
+def _related(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
+    target, line = args.target, None
+    if m := re.fullmatch(r"(.+?):(\d+)", target):
+        target, line = m[1], int(m[2])
+    name, rel = _document_of(dispatcher, target, args.workspace)
+    answer = dispatcher.call("related", [name, rel, line, {"limit": args.limit}])
+    if args.json:
+        print(json.dumps(answer, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    for hit in answer["hits"]:
+        why = ", ".join(
+            f"similar {hit['similarity']:.2f}" if r == "similar" else
+            (_shares(hit["shared_links"]) if r == "shares links" else r)
+            for r in hit["reasons"]
+        )  # fmt: skip
+        print(f"{hit['path']}:{hit['line_start']}-{hit['line_end']}  {hit['breadcrumb']}  ({why})")
+    print(
+        f"{len(answer['hits'])} related to {answer['path']}:{answer['line_start']}-"
+        f"{answer['line_end']} ({answer['breadcrumb']}) · semantic {answer['semantic']}"
+        f" · {answer['took_ms']:.1f} ms",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+def _shares(n: int) -> str:
+    return f"shares {n} link{'s' if n != 1 else ''}"
+
+
+def _document_of(dispatcher: Dispatcher, target: str, workspace: str | None) -> tuple[str, str]:
+    """(workspace, root-relative path) for a file on disk, else for a path in the workspace."""
+    path = Path(target).expanduser()
+    if path.is_file():
+        real = path.resolve()
+        spaces = [w for w in dispatcher.call("workspace.list") if Path(w["root"]) in real.parents]
+        if workspace:
+            spaces = [w for w in spaces if w["name"] == workspace]
+        if spaces:
+            ws = max(spaces, key=lambda w: len(w["root"]))
+            return ws["name"], real.relative_to(ws["root"]).as_posix()
+    return workspace or _default_workspace(dispatcher), target
 
 
 def _find(dispatcher: Dispatcher, args: argparse.Namespace) -> int:

@@ -52,6 +52,7 @@ class Dispatcher:
             "index.check": e.index_check,
             "search.query": e.search,
             "search.find": e.find,
+            "related": e.related,
             "doc.read": e.doc_read,
             "changes.since": e.changes_since,
         }

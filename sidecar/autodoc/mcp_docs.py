@@ -7,7 +7,8 @@ INSTRUCTIONS = (
     "AutoDoc searches a Markdown knowledge base (notes, ADRs, design docs, manuals). "
     "Use `search` for questions in words, `find` when you know a name (a document title, "
     "heading, function, class or constant), then `read_span` to read just the lines a hit "
-    "points at. `status` lists the workspaces and whether indexing is still running."
+    "points at. `related` lists the sections near one you have read (by meaning and by links). "
+    "`status` lists the workspaces and whether indexing is still running."
 )
 
 
@@ -48,3 +49,13 @@ why not), the semantic stage's state (ready, partial with coverage, off with the
 reranker's (`rank.state`); `server.writer` is false while another process writes the store, and
 `refused` lists folders that could not be served. Call it to choose a workspace or when answers
 look empty."""
+
+
+RELATED_DOC = """Sections related to one section (give `line`) or to a whole document (omit it): the
+nearest by meaning across the knowledge base, and the documents linked to or from it.
+
+Each hit has `path`, `line_start`..`line_end` (read it with `read_span`), `breadcrumb`, a
+`snippet`, `reasons` (`similar`, `links here`, `linked from here`, `shares links`) and
+`similarity`, the cosine of the two sections (absolute: near 1 is the same topic, below about
+0.3 is unrelated; null when only links relate them). The document's own sections are left out.
+Use it to gather context around an answer, or to find what else was decided on a topic."""

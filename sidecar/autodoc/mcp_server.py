@@ -30,7 +30,14 @@ from . import __version__
 from .engine import Engine
 from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from .host import Host
-from .mcp_docs import FIND_DOC, INSTRUCTIONS, READ_SPAN_DOC, SEARCH_DOC, STATUS_DOC
+from .mcp_docs import (
+    FIND_DOC,
+    INSTRUCTIONS,
+    READ_SPAN_DOC,
+    RELATED_DOC,
+    SEARCH_DOC,
+    STATUS_DOC,
+)
 from .mcp_wire import GuardedStdin
 
 log = logging.getLogger(__name__)
@@ -38,6 +45,7 @@ log = logging.getLogger(__name__)
 # An agent pays per token: a handful of hits and matches unless it asks for more.
 DEFAULT_SEARCH_LIMIT = 5
 DEFAULT_FIND_LIMIT = 5
+DEFAULT_RELATED_LIMIT = 5
 
 # Hit fields an agent needs to cite and read a hit; the rest (bytes, ids, highlights) stay out.
 HIT_FIELDS = ("path", "line_start", "line_end", "breadcrumb", "snippet", "relevance", "via")
@@ -146,6 +154,20 @@ class AgentServer:
     ) -> CallToolResult:
         return self.call_in(workspace, "search.find", [name, {"exact": exact, "limit": limit}])
 
+    def related(
+        self,
+        path: Annotated[str, Field(description="A document's path relative to the root")],
+        line: Annotated[
+            int | None,
+            Field(strict=True, ge=1, description="A line of the section; omit for the document"),
+        ] = None,
+        workspace: Workspace = None,
+        limit: Annotated[
+            int, Field(strict=True, ge=1, le=50, description="Sections to return")
+        ] = DEFAULT_RELATED_LIMIT,
+    ) -> CallToolResult:
+        return self.call_in(workspace, "related", [path, line, {"limit": limit}], _compact_related)
+
     def status(self) -> CallToolResult:
         return self.reply(self.host.status)
 
@@ -159,6 +181,18 @@ def _error_result(err: RpcError) -> CallToolResult:
         structured_content={"error": err.to_dict()},
         is_error=True,
     )
+
+
+def _compact_related(answer: dict[str, Any]) -> dict[str, Any]:
+    """What an agent reads of `related`: where each section is, why, and how near."""
+    keep = ("path", "line_start", "line_end", "breadcrumb", "snippet", "similarity", "reasons")
+    return {
+        "path": answer["path"],
+        "line_start": answer["line_start"],
+        "line_end": answer["line_end"],
+        "semantic": answer["semantic"],
+        "hits": [{k: h[k] for k in keep} for h in answer["hits"]],
+    }
 
 
 def _compact_search(answer: dict[str, Any]) -> dict[str, Any]:
@@ -235,6 +269,7 @@ def build_server(agent: AgentServer) -> MCPServer:
         (agent.search, SEARCH_DOC),
         (agent.find, FIND_DOC),
         (agent.read_span, READ_SPAN_DOC),
+        (agent.related, RELATED_DOC),
         (agent.status, STATUS_DOC),
     ):
         server.add_tool(fn, name=fn.__name__, description=doc, annotations=READ_ONLY)

@@ -71,6 +71,49 @@ class Hit(TypedDict):
     """The cross-encoder's score, when the rerank stage ran."""
 
 
+RelatedReason = Literal["similar", "links here", "linked from here", "shares links"]
+
+
+@_WIRE
+class RelatedHit(TypedDict):
+    """A section related to the one asked about, and why."""
+
+    path: str
+    title: str
+    breadcrumb: str
+    snippet: str
+    line_start: int
+    line_end: int
+    chunk_id: int
+    score: float
+    """For ordering only: the similarity, plus 0.15 for each link between the two documents
+    and 0.05 for each link target they share (at most three)."""
+    similarity: float | None
+    """The cosine of the two sections' stored vectors (absolute, comparable across answers);
+    None when only links relate them."""
+    reasons: list[RelatedReason]
+    shared_links: int
+    """How many link targets the two documents share."""
+
+
+@_WIRE
+class RelatedAnswer(TypedDict):
+    """`related`: the section at `path:line` (or the whole document) and its neighbours, from
+    the stored vectors and the link graph; nothing is embedded."""
+
+    workspace: str
+    root: str
+    path: str
+    line_start: int
+    """The section asked about (the whole document: its first and last line)."""
+    line_end: int
+    breadcrumb: str
+    hits: list[RelatedHit]
+    semantic: str
+    """`ready` when the stored vectors took part, else why not (`off: ...`, `not embedded`)."""
+    took_ms: float
+
+
 @_WIRE
 class StagesRecord(TypedDict):
     """Which stages were asked for, which ran, and why the others did not."""
@@ -430,6 +473,8 @@ class ErrorObject(TypedDict):
 # Every wire object, in the order types.lua lists them.
 WIRE_TYPES: tuple[type, ...] = (
     Hit,
+    RelatedHit,
+    RelatedAnswer,
     StagesRecord,
     FusionRecord,
     RankRecord,

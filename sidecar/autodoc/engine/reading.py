@@ -11,6 +11,7 @@ from .. import limits, lookup, protocol
 from .. import store as queries
 from ..confine import NotInWorkspace, OutsideRoot, read_lines
 from ..errors import CancelToken, invalid_params
+from ..related import related as related_sections
 from ..search import run_search
 from .core import EngineCore
 
@@ -33,6 +34,14 @@ class Reading(EngineCore):
         if answer["stale"] and self.on_stale is not None:
             self.on_stale(ws.name, answer["stale"])
         return answer
+
+    def related(
+        self, name: Any, path: Any, line: Any = None, opts: Any = None
+    ) -> protocol.RelatedAnswer:
+        """The sections related to `path:line` (or the whole document): stored vectors and
+        links, nothing embedded."""
+        ws = self.workspace(name)
+        return related_sections(self.store, ws, self.semantic_plan(ws), path, line, opts)
 
     def find(self, name: Any, query: Any, opts: Any = None) -> protocol.FindAnswer:
         """Documents by a name they hold: title, alias, heading or code identifier."""

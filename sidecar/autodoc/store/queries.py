@@ -32,6 +32,18 @@ def first_live_chunks(conn: sqlite3.Connection, document_ids: Sequence[int]) -> 
     )
 
 
+def first_live_chunk_of(conn: sqlite3.Connection, document_ids: Sequence[int]) -> dict[int, int]:
+    """{document id: its first visible chunk (by ordinal)}."""
+    rows = Store.rows(
+        conn,
+        "SELECT document_id, id FROM (SELECT c.id, c.document_id, row_number() OVER"
+        " (PARTITION BY c.document_id ORDER BY c.ordinal) AS n FROM chunks c"
+        f" WHERE c.document_id IN ({{marks}}) AND c.state = {LIVE}) WHERE n = 1",
+        list(document_ids),
+    )
+    return {r[0]: r[1] for r in rows}
+
+
 def boost_facts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[int, str | None]]:
     """{document id: (resolved inbound links, tags JSON)}: what fusion's boosts read."""
     sql = "SELECT id, inbound, tags FROM documents WHERE id IN ({marks})"
@@ -556,3 +568,86 @@ def section_at(
         ).fetchone()
     )
     return (row[0], row[1], row[2]) if row is not None else None
+
+
+# -- related sections: a section's neighbours by meaning and by links ---------------------------
+
+
+def live_document_id(conn: sqlite3.Connection, ws_id: int, path: str) -> int | None:
+    """The live document at this root-relative path, None when it is not indexed."""
+    row = conn.execute(
+        "SELECT id FROM documents WHERE workspace_id = ? AND path = ? AND deleted = 0",
+        (ws_id, path),
+    ).fetchone()
+    return row[0] if row is not None else None
+
+
+def chunk_at(conn: sqlite3.Connection, doc_id: int, line: int) -> int | None:
+    """The id of the innermost visible chunk whose lines hold `line`; else the last one that starts
+    before it (a blank line between sections); else the first after it (the frontmatter)."""
+    row = conn.execute(
+        f"SELECT id FROM chunks WHERE document_id = :doc AND state = {LIVE}"
+        " ORDER BY (line_start <= :line AND line_end >= :line) DESC,"
+        " CASE WHEN line_start <= :line AND line_end >= :line THEN line_end - line_start END,"
+        " (line_start <= :line) DESC,"
+        " CASE WHEN line_start <= :line THEN -line_start ELSE line_start END, ordinal LIMIT 1",
+        {"doc": doc_id, "line": line},
+    ).fetchone()
+    return row[0] if row is not None else None
+
+
+def document_chunk_ids(conn: sqlite3.Connection, doc_id: int) -> list[int]:
+    """A document's visible chunks, in order."""
+    rows = conn.execute(
+        f"SELECT id FROM chunks WHERE document_id = ? AND state = {LIVE} ORDER BY ordinal",
+        (doc_id,),
+    )
+    return [r[0] for r in rows]
+
+
+def chunk_vectors(conn: sqlite3.Connection, model_fp: str, chunk_ids: Sequence[int]) -> list[bytes]:
+    """The float32 vectors (as stored) of these chunks' texts under one model."""
+    return Store.column(
+        conn,
+        "SELECT e.f32 FROM chunks c JOIN embeddings e ON e.workspace_id = c.workspace_id"
+        " AND e.text_hash = c.text_hash WHERE c.id IN ({marks}) AND e.model_fp = ?",
+        list(chunk_ids),
+        model_fp,
+    )
+
+
+def backlinks(conn: sqlite3.Connection, doc_id: int) -> list[tuple[int, int]]:
+    """(linking document, the link's line) of every live document that links to this one
+    (record links, guesses from a status's number, left out)."""
+    rows = conn.execute(
+        "SELECT l.source_id, min(l.line) FROM links l JOIN documents d ON d.id = l.source_id"
+        " WHERE l.target_id = ? AND l.source_id != l.target_id AND d.deleted = 0"
+        " AND l.kind != 'record' GROUP BY l.source_id",
+        (doc_id,),
+    )
+    return [(r[0], r[1]) for r in rows]
+
+
+def outlinks(conn: sqlite3.Connection, doc_id: int) -> list[int]:
+    """The live documents this one links to."""
+    rows = conn.execute(
+        "SELECT DISTINCT l.target_id FROM links l JOIN documents d ON d.id = l.target_id"
+        " WHERE l.source_id = ? AND l.target_id != l.source_id AND d.deleted = 0"
+        " AND l.kind != 'record'",
+        (doc_id,),
+    )
+    return [r[0] for r in rows]
+
+
+def shared_link_counts(conn: sqlite3.Connection, doc_id: int, limit: int) -> list[tuple[int, int]]:
+    """(document, how many of this one's link targets it links to as well), most first."""
+    rows = conn.execute(
+        "SELECT o.source_id, count(DISTINCT o.target_id) AS n FROM links m"
+        " JOIN links o ON o.target_id = m.target_id AND o.source_id != m.source_id"
+        " JOIN documents d ON d.id = o.source_id"
+        " WHERE m.source_id = ? AND m.target_id IS NOT NULL AND m.target_id != ?"
+        " AND o.source_id != ? AND d.deleted = 0 AND m.kind != 'record' AND o.kind != 'record'"
+        " GROUP BY o.source_id ORDER BY n DESC, o.source_id LIMIT ?",
+        (doc_id, doc_id, doc_id, limit),
+    )
+    return [(r[0], r[1]) for r in rows]
