@@ -137,7 +137,37 @@ def measure(args) -> dict:
     }  # fmt: skip
 
 
+def related_screenshot(args) -> None:
+    """`:AutodocRelated` at PATH:LINE of the vault, once every chunk has its vector."""
+    nvim = start_nvim(Path(args.vault), Path(args.db), {"embedding": args.embedding})
+    nvim.command(f"set columns={args.width} lines={args.height}")
+    path, line = args.related.rsplit(":", 1)
+    nvim.command(f"edit {Path(args.vault) / path}")
+    nvim.command(line)
+
+    def ready():
+        nvim.command("AutodocRelated")
+        time.sleep(0.5)
+        lines = nvim.exec_lua(
+            "local s = require('autodoc.picker').state(); return s and"
+            " vim.api.nvim_buf_get_lines(s.bufs.stages, 0, 1, false)[1] or ''"
+        )
+        if "semantic ready" in lines:
+            return True
+        nvim.input("<Esc>")
+        time.sleep(1)
+        return False
+
+    wait(ready, timeout=120)
+    nvim.input("<C-n>")
+    time.sleep(0.5)
+    Path(args.screenshot).write_text(screen_text(nvim, args.width, args.height) + "\n")
+    nvim.close()
+
+
 def screenshot(args) -> None:
+    if args.related:
+        return related_screenshot(args)
     nvim = start_nvim(Path(args.vault), Path(args.db), {"embedding": args.embedding})
     nvim.command(f"set columns={args.width} lines={args.height}")
     nvim.command("AutodocSearch")
@@ -168,6 +198,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--screenshot", help="write the picker's screen as text here instead")
     p.add_argument("--query", default="why did we pick sqlite")
+    p.add_argument("--related", metavar="PATH:LINE", help="with --screenshot: :AutodocRelated there")
     p.add_argument("--width", type=int, default=120)
     p.add_argument("--height", type=int, default=32)
     args = p.parse_args()

@@ -564,3 +564,48 @@ def test_grouped_by_file_each_file_is_a_header_over_its_hits(start):
     )
     assert "hit" in st["rows"][cursor[0] - 1] and st["rows"][cursor[0] - 1]["hit"] == 2
     n.nvim.input("<Esc>")
+
+
+def test_related_lists_a_sections_neighbours_with_reasons_and_jumps(start, vault: Path):
+    n = start({"embedding": "none"})  # links alone relate here; the vectors' part: test_related
+    n.serve()
+    n.nvim.command("set columns=220")
+    n.nvim.command(f"edit {vault / 'adr' / '0003-embedded-sqlite-store.md'}")
+    n.nvim.command("25")
+    n.nvim.command("AutodocRelated")
+    n.until(lambda: (s := n.state()) and s["hits"])
+    st = n.state()
+    assert st["hits"][0]["path"] == "adr/0002-store-documents-in-postgres.md"
+    assert st["hits"][0]["breadcrumb"].endswith("  (links here, linked from here)")
+    assert n.lines("list")[0].startswith("0.30  adr/0002-store-documents-in-postgres.md:1  ")
+    stages = n.lines("stages")[0]
+    assert stages.startswith("related to adr/0003-embedded-sqlite-store.md:23-27 (ADR 0003: "
+                             "Embedded relational store › Decision) · 4 sections")  # fmt: skip
+    assert all(h["path"] != "adr/0003-embedded-sqlite-store.md" for h in st["hits"])
+    n.nvim.input("readme")  # typing narrows the list to matching paths and breadcrumbs
+    n.until(lambda: [h["path"] for h in n.state()["hits"]] == ["README.md"])
+    n.nvim.input("<CR>")
+    n.until(lambda: n.state() is None)
+    assert n.nvim.current.buffer.name.endswith("/README.md")
+    assert n.nvim.current.window.cursor[0] == 9  # the section holding the link, at its start
+    # The whole note (bang): its first and last lines.
+    n.nvim.command(f"edit {vault / 'adr' / '0004-lease-recovery.md'}")
+    n.nvim.command("AutodocRelated!")
+    n.until(lambda: (s := n.state()) and s["hits"])
+    assert n.lines("stages")[0].startswith("related to adr/0004-lease-recovery.md:1-")
+    n.nvim.input("<Esc>")
+
+
+def test_find_opens_a_name_at_its_section(start):
+    n = start({"embedding": "none"})
+    n.serve()
+    n.nvim.command("AutodocFind reclaimBatch")
+    n.until(lambda: (s := n.state()) and s["hits"])
+    hit = n.state()["hits"][0]
+    assert (hit["path"], hit["label"]) == ("adr/0003-embedded-sqlite-store.md", "exact")
+    assert n.lines("list")[0].startswith("exact  ")
+    assert n.lines("stages")[0].startswith("find · 1 matches · ")
+    n.nvim.input("<CR>")
+    n.until(lambda: n.state() is None)
+    assert n.nvim.current.buffer.name.endswith("0003-embedded-sqlite-store.md")
+    assert n.nvim.current.window.cursor[0] == hit["line_start"]

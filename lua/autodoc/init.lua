@@ -152,6 +152,38 @@ local function selection()
   return vim.trim((table.concat(lines, " "):gsub("%s+", " ")))
 end
 
+--- `:AutodocRelated`: the picker over the sections related to the one under the cursor (with
+--- `whole`, to the whole document), from the stored vectors and the links.
+---@param opts? { whole: boolean? }
+function M.related(opts)
+  init()
+  local client_mod = require("autodoc.client")
+  local file = vim.api.nvim_buf_get_name(0)
+  if file == "" or vim.bo.buftype ~= "" then
+    vim.notify("autodoc: :AutodocRelated needs a note of the knowledge base", vim.log.levels.WARN)
+    return
+  end
+  local line = not (opts and opts.whole) and vim.api.nvim_win_get_cursor(0)[1] or nil
+  client_mod.choose_root(0, function(root)
+    local real = vim.uv.fs_realpath(file) or file
+    if not root or real:sub(1, #root + 1) ~= root .. "/" then
+      vim.notify("autodoc: " .. file .. " is not under " .. tostring(root), vim.log.levels.WARN)
+      return
+    end
+    require("autodoc.picker").open({
+      root = root,
+      source = "related",
+      context = { path = real:sub(#root + 2), line = line },
+    })
+  end)
+end
+
+--- `:AutodocFind [name]`: the picker over titles, aliases, headings and identifiers by name.
+---@param opts? { query: string? }
+function M.find(opts)
+  M.search({ source = "find", query = opts and opts.query or nil })
+end
+
 --- `:Autodoc open`: the picker with the word under the cursor, or with the visual selection
 --- (from visual mode, or `:'<,'>Autodoc open`).
 ---@param opts? { range: boolean? }

@@ -7,6 +7,7 @@
 
 local client_mod = require("autodoc.client")
 local config = require("autodoc.config")
+local sources = require("autodoc.sources")
 
 local M = {}
 
@@ -34,6 +35,10 @@ local STAGES = { "lexical", "semantic", "rerank" }
 ---@field rows table[] the list's lines: { hit = i } or { header = path }
 ---@field row_of table<integer, integer> hit index -> its line in the list
 ---@field searched_at integer hrtime of the latest search sent (progress re-searches wait 1 s)
+---@field source autodoc.Source? what the picker lists instead of a search (find, related)
+---@field context table the source's own request context (related: path, line)
+---@field status string? the source's status line
+---@field mode string? the source's name
 
 ---@type autodoc.PickerState?
 local S = nil
@@ -115,6 +120,10 @@ local function title(answer)
   if S and S.workspace then
     table.insert(parts, ": " .. S.workspace)
   end
+  if S and S.mode then
+    table.insert(parts, " · " .. S.mode) -- find, related
+    return table.concat(parts) .. " "
+  end
   if answer and answer.fusion and answer.fusion.intent then
     table.insert(parts, " · " .. answer.fusion.intent) -- number, identifier, ... question
   end
@@ -172,6 +181,10 @@ end
 
 local function render_stages()
   if not S then
+    return
+  end
+  if S.source then
+    vim.api.nvim_buf_set_lines(S.bufs.stages, 0, -1, false, { S.status or "" })
     return
   end
   local a = S.answer
@@ -269,7 +282,12 @@ end
 
 ---@param hit table
 ---@return string
+---@param hit table
+---@return string
 local function score_of(hit)
+  if hit.label then -- a source's item: a match kind, a related score
+    return hit.label
+  end
   return hit.via and hit.via[1] == "facet" and "   ·" or string.format("%.2f", hit.relevance)
 end
 
@@ -346,7 +364,7 @@ local function render_preview()
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
     return
   end
-  local fname = vim.fs.joinpath(S.answer.root or S.root, hit.path)
+  local fname = vim.fs.joinpath((S.answer and S.answer.root) or S.root, hit.path)
   local ok, lines = pcall(vim.fn.readfile, fname)
   if not ok then
     lines = { "(cannot read " .. fname .. ")" }
@@ -445,6 +463,8 @@ end
 
 -- -- searching --------------------------------------------------------------------------------
 
+local ask_source
+
 local function search_now()
   if not S then
     return
@@ -458,7 +478,7 @@ local function search_now()
   end
   S.seq = S.seq + 1
   local seq = S.seq
-  if S.query:match("^%s*$") then
+  if S.query:match("^%s*$") and (not S.source or S.source.needs_query) then
     S.hits, S.error = {}, nil
     render_list()
     return
@@ -468,6 +488,9 @@ local function search_now()
   end
   S.typed_at[seq], S.typed = S.typed, nil
   S.searched_at = vim.uv.hrtime()
+  if S.source then
+    return ask_source(seq)
+  end
   local opts = { limit = config.options.limit, stages = requested() }
   S.cancel = client_mod.request(
     S.client,
@@ -493,6 +516,33 @@ local function search_now()
         table.insert(M.latencies, (vim.uv.hrtime() - typed) / 1e6)
         S.typed_at[seq] = nil
       end
+      vim.api.nvim_exec_autocmds("User", { pattern = "AutodocResults", modeline = false })
+    end
+  )
+end
+
+--- Ask the picker's source (find, related) and list its items.
+---@param seq integer
+ask_source = function(seq)
+  local source, query = S.source, S.query
+  local ctx = vim.tbl_extend("force", S.context, { limit = config.options.limit })
+  S.cancel = client_mod.request(
+    S.client,
+    source.method,
+    source.params(S.workspace, query, ctx),
+    function(err, result)
+      if not S or seq ~= S.seq then
+        return
+      end
+      S.cancel = nil
+      if err then
+        S.error, S.hits, S.status = err.message, {}, ""
+      else
+        S.error, S.source_answer = nil, result
+        S.hits = source.items(result, query)
+        S.status = source.describe(result, S.hits)
+      end
+      render_list()
       vim.api.nvim_exec_autocmds("User", { pattern = "AutodocResults", modeline = false })
     end
   )
@@ -655,6 +705,8 @@ end
 ---@class autodoc.SearchOpts
 ---@field query? string start with this query
 ---@field root? string the knowledge base (default: around the current buffer)
+---@field source? "find"|"related" list names, or a section's related ones, instead of hits
+---@field context? table the source's request: related takes { path, line }
 
 local open_at
 
@@ -747,6 +799,9 @@ function open_at(root, opts)
     rows = {},
     row_of = {},
     searched_at = 0,
+    source = opts.source and sources[opts.source] or nil,
+    mode = opts.source,
+    context = opts.context or {},
   }
   local geo = layout()
   local function float(name, enter, extra)
