@@ -198,7 +198,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--screenshot", help="write the picker's screen as text here instead")
     p.add_argument("--query", default="why did we pick sqlite")
-    p.add_argument("--related", metavar="PATH:LINE", help="with --screenshot: :AutodocRelated there")
+    p.add_argument("--related", metavar="PATH:LINE", help="--screenshot of :AutodocRelated there")
     p.add_argument("--width", type=int, default=120)
     p.add_argument("--height", type=int, default=32)
     args = p.parse_args()

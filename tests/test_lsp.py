@@ -734,3 +734,128 @@ async def test_related_sections_over_lsp(client: LanguageClient):
     with pytest.raises(JsonRpcException) as err:
         await call(client, "related", "vault", "../secret.md")
     assert "-32602" in str(err.value) or getattr(err.value, "code", None) == -32602
+
+
+# -- links: definition, references, document links, hover, diagnostics ---------------------------
+
+
+def _doc(vault: Path, rel: str) -> types.TextDocumentIdentifier:
+    return types.TextDocumentIdentifier(uri=(vault / rel).resolve().as_uri())
+
+
+def _at(vault: Path, rel: str, line: int, text: str) -> types.TextDocumentPositionParams:
+    """The position of `text`'s first character on 1-based `line` of the file."""
+    character = (vault / rel).read_text().splitlines()[line - 1].index(text)
+    return types.TextDocumentPositionParams(
+        text_document=_doc(vault, rel), position=types.Position(line=line - 1, character=character)
+    )
+
+
+def _uri(vault: Path, rel: str) -> str:
+    return (vault / rel).resolve().as_uri()
+
+
+async def test_definition_follows_wiki_markdown_and_heading_links(client, vault: Path):
+    where = _at(vault, "README.md", 12, "[[0002")
+    got = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=where.text_document, position=where.position)
+    )
+    assert got.uri == _uri(vault, "adr/0002-store-documents-in-postgres.md")
+    assert got.range.start.line == 0
+    md = _at(vault, "adr/0004-lease-recovery.md", 21, "[the store")
+    got = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=md.text_document, position=md.position)
+    )
+    assert got.uri == _uri(vault, "adr/0003-embedded-sqlite-store.md")
+    heading = _at(vault, "notes/search-pipeline.md", 44, "[[search-pipeline#Fusion]]")
+    got = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=heading.text_document, position=heading.position)
+    )
+    assert got.uri == _uri(vault, "notes/search-pipeline.md") and got.range.start.line == 38
+    prose = _at(vault, "README.md", 12, "the first storage")
+    assert (
+        await client.text_document_definition_async(
+            types.DefinitionParams(text_document=prose.text_document, position=prose.position)
+        )
+        is None
+    )  # no link there: nothing, not an error
+
+
+async def test_references_list_every_place_that_links_to_a_document(client, vault: Path):
+    title = _at(vault, "adr/0003-embedded-sqlite-store.md", 12, "# ADR 0003")
+    got = await client.text_document_references_async(
+        types.ReferenceParams(
+            text_document=title.text_document,
+            position=title.position,
+            context=types.ReferenceContext(include_declaration=False),
+        )
+    )
+    places = {(loc.uri.rsplit("/vault/", 1)[1], loc.range.start.line + 1) for loc in got}
+    assert {("README.md", 13), ("adr/0004-lease-recovery.md", 14),
+            ("adr/0004-lease-recovery.md", 21)} <= places  # fmt: skip
+    assert ("adr/0002-store-documents-in-postgres.md", 1) in places  # superseded_by: frontmatter
+    # On a link: the places that link to its target.
+    link = _at(vault, "README.md", 14, "[[0004")
+    got = await client.text_document_references_async(
+        types.ReferenceParams(
+            text_document=link.text_document,
+            position=link.position,
+            context=types.ReferenceContext(include_declaration=False),
+        )
+    )
+    assert {loc.uri.rsplit("/vault/", 1)[1] for loc in got} >= {"README.md"}
+
+
+async def test_document_links_and_hover(client, vault: Path):
+    links = await client.text_document_document_link_async(
+        types.DocumentLinkParams(text_document=_doc(vault, "README.md"))
+    )
+    lines = (vault / "README.md").read_text().splitlines()
+    shown = {lines[lk.range.start.line][lk.range.start.character : lk.range.end.character]:
+             lk.target.rsplit("/vault/", 1)[1] for lk in links}  # fmt: skip
+    assert shown["[[0003-embedded-sqlite-store]]"] == "adr/0003-embedded-sqlite-store.md"
+    assert shown["[[onboarding]]"] == "notes/onboarding.md"
+    assert len(links) >= 7
+    where = _at(vault, "adr/0004-lease-recovery.md", 14, "[[0003")
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=where.text_document, position=where.position)
+    )
+    assert hover.contents.kind == types.MarkupKind.Markdown
+    assert hover.contents.value.startswith("**ADR 0003: Embedded relational store**")
+    assert "`adr/0003-embedded-sqlite-store.md:1`" in hover.contents.value
+    assert hover.range.start.line == 13
+
+
+async def test_unresolved_links_are_diagnostics_like_check_says(client, vault: Path):
+    broken = vault / "notes" / "broken.md"
+    broken.write_text("# Broken\n\nSee [[no-such-note]] and [gone](gone.md).\n")
+    uri = broken.resolve().as_uri()
+
+    async def indexed():  # the watcher indexes the new file
+        found = await call(client, "search.find", "vault", "Broken", {"exact": True})
+        return found["matches"]
+
+    await until(indexed)
+    item = types.TextDocumentItem(uri=uri, language_id="markdown", version=1,
+                                  text=broken.read_text())  # fmt: skip
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))
+
+    async def published():
+        return client.diagnostics.get(uri)
+
+    diagnostics = await until(published)
+    assert sorted(d.message for d in diagnostics) == [
+        "link to 'gone.md' does not resolve",
+        "link to 'no-such-note' does not resolve",
+    ]
+    assert all(d.range.start.line == 2 and d.source == "autodoc" for d in diagnostics)
+    # Mended and saved: the diagnostics go once the save is indexed.
+    broken.write_text("# Broken\n\nSee [[onboarding]].\n")
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+
+    async def cleared():  # published again, empty (a sequence, not necessarily a list)
+        return uri in client.diagnostics and len(client.diagnostics[uri]) == 0
+
+    await until(cleared)

@@ -67,14 +67,7 @@ def check_workspace(store: Store, ws: Workspace, schema_path: str) -> dict[str, 
             lines = _key_lines(ws.root, path)
             for key, message, what in found:
                 findings.append(Finding(path, lines.get(key, 1), ERROR, what, message))
-    files = _Files(ws.root)
-    for path, line, kind, target in links:
-        if not files.exists(path, kind, target):
-            if kind == "meta":  # a frontmatter reference: point at the line that holds it
-                line = _meta_line(ws.root, path, target, line)
-            findings.append(
-                Finding(path, line, ERROR, "link", f"link to {target!r} does not resolve")
-            )
+    findings += link_findings(ws, links)
     findings.sort(key=lambda f: (f.path, f.line, f.kind))
     counts = Counter(f.severity for f in findings)
     return {
@@ -91,6 +84,19 @@ def check_workspace(store: Store, ws: Workspace, schema_path: str) -> dict[str, 
             "files_with_errors": len({f.path for f in findings if f.severity == ERROR}),
         },
     }
+
+
+def link_findings(ws: Workspace, links: list[tuple[str, int, str, str]]) -> list[Finding]:
+    """A finding for each unresolved link (`queries.unresolved_links`' rows) that names no file
+    either: `check` over the workspace, and an editor's diagnostics for one document."""
+    files = _Files(ws.root)
+    out = []
+    for path, line, kind, target in links:
+        if not files.exists(path, kind, target):
+            if kind == "meta":  # a frontmatter reference: point at the line that holds it
+                line = _meta_line(ws.root, path, target, line)
+            out.append(Finding(path, line, ERROR, "link", f"link to {target!r} does not resolve"))
+    return out
 
 
 def _problem(path: str, kind: str, message: str) -> Finding:

@@ -400,23 +400,46 @@ def _find_links(text: str, first: int, out: list[Link]) -> None:
 
     if "[[" in text:
         for m, line in _at_lines(WIKILINK.finditer(text), text, first):
-            target = m.group(1).strip()
-            if target:
-                heading = (m.group(2) or "").strip()
-                out.append(Link("wiki", target, heading, line + 1, relation(m, line)))
+            if found := _wiki_target(m):
+                out.append(Link("wiki", *found, line + 1, relation(m, line)))
     if "](" in text:
         for m, line in _at_lines(MD_LINK.finditer(text), text, first):
-            target = m.group(1) or m.group(2)
-            if _SCHEME.match(target) or target.startswith("#"):
-                continue
-            heading = ""
-            if "#" in target:
-                target, heading = target.split("#", 1)
-            target = unquote(target.split("?", 1)[0])
-            if target:
-                out.append(Link("md", target, heading, line + 1, relation(m, line)))
+            if found := _md_target(m):
+                out.append(Link("md", *found, line + 1, relation(m, line)))
     if _SUPERSED.search(text):
         _record_links(text, first, out)
+
+
+def _wiki_target(m: re.Match) -> tuple[str, str] | None:
+    """(target, heading) of a `[[target#heading|alias]]` match; None when it names nothing."""
+    target = m.group(1).strip()
+    return (target, (m.group(2) or "").strip()) if target else None
+
+
+def _md_target(m: re.Match) -> tuple[str, str] | None:
+    """(path, heading) of a relative Markdown link; None for a web address or an anchor."""
+    target = m.group(1) or m.group(2)
+    if _SCHEME.match(target) or target.startswith("#"):
+        return None
+    heading = ""
+    if "#" in target:
+        target, heading = target.split("#", 1)
+    target = unquote(target.split("?", 1)[0])
+    return (target, heading) if target else None
+
+
+def links_on_line(text: str) -> list[tuple[int, int, Link]]:
+    """The wiki and relative Markdown links of one line: (start, end) character columns and
+    the link as the indexer reads it (its `line` left at 1), in order: for an editor's
+    definition, hover and document links."""
+    out: list[tuple[int, int, Link]] = []
+    for m in WIKILINK.finditer(text):
+        if found := _wiki_target(m):
+            out.append((m.start(), m.end(), Link("wiki", *found, 1)))
+    for m in MD_LINK.finditer(text):
+        if found := _md_target(m):
+            out.append((m.start(), m.end(), Link("md", *found, 1)))
+    return sorted(out, key=lambda x: x[0])
 
 
 def _record_links(text: str, first: int, out: list[Link]) -> None:

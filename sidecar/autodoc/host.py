@@ -80,6 +80,9 @@ class Host:
         engine.on_embedding = self._embedding
         self._reported: dict[tuple[str, str], float] = {}  # (workspace, phase) -> last sent
         self._chunks: dict[str, tuple[float, int]] = {}  # workspace -> (counted at, chunks)
+        # a save or a watcher's batch was indexed (on the writer thread): an editor's
+        # diagnostics for its open documents are due again
+        self.on_paths_indexed: Callable[[str], None] | None = None
 
     # -- folders -----------------------------------------------------------------------------
 
@@ -320,6 +323,17 @@ class Host:
 
     def _indexed(self, workspace: str, summary: dict[str, Any]) -> None:
         self.check_state(workspace, "semantic")
+        if self.on_paths_indexed is not None:
+            self.on_paths_indexed(workspace)
+
+    def locate(self, path: Path) -> tuple[str, str] | None:
+        """(workspace, root-relative path) of a file under a served folder (the innermost)."""
+        real = Path(os.path.realpath(path))
+        best: tuple[str, Path] | None = None
+        for name, root in self.served.items():
+            if root in real.parents and (best is None or len(str(root)) > len(str(best[1]))):
+                best = (name, root)
+        return None if best is None else (best[0], real.relative_to(best[1]).as_posix())
 
     def _embedded(self, workspace: str) -> None:
         self.check_state(workspace, "semantic")

@@ -29,10 +29,13 @@ COMMAND_STATUS = "autodoc.status"
 
 
 def register(server: AutodocServer) -> None:
+    from .lsp_links import register_links
+
     register_methods(server)
     register_session(server)
     register_folders(server)
     register_search(server)
+    register_links(server)
 
 
 def register_methods(server: AutodocServer) -> None:

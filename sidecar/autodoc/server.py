@@ -59,7 +59,8 @@ class AutodocServer(LanguageServer):
         super().__init__(
             "autodoc",
             __version__,
-            text_document_sync_kind=types.TextDocumentSyncKind.None_,
+            # the editor's text of open documents: links under the cursor before a save
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             protocol_cls=AutodocProtocol,
         )
         self.host = Host(engine, watch=False, notify=self.notify, on_lease=self._log_lease)

@@ -194,16 +194,19 @@ def documents_meta(conn: sqlite3.Connection, ws_id: int) -> list[tuple[str, str 
     return [(r[0], r[1]) for r in rows]
 
 
-def unresolved_links(conn: sqlite3.Connection, ws_id: int) -> list[tuple[str, int, str, str]]:
-    """(path, line, kind, target) of links that resolve to no document, by path and line (a
-    record link is a guess beside a relation's own link, not a link the author wrote)."""
+def unresolved_links(
+    conn: sqlite3.Connection, ws_id: int, path: str | None = None
+) -> list[tuple[str, int, str, str]]:
+    """(path, line, kind, target) of links that resolve to no document (of one document), by
+    path and line (a record link is a guess beside a relation's own link, not a link the
+    author wrote)."""
     rows = conn.execute(
         "SELECT d.path, l.line, l.kind, l.target FROM links l"
         " JOIN documents d ON d.id = l.source_id"
         " WHERE l.workspace_id = ? AND l.target_id IS NULL AND d.deleted = 0"
-        " AND l.kind != 'record'"
+        " AND l.kind != 'record' AND (? IS NULL OR d.path = ?)"
         " ORDER BY d.path, l.line",
-        (ws_id,),
+        (ws_id, path, path),
     )
     return [(r[0], r[1], r[2], r[3]) for r in rows]
 
@@ -651,3 +654,52 @@ def shared_link_counts(conn: sqlite3.Connection, doc_id: int, limit: int) -> lis
         (doc_id, doc_id, doc_id, limit),
     )
     return [(r[0], r[1]) for r in rows]
+
+
+# -- links in an editor: definition, references, document links, hover ---------------------------
+
+
+def links_on(conn: sqlite3.Connection, doc_id: int, line: int | None = None) -> list[tuple]:
+    """(line, kind, target, heading, target id or None) of a document's links (on one line)."""
+    sql = (
+        "SELECT line, kind, target, heading, target_id FROM links WHERE source_id = ?"
+        " AND kind != 'record'"
+    )
+    args: tuple = (doc_id,)
+    if line is not None:
+        sql += " AND line = ?"
+        args = (doc_id, line)
+    return [tuple(r) for r in conn.execute(sql + " ORDER BY line", args)]
+
+
+def links_into(conn: sqlite3.Connection, doc_id: int) -> list[tuple[str, int, str]]:
+    """(source path, line, heading) of every link from a live document to this one."""
+    rows = conn.execute(
+        "SELECT d.path, l.line, l.heading FROM links l JOIN documents d ON d.id = l.source_id"
+        " WHERE l.target_id = ? AND d.deleted = 0 AND l.kind != 'record'"
+        " ORDER BY d.path, l.line",
+        (doc_id,),
+    )
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def document_by_key(conn: sqlite3.Connection, ws_id: int, key: str) -> int | None:
+    """The one live document a link key names (None when none does, or several equally)."""
+    rows = conn.execute(
+        "SELECT n.document_id, n.rank FROM names n JOIN documents d ON d.id = n.document_id"
+        " WHERE n.workspace_id = ? AND n.key = ? AND d.deleted = 0 ORDER BY n.rank LIMIT 2",
+        (ws_id, key),
+    ).fetchall()
+    if not rows or (len(rows) == 2 and rows[0][1] == rows[1][1] and rows[0][0] != rows[1][0]):
+        return None
+    return rows[0][0]
+
+
+def document_sections(conn: sqlite3.Connection, doc_id: int) -> list[tuple[int, int, str, str]]:
+    """(line_start, line_end, breadcrumb, text) of a document's visible chunks, in order."""
+    rows = conn.execute(
+        f"SELECT line_start, line_end, breadcrumb, text FROM chunks WHERE document_id = ?"
+        f" AND state = {LIVE} ORDER BY ordinal",
+        (doc_id,),
+    )
+    return [(r[0], r[1], r[2], r[3]) for r in rows]
