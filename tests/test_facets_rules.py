@@ -49,7 +49,7 @@ DOCS = {
     "notes/b.md": "",
 }
 LIBYAML = hasattr(yaml, "CSafeLoader")  # its messages for malformed YAML are its own
-FACETS = ["date", "number", "reviewed", "status", "tag", "team", "type", "weight"]
+FACETS = ["date", "modified", "number", "reviewed", "status", "tag", "team", "type", "weight"]
 
 
 @pytest.fixture(scope="module")
@@ -436,6 +436,7 @@ def test_the_stored_json_gives_back_the_same_schema():
             "status": facets.Field("status", "enum", ("draft", "final"), True),
             "kind": facets.Field("kind", "enum", ("adr",)),
             "tag": facets.Field("tag", "list"),
+            "modified": facets.Field("modified", facets.BUILT_IN),  # every workspace has it
         }
     )
     assert again.types == schema.types and again.match == {"adr": ("decisions/*",)}
@@ -470,7 +471,11 @@ def test_the_stored_json_gives_back_the_same_schema():
 def test_each_declared_field_is_one_facet(text, expected):
     schema = parse_schema(text)
     want = {n: facets.Field(n, t, v) for n, (t, v) in expected.items()}
-    assert schema.facets == {**want, "tag": facets.Field("tag", "list")}
+    built_in = {
+        "tag": facets.Field("tag", "list"),
+        "modified": facets.Field("modified", "file mtime"),
+    }
+    assert schema.facets == {**built_in, **want}
 
 
 def test_a_type_comes_from_the_type_field_or_the_path():

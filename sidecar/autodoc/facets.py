@@ -19,6 +19,7 @@ import fnmatch
 import hashlib
 import json
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -48,6 +49,13 @@ _TYPE_ALIASES = {
     "list of links": "link",
 }
 TAG_FIELD = "tag"  # the shorthand every workspace has: frontmatter tags and inline #tags
+# The file's modification time, every workspace's too unless its schema declares a field of that
+# name: `modified:<30d` (changed in the last 30 days), `modified:>=2025-06`.
+MODIFIED_FIELD = "modified"
+BUILT_IN = "file mtime"  # the built-in modified field's type
+_RANGE_OP = re.compile(r"^(>=|<=|>|<)\s*")
+_AGE = re.compile(r"^(\d{1,5})\s*([dwy])$")
+_AGE_DAYS = {"d": 1, "w": 7, "y": 365}
 DEFAULT_TYPE_FIELD = "type"
 MAX_VALUE_CHARS = 200  # longer values (prose) are not facet values
 # A kept set larger than this and than half the workspace goes to the stages as the documents
@@ -101,6 +109,7 @@ class Schema:
         if self.types and self.type_field not in out:
             out[self.type_field] = Field(self.type_field, "enum", tuple(self.types))
         out[TAG_FIELD] = Field(TAG_FIELD, "list")
+        out.setdefault(MODIFIED_FIELD, Field(MODIFIED_FIELD, BUILT_IN))
         return out
 
     @property
@@ -389,7 +398,7 @@ def document_facets(
     if schema.facets:
         lowered = {str(k).lower(): v for k, v in meta.items()}
         for name in schema.facets:
-            if name == TAG_FIELD or name not in lowered:
+            if name == TAG_FIELD or name not in lowered or schema.facets[name].type == BUILT_IN:
                 continue
             raw = lowered[name]
             link = schema.facets[name].type == "link"
@@ -411,6 +420,11 @@ def document_facets(
 class Match:
     value: str
     prefix: bool = False  # a partial date: the value or anything under it
+    op: str = ""  # a range on a date: ">=", ">", "<=", "<" (the value's whole day, month, year)
+    between: tuple[int | None, int | None] | None = None  # modified: [low, high) in mtime ns
+
+    def shown(self) -> str:
+        return self.op + self.value + ("*" if self.prefix and not self.op else "")
 
 
 @dataclass
@@ -433,7 +447,7 @@ class FacetFilter:
 
     def describe(self) -> protocol.FilterRecord:
         def side(d: dict[str, list[Match]]) -> dict[str, list[str]]:
-            return {k: [m.value + ("*" if m.prefix else "") for m in v] for k, v in d.items()}
+            return {k: [m.shown() for m in v] for k, v in d.items()}
 
         out = protocol.FilterRecord()
         if self.include:
@@ -472,12 +486,16 @@ class FacetFilter:
 
     @staticmethod
     def _matching(conn, ws_id: int, name: str, matches: list[Match]) -> set[int]:
-        exact = [m.value for m in matches if not m.prefix]
+        exact = [m.value for m in matches if not (m.prefix or m.op or m.between)]
         ids: set[int] = set()
         if exact:
             ids.update(store.documents_with_facet(conn, ws_id, name, exact))
         for m in matches:
-            if m.prefix:  # a year or a month: itself or under it
+            if m.between is not None:  # the file's modification time
+                ids.update(store.documents_modified(conn, ws_id, *m.between))
+            elif m.op:
+                ids.update(store.documents_with_facet_range(conn, ws_id, name, *_text_range(m)))
+            elif m.prefix:  # a year or a month: itself or under it
                 ids.update(store.documents_with_facet_under(conn, ws_id, name, m.value))
         return ids
 
@@ -544,8 +562,8 @@ def coerce(schema: Schema, name: str, raw: Any, *, source: str) -> Match:
         except (TypeError, ValueError):
             raise invalid_params(f"{f.name} is a number, not {raw!r}", **where) from None
         return Match(canonical(value) or str(raw))
-    if kind == "date":
-        return _date_match(f.name, raw, where)
+    if kind in ("date", BUILT_IN):
+        return _range_match(f.name, kind, str(raw).strip(), where)
     value = canonical(meta_target(raw) if kind == "link" and isinstance(raw, str) else raw)
     if value is None:
         raise invalid_params(f"{f.name}: empty value", **where)
@@ -554,6 +572,47 @@ def coerce(schema: Schema, name: str, raw: Any, *, source: str) -> Match:
             f"{f.name} is one of {', '.join(f.values)}, not {raw!r}", **where, allowed=f.values
         )
     return Match(value)
+
+
+def _range_match(name: str, kind: str, raw: str, where: dict[str, Any]) -> Match:
+    """A date, a part of one, or a range: `2025-01`, `>=2025-01`, `<2024`; for the built-in
+    `modified` an age too (`<30d`: changed in the last 30 days, `>1y`: not for a year)."""
+    m = _RANGE_OP.match(raw)
+    op, rest = (m[1], raw[m.end() :]) if m else ("", raw)
+    if kind == BUILT_IN and (age := _AGE.match(rest)):
+        days = int(age[1]) * _AGE_DAYS[age[2]]
+        since = time.time_ns() - days * 86_400 * 10**9
+        op = op or "<"  # modified:30d: within 30 days
+        between = (since, None) if op in ("<", "<=") else (None, since)
+        return Match(f"{age[1]}{age[2]}", op=op, between=between)
+    day = _date_match(name, rest, where)
+    if kind == BUILT_IN:
+        return Match(day.value, day.prefix, op, _mtime_bounds(day, op))
+    return Match(day.value, day.prefix, op)
+
+
+def _text_range(m: Match) -> tuple[str | None, str | None]:
+    """[low, high) over ISO date text for a range on a date or a part of one ("~" sorts after
+    every digit and "-", so `2025-01~` is past every day of January 2025)."""
+    after = m.value + "~"
+    return {">=": (m.value, None), ">": (after, None), "<": (None, m.value),
+            "<=": (None, after)}[m.op]  # fmt: skip
+
+
+def _mtime_bounds(day: Match, op: str) -> tuple[int | None, int | None]:
+    """[low, high) in mtime ns for a local-time day, month or year and a range operator."""
+    parts = [int(x) for x in day.value.split("-")]
+    year, month, mday = [*parts, 1, 1][:3]
+    start = _dt.datetime(year, month, mday)
+    if len(parts) == 1:
+        end = start.replace(year=start.year + 1)
+    elif len(parts) == 2:
+        end = (start.replace(day=28) + _dt.timedelta(days=4)).replace(day=1)
+    else:
+        end = start + _dt.timedelta(days=1)
+    lo, hi = int(start.timestamp() * 10**9), int(end.timestamp() * 10**9)
+    return {"": (lo, hi), ">=": (lo, None), ">": (hi, None), "<": (None, lo),
+            "<=": (None, hi)}[op]  # fmt: skip
 
 
 def _date_match(name: str, raw: Any, where: dict[str, Any]) -> Match:
@@ -647,7 +706,7 @@ def schema_state(shown: str, schema: Schema, error: str) -> protocol.SchemaState
     """A loaded schema as `check` and `workspace.configure` describe it."""
     return protocol.SchemaState(
         path=shown,
-        fields=sorted(n for n in schema.facets if n != TAG_FIELD),
+        fields=sorted(n for n, f in schema.facets.items() if n != TAG_FIELD and f.type != BUILT_IN),
         types=sorted(schema.types),
         error=error,
     )

@@ -9,8 +9,11 @@ weights say how sure each retriever is (issue 10); best on CoSQA, behind RRF els
 
 from __future__ import annotations
 
+import datetime
 import itertools
+import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -157,6 +160,43 @@ def apply_boosts(hits: list[Fused], tagged: set[int], inbound: dict[int, int]) -
         if h.document_id in tagged:
             h.score *= TAG_BOOST
         h.score *= link_factor(inbound.get(h.document_id, 0))
+    return sorted(hits, key=lambda f: f.tie_key)
+
+
+RECENCY_FLOOR = 0.5  # with a recency boost, a very old document keeps half its score
+MAX_HALF_LIFE_DAYS = 36_500
+
+
+def recency_weight(age_days: float, half_life_days: float) -> float:
+    """1.0 for a document dated now, halving its distance to RECENCY_FLOOR every half-life."""
+    decay = 0.5 ** (max(age_days, 0.0) / half_life_days)
+    return RECENCY_FLOOR + (1 - RECENCY_FLOOR) * decay
+
+
+def document_age_days(mtime_ns: int, meta_json: str | None, now: float) -> float:
+    """A document's age: its frontmatter `date` (YYYY-MM-DD…) when it has one, else its file's
+    modification time (a fresh clone gives every file today's)."""
+    meta = json.loads(meta_json or "{}")
+    raw = next((v for k, v in meta.items() if str(k).lower() == "date"), None)
+    if isinstance(raw, str) and (m := re.match(r"^(\d{4})-(\d{2})-(\d{2})", raw)):
+        try:
+            stamp = datetime.datetime(int(m[1]), int(m[2]), int(m[3])).timestamp()
+            return (now - stamp) / 86_400
+        except ValueError:
+            pass
+    return (now - mtime_ns / 1e9) / 86_400
+
+
+def apply_recency(
+    hits: list[Fused], facts: dict[int, tuple[int, str]], half_life_days: float, now: float
+) -> list[Fused]:
+    """Each hit's score × `recency_weight` of its document's age; re-sort."""
+    weights = {
+        d: recency_weight(document_age_days(mtime, meta, now), half_life_days)
+        for d, (mtime, meta) in facts.items()
+    }
+    for h in hits:
+        h.score *= weights.get(h.document_id, RECENCY_FLOOR)
     return sorted(hits, key=lambda f: f.tie_key)
 
 

@@ -44,7 +44,9 @@ DEFAULT_LIMIT = 10
 MAX_LIMIT = 100
 STALE_SPARE = 10
 
-_OPTS = {"limit", "stages", "paths", "mode", "retrieval", "window", "facets", "tags", "fusion"}
+_OPTS = {
+    "limit", "stages", "paths", "mode", "retrieval", "window", "facets", "tags", "fusion", "recency"
+}  # fmt: skip
 FACET_ONLY = "the query has only facet filters"
 
 
@@ -109,7 +111,21 @@ def parse_options(opts: Any) -> SearchOptions:
         raise invalid_params(
             f"fusion must be one of {', '.join(fuse.FUSIONS)}", field="fusion", value=fusion
         )
-    return SearchOptions(limit, stages, paths, demote, window, facet_opts, tags, fusion)
+    recency = opts.get("recency")
+    if recency is not None and (
+        isinstance(recency, bool)
+        or not isinstance(recency, (int, float))
+        or not 0 < recency <= fuse.MAX_HALF_LIFE_DAYS
+    ):
+        raise invalid_params(
+            f"recency is a half-life in days, above 0 and at most {fuse.MAX_HALF_LIFE_DAYS}",
+            field="recency",
+            value=recency,
+        )
+    return SearchOptions(
+        limit, stages, paths, demote, window, facet_opts, tags, fusion,
+        None if recency is None else float(recency),
+    )  # fmt: skip
 
 
 # -- the pipeline ------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ class SearchOptions:
     facets: dict[str, Any] | None = None  # {field: [values]}; a "-field" key excludes
     tags: list[str] | None = None  # tag names; "-name" excludes
     fusion: str = fuse.DEFAULT_FUSION  # "convex", "confidence" or the spec's plain "rrf"
+    recency: float | None = None  # a half-life in days: newer documents rank higher
 
 
 @dataclass

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from typing import ClassVar
 
 from .. import fuse, protocol, store
@@ -61,6 +62,9 @@ class FuseStage(StageDefaults):
         words = {t for item in ctx.query.items for t in analyze(item.text)}
         tagged = {d for d, (_, tags) in info.items() if has_query_tag(tags, words)}
         fused = fuse.apply_boosts(fused, tagged, {d: inbound for d, (inbound, _) in info.items()})
+        if ctx.options.recency is not None:  # off: no score is touched, no order changes
+            facts = store.recency_facts(conn, docs)
+            fused = fuse.apply_recency(fused, facts, ctx.options.recency, time.time())
         fused = fuse.cap_per_document(fused)
         demote = ctx.options.demote_superseded
         if demote is None:

@@ -703,3 +703,33 @@ def document_sections(conn: sqlite3.Connection, doc_id: int) -> list[tuple[int, 
         (doc_id,),
     )
     return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+def documents_with_facet_range(
+    conn: sqlite3.Connection, ws_id: int, field: str, low: str | None, high: str | None
+) -> set[int]:
+    """Documents whose facet value lies in [low, high) (ISO dates order as text)."""
+    rows = conn.execute(
+        "SELECT document_id FROM facets WHERE workspace_id = ? AND field = ?"
+        " AND (? IS NULL OR value >= ?) AND (? IS NULL OR value < ?)",
+        (ws_id, field, low, low, high, high),
+    )
+    return {r[0] for r in rows}
+
+
+def documents_modified(
+    conn: sqlite3.Connection, ws_id: int, low_ns: int | None, high_ns: int | None
+) -> set[int]:
+    """Live documents whose file was last modified in [low_ns, high_ns)."""
+    rows = conn.execute(
+        "SELECT id FROM documents WHERE workspace_id = ? AND deleted = 0"
+        " AND (? IS NULL OR mtime_ns >= ?) AND (? IS NULL OR mtime_ns < ?)",
+        (ws_id, low_ns, low_ns, high_ns, high_ns),
+    )
+    return {r[0] for r in rows}
+
+
+def recency_facts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[int, str]]:
+    """{document id: (mtime_ns, frontmatter JSON)}: what a recency boost dates a document by."""
+    sql = "SELECT id, mtime_ns, meta FROM documents WHERE id IN ({marks})"
+    return {r[0]: (r[1], r[2]) for r in Store.rows(conn, sql, list(ids))}
