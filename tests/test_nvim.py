@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import EXAMPLE_VAULT, REPO, missing, tool
+from .conftest import EXAMPLE_VAULT, REPO, SHARED, missing, tool
 
 try:
     import pynvim
@@ -27,7 +27,9 @@ WAIT_S = 30.0
 class Nvim:
     """A headless Neovim with the plugin on its runtimepath, started in `cwd`."""
 
-    def __init__(self, cwd: Path, home: Path, server: dict, setup: dict | None = None) -> None:
+    def __init__(
+        self, cwd: Path, home: Path, server: dict, setup: dict | None = None, rtp: tuple = ()
+    ) -> None:
         env = {
             "AUTODOC_DB": str(home / "store" / "autodoc.db"),
             "XDG_DATA_HOME": str(home / "data"),
@@ -42,6 +44,7 @@ class Nvim:
             self.nvim = pynvim.attach(
                 "child",
                 argv=[NVIM, "--embed", "--headless", "--clean", "--cmd", f"set rtp^={REPO}",
+                      *[a for d in rtp for a in ("--cmd", f"set rtp^={d}")],
                       "--cmd", "runtime plugin/autodoc.lua"],
             )  # fmt: skip
         finally:
@@ -609,3 +612,79 @@ def test_find_opens_a_name_at_its_section(start):
     n.until(lambda: n.state() is None)
     assert n.nvim.current.buffer.name.endswith("0003-embedded-sqlite-store.md")
     assert n.nvim.current.window.cursor[0] == hit["line_start"]
+
+
+# -- the pickers people already use (unmodified copies in ../shared/vendor/nvim) ---------------
+
+VENDOR = SHARED / "vendor" / "nvim"
+
+
+def with_plugins(tmp_path: Path, vault: Path, *names: str) -> Nvim:
+    dirs = [VENDOR / n for n in names]
+    if not all(d.is_dir() for d in dirs):
+        missing("corpus", f"the vendored plugins {names} are absent from {VENDOR}")
+    if NVIM is None or pynvim is None:
+        missing("nvim", NO_NVIM)
+    return Nvim(vault, tmp_path / "home", {"embedding": "none"}, rtp=tuple(dirs))
+
+
+def test_the_snacks_sources_search_relate_and_jump(tmp_path: Path, vault: Path):
+    n = with_plugins(tmp_path, vault, "snacks.nvim")
+    try:
+        n.lua("require('snacks').setup({ picker = { enabled = true } })")
+        n.serve()
+        n.lua("require('autodoc.pickers.snacks').search({ query = 'sqlite store' })")
+        items = (
+            "local p = Snacks.picker.get()[1]; return p and vim.tbl_map(function(i)"
+            " return {i.autodoc.path, i.pos[1], i.file, i.autodoc.label} end, p:items()) or {}"
+        )
+        got = n.until(lambda: n.lua(items))
+        assert got[0][0] == "adr/0003-embedded-sqlite-store.md"
+        assert got[0][2] == str(vault.resolve() / "adr" / "0003-embedded-sqlite-store.md")
+        assert n.lua("return Snacks.picker.get()[1].title") == "AutoDoc search"
+        # A stage toggle flips the picker's flag (shown in its title) and searches again.
+        assert n.lua("local p = Snacks.picker.get()[1]; p:action('autodoc_rerank');"
+                     " return p.opts.rerank") is False  # fmt: skip
+        n.lua("Snacks.picker.get()[1]:close()")
+        n.nvim.command(f"edit {vault / 'adr' / '0003-embedded-sqlite-store.md'}")
+        n.nvim.command("25")
+        n.lua("require('autodoc.pickers.snacks').related()")
+        got = n.until(lambda: n.lua(items))
+        assert got[0][0] == "adr/0002-store-documents-in-postgres.md"
+        assert all(path != "adr/0003-embedded-sqlite-store.md" for path, *_ in got)
+        n.nvim.input("<CR>")  # as a person confirms: the picker's own key
+        n.until(lambda: n.nvim.current.buffer.name.endswith("0002-store-documents-in-postgres.md"))
+        assert n.nvim.current.window.cursor[0] == got[0][1]
+    finally:
+        n.close()
+
+
+def test_the_telescope_extension_searches_relates_and_finds(tmp_path: Path, vault: Path):
+    n = with_plugins(tmp_path, vault, "plenary.nvim", "telescope.nvim")
+    try:
+        n.nvim.command("runtime plugin/telescope.lua")
+        n.lua("require('telescope').load_extension('autodoc')")
+        n.serve()
+        results = (
+            "local s = require('telescope.actions.state');"
+            " local p = s.get_current_picker(vim.api.nvim_get_current_buf());"
+            " if not (p and p.manager) then return {} end; local out = {};"
+            " for e in p.manager:iter() do table.insert(out, {e.value.path, e.lnum}) end;"
+            " return out"
+        )
+        n.nvim.command("Telescope autodoc search default_text=reclaimBatch")
+        got = n.until(lambda: n.lua(results))
+        assert got == [["adr/0003-embedded-sqlite-store.md", 55]]  # the section holding it
+        n.nvim.input("<Esc><Esc>")
+        n.nvim.command(f"edit {vault / 'adr' / '0003-embedded-sqlite-store.md'}")
+        n.nvim.command("25")
+        n.nvim.command("Telescope autodoc related")
+        got = n.until(lambda: n.lua(results))
+        assert {p for p, _ in got} >= {"adr/0002-store-documents-in-postgres.md", "README.md"}
+        assert "adr/0003-embedded-sqlite-store.md" not in {p for p, _ in got}
+        n.nvim.input("<Esc><Esc>")
+        n.nvim.command("Telescope autodoc find default_text=reclaimBatch")
+        got = n.until(lambda: n.lua(results))
+        assert got[0] == ["adr/0003-embedded-sqlite-store.md", 55]
+    finally:
+        n.close()

@@ -34,6 +34,92 @@ local function matches(item, query)
 end
 
 ---@type autodoc.Source
+M.search = {
+  method = "autodoc/search.query",
+  needs_query = true,
+  params = function(workspace, query, ctx)
+    return { workspace, query, { limit = ctx.limit, stages = ctx.stages } }
+  end,
+  items = function(result)
+    local out = {}
+    for _, h in ipairs(result.hits or {}) do
+      table.insert(out, {
+        path = h.path,
+        line_start = h.line_start,
+        line_end = h.line_end,
+        breadcrumb = h.breadcrumb,
+        label = h.via and h.via[1] == "facet" and "   ·" or string.format("%.2f", h.relevance),
+        snippet = h.snippet,
+      })
+    end
+    return out
+  end,
+  describe = function(result, items)
+    return string.format("%d hits · %s · %.0f ms", #items, result.mode_used, result.took_ms or 0)
+  end,
+}
+
+--- The stages a search asks for, from a choice of checked boxes: never neither retriever.
+---@param checked table<string, boolean>
+---@return string[]
+function M.stages(checked)
+  local out = {}
+  for _, s in ipairs({ "lexical", "semantic", "rerank" }) do
+    if checked[s] then
+      table.insert(out, s)
+    end
+  end
+  if not checked.lexical and not checked.semantic then
+    table.insert(out, 1, "lexical")
+  end
+  return out
+end
+
+--- The client, root and workspace around the current buffer, for an adapter to open its
+--- picker with (asking about a large root first, as the built-in picker does).
+---@param callback fun(client: vim.lsp.Client, root: string, workspace: string)
+function M.with_workspace(callback)
+  local client_mod = require("autodoc.client")
+  client_mod.choose_root(0, function(root)
+    local client = root and client_mod.start(root)
+    if not client then
+      return
+    end
+    local function ready(tries)
+      client_mod.workspace(client, root, function(name)
+        if name then
+          callback(client, root, name)
+        elseif tries > 0 then -- the sidecar is still adding the folder
+          vim.defer_fn(function()
+            ready(tries - 1)
+          end, 200)
+        else
+          vim.notify("autodoc: no workspace for " .. root, vim.log.levels.ERROR)
+        end
+      end)
+    end
+    ready(50)
+  end)
+end
+
+--- The related source's request context for the current buffer: its path under `root` and the
+--- cursor's line (nil with `whole`), or nil when the buffer is not a note under the root.
+---@param root string
+---@param whole boolean?
+---@return table?
+function M.here(root, whole)
+  local file = vim.api.nvim_buf_get_name(0)
+  local real = file ~= "" and (vim.uv.fs_realpath(file) or file) or ""
+  if real:sub(1, #root + 1) ~= root .. "/" then
+    return nil
+  end
+  return {
+    path = real:sub(#root + 2),
+    line = not whole and vim.api.nvim_win_get_cursor(0)[1] or nil,
+  }
+end
+
+---@type autodoc.Source
 M.find = {
   method = "autodoc/search.find",
   needs_query = true,

@@ -1,0 +1,133 @@
+---@mod autodoc.pickers.snacks AutoDoc in folke/snacks.nvim's picker.
+---
+--- `require("autodoc.pickers.snacks").search()`: searched as you type (a live source), with
+--- the stage toggles on the same keys as the built-in picker (shown as flags in the title);
+--- `.related({ whole? })` and `.find()`. The items and requests are `autodoc.sources`'.
+
+local config = require("autodoc.config")
+local sources = require("autodoc.sources")
+
+local M = {}
+
+local STAGES = { "lexical", "semantic", "rerank" }
+
+--- One request in the finder's coroutine: asked on the main loop, waited for by suspending.
+---@param ctx table snacks' finder context
+---@return autodoc.Item[], table?
+local function ask(ctx, client, source, workspace, query, extra)
+  local async = ctx.async
+  local result, done = nil, false
+  vim.schedule(function()
+    require("autodoc.client").request(
+      client,
+      source.method,
+      source.params(workspace, query, extra),
+      function(err, res)
+        result, done = not err and res or nil, true
+        async:resume()
+      end
+    )
+  end)
+  while not done do
+    async:suspend()
+  end
+  return result and source.items(result, query) or {}, result
+end
+
+---@param kind "search"|"related"|"find"
+---@param context table the source's request context
+---@param opts table user options, merged over the picker's
+local function pick(kind, client, root, workspace, context, opts)
+  local source = sources[kind]
+  local keys = config.options.keys
+  local checked = require("autodoc.picker").load_stages()
+  local spec = {
+    source = "autodoc_" .. kind,
+    title = "AutoDoc " .. kind,
+    live = source.needs_query,
+    supports_live = source.needs_query,
+    search = opts.query,
+    preview = "file",
+    sort = { fields = { "score:desc", "idx" } },
+    toggles = { lexical = "L", semantic = "S", rerank = "R" },
+    finder = function(o, ctx)
+      local query = ctx.filter.search
+      if source.needs_query and query:match("^%s*$") then
+        return {}
+      end
+      local extra = vim.tbl_extend("force", context, {
+        limit = config.options.limit,
+        stages = sources.stages({ lexical = o.lexical, semantic = o.semantic, rerank = o.rerank }),
+      })
+      return function(cb)
+        local items = ask(ctx, client, source, workspace, query, extra)
+        for i, it in ipairs(items) do
+          cb({
+            idx = i,
+            score = #items - i + 1, -- the sidecar's order
+            text = it.path .. " " .. it.breadcrumb,
+            file = vim.fs.joinpath(root, it.path),
+            pos = { it.line_start, 0 },
+            end_pos = { it.line_end, 0 },
+            autodoc = it,
+          })
+        end
+      end
+    end,
+    format = function(item)
+      local it = item.autodoc
+      return {
+        { it.label, "AutodocRelevance" },
+        { "  " },
+        { it.path .. ":" .. it.line_start, "AutodocPath" },
+        { "  " },
+        { it.breadcrumb, "AutodocBreadcrumb" },
+      }
+    end,
+    actions = {},
+    win = { input = { keys = {} } },
+  }
+  for _, stage in ipairs(STAGES) do
+    spec[stage] = checked[stage]
+    spec.actions["autodoc_" .. stage] = function(picker)
+      picker.opts[stage] = not picker.opts[stage]
+      picker:find()
+    end
+    spec.win.input.keys[keys[stage]] = { "autodoc_" .. stage, mode = { "i", "n" } }
+  end
+  return Snacks.picker.pick(vim.tbl_deep_extend("force", spec, opts.snacks or {}))
+end
+
+--- Search as you type. {opts}: `query` (the first search), `snacks` (picker options).
+---@param opts? table
+function M.search(opts)
+  opts = opts or {}
+  sources.with_workspace(function(client, root, workspace)
+    pick("search", client, root, workspace, {}, opts)
+  end)
+end
+
+--- The sections related to the one under the cursor (`whole`: to the note).
+---@param opts? table
+function M.related(opts)
+  opts = opts or {}
+  sources.with_workspace(function(client, root, workspace)
+    local here = sources.here(root, opts.whole)
+    if not here then
+      vim.notify("autodoc: this buffer is not a note under " .. root, vim.log.levels.WARN)
+      return
+    end
+    pick("related", client, root, workspace, here, opts)
+  end)
+end
+
+--- Titles, aliases, headings and identifiers by name, as you type.
+---@param opts? table
+function M.find(opts)
+  opts = opts or {}
+  sources.with_workspace(function(client, root, workspace)
+    pick("find", client, root, workspace, {}, opts)
+  end)
+end
+
+return M

@@ -1,0 +1,113 @@
+---@mod autodoc.pickers.telescope AutoDoc in nvim-telescope/telescope.nvim.
+---
+--- `require("autodoc.pickers.telescope").search()` (a dynamic finder: the sidecar answers each
+--- prompt, in its own order; <M-l> <M-s> <M-r> toggle the stages and search again),
+--- `.related({ whole? })` and `.find()`. Also `:Telescope autodoc search|related|find` once
+--- `require("telescope").load_extension("autodoc")`.
+
+local config = require("autodoc.config")
+local sources = require("autodoc.sources")
+
+local M = {}
+
+local STAGES = { "lexical", "semantic", "rerank" }
+
+---@param kind "search"|"related"|"find"
+local function pick(kind, client, root, workspace, context, opts)
+  local pickers = require("telescope.pickers")
+  local finders = require("telescope.finders")
+  local sorters = require("telescope.sorters")
+  local conf = require("telescope.config").values
+  local action_state = require("telescope.actions.state")
+  local channel = require("plenary.async.control").channel
+  local source = sources[kind]
+  local checked = require("autodoc.picker").load_stages()
+
+  local function entry(it)
+    return {
+      value = it,
+      ordinal = it.path .. " " .. it.breadcrumb,
+      display = it.label .. "  " .. it.path .. ":" .. it.line_start .. "  " .. it.breadcrumb,
+      filename = vim.fs.joinpath(root, it.path),
+      lnum = it.line_start,
+      col = 1,
+    }
+  end
+
+  local function make_finder()
+    return finders.new_dynamic({
+      entry_maker = entry,
+      fn = function(prompt) -- in telescope's coroutine: the reply is awaited, not polled
+        prompt = prompt or ""
+        if source.needs_query and prompt:match("^%s*$") then
+          return {}
+        end
+        local extra = vim.tbl_extend("force", context, {
+          limit = config.options.limit,
+          stages = sources.stages(checked),
+        })
+        local tx, rx = channel.oneshot()
+        require("autodoc.client").request(
+          client,
+          source.method,
+          source.params(workspace, prompt, extra),
+          tx
+        )
+        local err, result = rx()
+        return not err and result and source.items(result, prompt) or {}
+      end,
+    })
+  end
+
+  pickers
+    .new(opts.telescope or {}, {
+      prompt_title = "AutoDoc " .. kind,
+      default_text = opts.query or opts.default_text,
+      finder = make_finder(),
+      -- the sidecar's order for a search; typing narrows related sections
+      sorter = source.needs_query and sorters.highlighter_only(opts.telescope or {})
+        or conf.generic_sorter(opts.telescope or {}),
+      previewer = conf.grep_previewer(opts.telescope or {}),
+      attach_mappings = function(bufnr, map)
+        for _, stage in ipairs(STAGES) do
+          map({ "i", "n" }, config.options.keys[stage], function()
+            checked[stage] = not checked[stage]
+            action_state.get_current_picker(bufnr):refresh(make_finder(), { reset_prompt = false })
+          end)
+        end
+        return true
+      end,
+    })
+    :find()
+end
+
+---@param opts? table `query`, `telescope` (picker options)
+function M.search(opts)
+  opts = opts or {}
+  sources.with_workspace(function(client, root, workspace)
+    pick("search", client, root, workspace, {}, opts)
+  end)
+end
+
+---@param opts? table `whole` (the whole note), `telescope`
+function M.related(opts)
+  opts = opts or {}
+  sources.with_workspace(function(client, root, workspace)
+    local here = sources.here(root, opts.whole)
+    if not here then
+      vim.notify("autodoc: this buffer is not a note under " .. root, vim.log.levels.WARN)
+      return
+    end
+    pick("related", client, root, workspace, here, opts)
+  end)
+end
+
+---@param opts? table `query`, `telescope`
+function M.find(opts)
+  opts = opts or {}
+  sources.with_workspace(function(client, root, workspace)
+    pick("find", client, root, workspace, {}, opts)
+  end)
+end
+
+return M
