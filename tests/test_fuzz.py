@@ -81,7 +81,7 @@ def rpc(tmp_path_factory):
 
 
 READ_METHODS = ["workspace.list", "index.status", "search.query", "search.find", "doc.read",
-                "changes.since"]  # fmt: skip
+                "changes.since", "related"]  # fmt: skip
 WRITE_METHODS = ["workspace.add", "workspace.remove", "workspace.section_size",
                  "workspace.configure", "index.run", "index.check"]  # fmt: skip
 
@@ -137,6 +137,21 @@ def test_search_with_any_query_and_options(rpc, query, opts):
 )
 def test_find_with_any_name_and_options(rpc, name, opts):
     _documented(rpc.call, "search.find", ["v", name, opts])
+
+
+@FUZZ
+@given(
+    path=st.sampled_from(
+        ["README.md", "adr/0004-lease-recovery.md", "../README.md", "/etc/passwd", ""]
+    )
+    | json_value,
+    line=st.none() | st.integers(-3, 10**6) | json_value,
+    opts=st.dictionaries(
+        st.sampled_from(["limit", "include_self", "bogus"]), json_value, max_size=3
+    ),
+)
+def test_related_with_any_path_line_and_options(rpc, path, line, opts):
+    _documented(rpc.call, "related", ["v", path, line, opts])
 
 
 def test_every_method_is_fuzzed(rpc):

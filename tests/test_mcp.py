@@ -22,7 +22,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from autodoc import protocol
-from autodoc.mcp_server import HIT_FIELDS
+from autodoc.mcp_answers import HIT_FIELDS
 
 from .conftest import REPO, STAGE_SETS, long_count, snippet_in
 from .test_fuzz import DOCUMENTED, json_value

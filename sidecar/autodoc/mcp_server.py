@@ -30,6 +30,7 @@ from . import __version__
 from .engine import Engine
 from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from .host import Host
+from .mcp_answers import compact_related, compact_search
 from .mcp_docs import (
     FIND_DOC,
     INSTRUCTIONS,
@@ -48,7 +49,6 @@ DEFAULT_FIND_LIMIT = 5
 DEFAULT_RELATED_LIMIT = 5
 
 # Hit fields an agent needs to cite and read a hit; the rest (bytes, ids, highlights) stay out.
-HIT_FIELDS = ("path", "line_start", "line_end", "breadcrumb", "snippet", "relevance", "via")
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
 Workspace = Annotated[
@@ -129,7 +129,7 @@ class AgentServer:
             opts["facets"] = facets
         if paths:
             opts["paths"] = paths
-        return self.call_in(workspace, "search.query", [query, opts], _compact_search)
+        return self.call_in(workspace, "search.query", [query, opts], compact_search)
 
     def read_span(
         self,
@@ -166,7 +166,7 @@ class AgentServer:
             int, Field(strict=True, ge=1, le=50, description="Sections to return")
         ] = DEFAULT_RELATED_LIMIT,
     ) -> CallToolResult:
-        return self.call_in(workspace, "related", [path, line, {"limit": limit}], _compact_related)
+        return self.call_in(workspace, "related", [path, line, {"limit": limit}], compact_related)
 
     def status(self) -> CallToolResult:
         return self.reply(self.host.status)
@@ -181,42 +181,6 @@ def _error_result(err: RpcError) -> CallToolResult:
         structured_content={"error": err.to_dict()},
         is_error=True,
     )
-
-
-def _compact_related(answer: dict[str, Any]) -> dict[str, Any]:
-    """What an agent reads of `related`: where each section is, why, and how near."""
-    keep = ("path", "line_start", "line_end", "breadcrumb", "snippet", "similarity", "reasons")
-    return {
-        "path": answer["path"],
-        "line_start": answer["line_start"],
-        "line_end": answer["line_end"],
-        "semantic": answer["semantic"],
-        "hits": [{k: h[k] for k in keep} for h in answer["hits"]],
-    }
-
-
-def _compact_search(answer: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "workspace": answer["workspace"],
-        "query": answer["query"],
-        "mode_used": answer["mode_used"],
-        "hits": [{k: hit[k] for k in HIT_FIELDS} for hit in answer["hits"]],
-        "stages": {
-            "performed": answer["stages"]["performed"],
-            "skipped": answer["stages"]["skipped"],
-        },
-    }
-    if answer.get("filter"):
-        out["filter"] = answer["filter"]
-    if "matched" in answer:
-        out["matched"] = answer["matched"]
-    if answer["semantic"] not in ("ready", "off"):
-        out["semantic"] = answer["semantic"]
-    # An agent must tell "no answer" from "an answer": the evidence, never a normalised score.
-    out["confidence"] = answer["confidence"]
-    if answer["missing"]:
-        out["missing"] = answer["missing"]
-    return out
 
 
 # -- the MCP server ---------------------------------------------------------------------------
