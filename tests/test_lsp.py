@@ -781,29 +781,26 @@ async def test_definition_follows_wiki_markdown_and_heading_links(client, vault:
     )  # no link there: nothing, not an error
 
 
-async def test_references_list_every_place_that_links_to_a_document(client, vault: Path):
-    title = _at(vault, "adr/0003-embedded-sqlite-store.md", 12, "# ADR 0003")
+async def _references(client, where: types.TextDocumentPositionParams) -> set[tuple[str, int]]:
+    """(root-relative path, 1-based line) of each place `textDocument/references` lists."""
     got = await client.text_document_references_async(
         types.ReferenceParams(
-            text_document=title.text_document,
-            position=title.position,
+            text_document=where.text_document,
+            position=where.position,
             context=types.ReferenceContext(include_declaration=False),
         )
     )
-    places = {(loc.uri.rsplit("/vault/", 1)[1], loc.range.start.line + 1) for loc in got}
+    return {(loc.uri.rsplit("/vault/", 1)[1], loc.range.start.line + 1) for loc in got}
+
+
+async def test_references_list_every_place_that_links_to_a_document(client, vault: Path):
+    places = await _references(client, _at(vault, "adr/0003-embedded-sqlite-store.md", 12, "# ADR"))
     assert {("README.md", 13), ("adr/0004-lease-recovery.md", 14),
             ("adr/0004-lease-recovery.md", 21)} <= places  # fmt: skip
     assert ("adr/0002-store-documents-in-postgres.md", 1) in places  # superseded_by: frontmatter
     # On a link: the places that link to its target.
-    link = _at(vault, "README.md", 14, "[[0004")
-    got = await client.text_document_references_async(
-        types.ReferenceParams(
-            text_document=link.text_document,
-            position=link.position,
-            context=types.ReferenceContext(include_declaration=False),
-        )
-    )
-    assert {loc.uri.rsplit("/vault/", 1)[1] for loc in got} >= {"README.md"}
+    places = await _references(client, _at(vault, "README.md", 14, "[[0004"))
+    assert {("README.md", 14), ("notes/meeting-2026-03-02.md", 15)} <= places
 
 
 async def test_document_links_and_hover(client, vault: Path):

@@ -119,6 +119,28 @@ function M.here(root, whole)
   }
 end
 
+--- The three entry points of a picker adapter (`search`, `related`, `find`), over its
+--- `pick(kind, client, root, workspace, context, opts)`; related's context is the section
+--- under the cursor (`opts.whole`: the note).
+---@param pick fun(kind: string, client: vim.lsp.Client, root: string, workspace: string, context: table, opts: table)
+---@return table<string, fun(opts: table?)>
+function M.entries(pick)
+  local function open(kind)
+    return function(opts)
+      opts = opts or {}
+      M.with_workspace(function(client, root, workspace)
+        local context = kind == "related" and M.here(root, opts.whole) or {}
+        if not context then
+          vim.notify("autodoc: this buffer is not a note under " .. root, vim.log.levels.WARN)
+          return
+        end
+        pick(kind, client, root, workspace, context, opts)
+      end)
+    end
+  end
+  return { search = open("search"), related = open("related"), find = open("find") }
+end
+
 ---@type autodoc.Source
 M.find = {
   method = "autodoc/search.find",

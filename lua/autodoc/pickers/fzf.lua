@@ -58,31 +58,7 @@ local function pick(kind, client, root, workspace, context, opts)
   end
 end
 
----@param opts? table `query`, `fzf` (fzf-lua options)
-function M.search(opts)
-  opts = opts or {}
-  sources.with_workspace(function(client, root, workspace)
-    pick("search", client, root, workspace, {}, opts)
-  end)
-end
-
----@param opts? table `whole`, `fzf`
-function M.related(opts)
-  opts = opts or {}
-  sources.with_workspace(function(client, root, workspace)
-    local here = sources.here(root, opts.whole)
-    if here then
-      pick("related", client, root, workspace, here, opts)
-    end
-  end)
-end
-
----@param opts? table `query`, `fzf`
-function M.find(opts)
-  opts = opts or {}
-  sources.with_workspace(function(client, root, workspace)
-    pick("find", client, root, workspace, {}, opts)
-  end)
-end
+local entries = sources.entries(pick)
+M.search, M.related, M.find = entries.search, entries.related, entries.find
 
 return M

@@ -98,36 +98,7 @@ local function pick(kind, client, root, workspace, context, opts)
   return Snacks.picker.pick(vim.tbl_deep_extend("force", spec, opts.snacks or {}))
 end
 
---- Search as you type. {opts}: `query` (the first search), `snacks` (picker options).
----@param opts? table
-function M.search(opts)
-  opts = opts or {}
-  sources.with_workspace(function(client, root, workspace)
-    pick("search", client, root, workspace, {}, opts)
-  end)
-end
-
---- The sections related to the one under the cursor (`whole`: to the note).
----@param opts? table
-function M.related(opts)
-  opts = opts or {}
-  sources.with_workspace(function(client, root, workspace)
-    local here = sources.here(root, opts.whole)
-    if not here then
-      vim.notify("autodoc: this buffer is not a note under " .. root, vim.log.levels.WARN)
-      return
-    end
-    pick("related", client, root, workspace, here, opts)
-  end)
-end
-
---- Titles, aliases, headings and identifiers by name, as you type.
----@param opts? table
-function M.find(opts)
-  opts = opts or {}
-  sources.with_workspace(function(client, root, workspace)
-    pick("find", client, root, workspace, {}, opts)
-  end)
-end
+local entries = sources.entries(pick)
+M.search, M.related, M.find = entries.search, entries.related, entries.find
 
 return M

@@ -81,33 +81,7 @@ local function pick(kind, client, root, workspace, context, opts)
     :find()
 end
 
----@param opts? table `query`, `telescope` (picker options)
-function M.search(opts)
-  opts = opts or {}
-  sources.with_workspace(function(client, root, workspace)
-    pick("search", client, root, workspace, {}, opts)
-  end)
-end
-
----@param opts? table `whole` (the whole note), `telescope`
-function M.related(opts)
-  opts = opts or {}
-  sources.with_workspace(function(client, root, workspace)
-    local here = sources.here(root, opts.whole)
-    if not here then
-      vim.notify("autodoc: this buffer is not a note under " .. root, vim.log.levels.WARN)
-      return
-    end
-    pick("related", client, root, workspace, here, opts)
-  end)
-end
-
----@param opts? table `query`, `telescope`
-function M.find(opts)
-  opts = opts or {}
-  sources.with_workspace(function(client, root, workspace)
-    pick("find", client, root, workspace, {}, opts)
-  end)
-end
+local entries = sources.entries(pick)
+M.search, M.related, M.find = entries.search, entries.related, entries.find
 
 return M
