@@ -102,7 +102,18 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--work", help="BEIR: keep the indexed dataset here and reuse it")
     ev.add_argument("--min-recall3", type=float, help="exit 1 when Recall@3 is below this")
     ev.add_argument("--json", action="store_true", help="print the report as JSON")
-    sv = sub.add_parser("serve", help="run the LSP server on stdio (for editors)")
+    sv = sub.add_parser(
+        "serve", help="run the LSP server on stdio (for editors), or with --http a team's server"
+    )
+    sv.add_argument(
+        "paths", nargs="*", metavar="PATH", help="with --http: the folders to index and serve"
+    )
+    sv.add_argument("--http", metavar="HOST:PORT", help="serve JSON-RPC over HTTP at /rpc")
+    sv.add_argument("--token-file", help="with --http: bearer tokens, TOKEN [read-only] a line")
+    sv.add_argument(
+        "--token-env", default="AUTODOC_TOKEN", help="with --http: a read-write token's variable"
+    )
+    sv.add_argument("--max-concurrent", type=int, default=16, help="with --http: requests at once")
     sv.add_argument("--log-file", help="log here instead of stderr")
     sv.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     mc = sub.add_parser(
@@ -136,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     if getattr(args, "command", None) in ("serve", "mcp"):
         _log_for_server(args.log_file, args.log_level)
+    if getattr(args, "command", None) == "serve" and args.http:
+        return _serve_http(args)
     if getattr(args, "command", None) == "serve":
         from .server import serve  # pygls is only needed here
 
@@ -177,6 +190,26 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     finally:
         engine.close()
+
+
+def _serve_http(args: argparse.Namespace) -> int:
+    """`autodoc serve --http`: a configuration it refuses is a usage error (exit 2)."""
+    from .http_server import serve_http
+
+    try:
+        return serve_http(
+            args.db,
+            args.paths,
+            args.http,
+            token_file=args.token_file,
+            token_env=args.token_env,
+            max_concurrent=args.max_concurrent,
+        )
+    except (RpcError, ValueError, OSError) as err:
+        if not isinstance(err, RpcError):
+            err = RpcError(INVALID_PARAMS, str(err))
+        print(json.dumps({"error": err.to_dict()}, ensure_ascii=False), file=sys.stderr)
+        return EXIT_USAGE
 
 
 def _log_for_server(log_file: str | None, level: str) -> None:

@@ -1,0 +1,187 @@
+"""`autodoc serve --http`: a team's shared server. Bearer tokens (401 without or with a wrong
+one, 403 for a write with a read-only one), only the configured folders, limits, and many
+concurrent clients answered while the writer re-indexes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from .conftest import EXAMPLE_VAULT
+
+RW = "rw-token-0123456789abcdef"
+RO = "ro-token-0123456789abcdef"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def post(url: str, body: bytes | dict, token: str | None = RW) -> tuple[int, dict, dict]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(url, data=data, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read()), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}"), dict(e.headers)
+
+
+def call(url: str, method: str, *params, token: str | None = RW, rid: int = 1):
+    return post(url, {"jsonrpc": "2.0", "id": rid, "method": method, "params": list(params)},
+                token)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    base = tmp_path_factory.mktemp("http")
+    vault = base / "vault"
+    shutil.copytree(EXAMPLE_VAULT, vault)
+    tokens = base / "tokens"
+    tokens.write_text(f"# the team's tokens\n{RW}\n{RO} read-only\n")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "AUTODOC_TOKEN"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "autodoc", "--db", str(base / "store" / "a.db"), "serve",
+         "--http", f"127.0.0.1:{port}", "--token-file", str(tokens), str(vault)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/rpc"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            status, answer, _ = call(url, "index.status", "vault")
+            if status == 200 and answer.get("result", {}).get("documents") == 8:
+                break
+        except (urllib.error.URLError, ConnectionError):
+            pass
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read().decode()
+        time.sleep(0.2)
+    yield url, vault, proc
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_no_token_or_a_wrong_one_is_401(server):
+    url, _, _ = server
+    for token in (None, "not-a-token-of-this-server", RW + "x"):
+        status, answer, headers = call(url, "search.query", "vault", "lease", token=token)
+        assert status == 401 and answer["error"]["code"] == -32001
+        assert headers.get("www-authenticate", headers.get("WWW-Authenticate")).startswith("Bearer")
+
+
+def test_reads_with_either_token_and_writes_only_with_one_that_may(server):
+    url, _, _ = server
+    for token in (RW, RO):
+        status, answer, _ = call(url, "search.query", "vault", "lease recovery", {"limit": 3},
+                                 token=token)  # fmt: skip
+        assert status == 200
+        assert "adr/0004-lease-recovery.md" in {h["path"] for h in answer["result"]["hits"]}
+    status, answer, _ = call(url, "index.run", "vault", token=RO)
+    assert status == 403 and answer["error"]["code"] == -32003
+    status, answer, _ = call(url, "index.run", "vault", token=RW)
+    assert status == 200 and answer["result"]["files"] == 8
+
+
+def test_only_the_configured_folders_and_the_served_methods(server, tmp_path):
+    url, _, _ = server
+    status, answer, _ = call(url, "workspace.add", "mine", str(tmp_path))
+    assert status == 200 and answer["error"]["code"] == -32601  # nobody adds a folder remotely
+    for method in ("workspace.remove", "workspace.configure"):
+        assert call(url, method, "vault", {})[1]["error"]["code"] == -32601
+    status, answer, _ = call(url, "search.query", "other", "lease")
+    assert answer["error"]["code"] == -32602 and answer["error"]["data"]["workspaces"] == ["vault"]
+    status, answer, _ = call(url, "doc.read", "vault", "../../etc/passwd", 1, 2)
+    assert answer["error"]["code"] == -32602  # confined as everywhere
+    status, answer, _ = post(url, b"[1, 2]")
+    assert status == 400 and answer["error"]["code"] == -32600  # no batches
+    status, answer, _ = post(url, b"{not json")
+    assert status == 400 and answer["error"]["code"] == -32700
+    status, answer, _ = post(url, b"[" * 100_000)
+    assert status == 400 and "nest deeper than 64" in answer["error"]["message"]
+    # A body over 4 MB is refused from its Content-Length, before any of it is read.
+    port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        head = "POST /rpc HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + RW
+        s.sendall(f"{head}\r\nContent-Length: 4194305\r\n\r\n".encode())
+        reply = b""
+        while b'"error"' not in reply and (chunk := s.recv(65536)):
+            reply += chunk
+    assert reply.startswith(b"HTTP/1.1 413") and b'"code":-32602' in reply
+
+
+def test_many_clients_at_once_while_the_writer_reindexes(server):
+    url, vault, _ = server
+    queries = ["lease recovery", "why did we pick sqlite", "reclaimBatch", "onboarding",
+               "rank fusion", "postgres"]  # fmt: skip
+    note = vault / "notes" / "churn.md"
+
+    def client(n: int) -> list[str]:
+        errors = []
+        for i in range(20):
+            opts = {"limit": 5, "stages": ["lexical"]}
+            query = queries[(n + i) % 6]
+            status, answer, _ = call(url, "search.query", "vault", query, opts, token=RO, rid=i)
+            if status != 200 or "error" in answer or answer["id"] != i:
+                errors.append(f"{status} {answer}")
+        return errors
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        futures = [pool.submit(client, n) for n in range(50)]
+        for k in range(10):  # the writer re-indexes meanwhile
+            note.write_text(f"# Churn\n\nedit {k}\n")
+            call(url, "index.run", "vault", token=RW)
+        errors = [e for f in futures for e in f.result()]
+    assert errors == []
+
+
+def test_refuses_to_listen_beyond_loopback_without_a_token(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "AUTODOC_TOKEN"}
+    out = subprocess.run(
+        [sys.executable, "-m", "autodoc", "--db", str(tmp_path / "a.db"), "serve", "--http",
+         f"0.0.0.0:{free_port()}", str(EXAMPLE_VAULT)],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert (
+        "refusing to listen on 0.0.0.0 without a token"
+        in json.loads(out.stderr)["error"]["message"]
+    )
+    weak = tmp_path / "weak"
+    weak.write_text("short\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "autodoc", "--db", str(tmp_path / "a.db"), "serve", "--http",
+         f"127.0.0.1:{free_port()}", "--token-file", str(weak), str(EXAMPLE_VAULT)],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2 and "at least 16 characters" in out.stderr
+
+
+def test_tokens_are_compared_in_full_and_never_logged(server):
+    from autodoc.http_server import Token, Tokens
+
+    tokens = Tokens([Token(RW, False), Token(RO, True)])
+    assert tokens.check(f"Bearer {RW}") == Token(RW, False)
+    assert tokens.check(f"Bearer {RO}").read_only
+    assert tokens.check(f"Bearer {RW[:-1]}") is None and tokens.check(RW) is None
+    assert tokens.check(None) is None and tokens.check("Basic abc") is None
+    _, _, proc = server
+    # Nothing the server wrote names a token (its stderr so far; it logs warnings only).
+    os.set_blocking(proc.stderr.fileno(), False)
+    said = (proc.stderr.read() or b"").decode()
+    assert RW not in said and RO not in said
