@@ -185,3 +185,54 @@ def test_tokens_are_compared_in_full_and_never_logged(server):
     os.set_blocking(proc.stderr.fileno(), False)
     said = (proc.stderr.read() or b"").decode()
     assert RW not in said and RO not in said
+
+
+def test_mcp_over_streamable_http_with_the_sdks_client(tmp_path):
+    """`autodoc mcp --http`: the same tools through the SDK's streamable-HTTP client, with the
+    bearer token; without it, 401 before any MCP message."""
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+    vault = tmp_path / "vault"
+    shutil.copytree(EXAMPLE_VAULT, vault)
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{RO} read-only\n")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "AUTODOC_TOKEN"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "autodoc", "--db", str(tmp_path / "a.db"), "mcp", "--http",
+         f"127.0.0.1:{port}", "--token-file", str(tokens), str(vault)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # up once anything answers; 401 without a token
+            try:
+                status, answer, _ = post(url, {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                         token=None)  # fmt: skip
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.2)
+        assert status == 401 and answer["error"]["code"] == -32001
+
+        async def session() -> tuple[list[str], dict]:
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {RO}"})
+            async with Client(streamable_http_client(url, http_client=http)) as client:
+                names = sorted(t.name for t in (await client.list_tools()).tools)
+                for _ in range(100):  # the folder is indexed in the background
+                    found = await client.call_tool("find", {"name": "reclaimBatch"})
+                    if not found.is_error and found.structured_content["matches"]:
+                        break
+                    await asyncio.sleep(0.2)
+                return names, found.structured_content
+
+        names, found = asyncio.run(session())
+        assert names == ["find", "read_span", "related", "search", "status"]
+        assert found["matches"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -128,6 +128,11 @@ def _parser() -> argparse.ArgumentParser:
         " the cwd, else the cwd)",
     )
     mc.add_argument("--no-watch", action="store_true", help="don't watch the folders for edits")
+    mc.add_argument("--http", metavar="HOST:PORT", help="MCP over streamable HTTP at /mcp")
+    mc.add_argument("--token-file", help="with --http: bearer tokens, TOKEN [read-only] a line")
+    mc.add_argument(
+        "--token-env", default="AUTODOC_TOKEN", help="with --http: a read-write token's variable"
+    )
     mc.add_argument("--log-file", help="log here instead of stderr")
     mc.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return p
@@ -157,10 +162,13 @@ def main(argv: list[str] | None = None) -> int:
         from .mcp_server import serve as serve_mcp  # the MCP SDK is only needed here
 
         try:
-            return serve_mcp(args.db, args.paths, watch=not args.no_watch)
-        except RpcError as err:
+            return serve_mcp(args.db, args.paths, watch=not args.no_watch, http=args.http,
+                             token_file=args.token_file, token_env=args.token_env)  # fmt: skip
+        except (RpcError, ValueError) as err:
+            if not isinstance(err, RpcError):  # a token file that does not read
+                err = RpcError(INVALID_PARAMS, str(err))
             print(json.dumps({"error": err.to_dict()}, ensure_ascii=False), file=sys.stderr)
-            return EXIT_RPC_ERROR
+            return EXIT_USAGE if args.http else EXIT_RPC_ERROR
     engine = Engine(args.db)
     dispatcher = Dispatcher(engine)
     try:

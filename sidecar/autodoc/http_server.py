@@ -191,6 +191,40 @@ class HttpApp:
                            {"workspaces": sorted(self.host.served)})  # fmt: skip
 
 
+class BearerAuth:
+    """ASGI middleware: every HTTP request but `/healthz` carries one of the server's tokens
+    (the MCP transport's app, whose tools are all read-only, is wrapped in it)."""
+
+    def __init__(self, app: Any, tokens: Tokens) -> None:
+        self.app = app
+        self.tokens = tokens
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope.get("path") != "/healthz":
+            header = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if self.tokens.check(header.decode("latin-1")) is None:
+                err = RpcError(UNAUTHORIZED, "a bearer token of this server is required")
+                response = _error(401, None, err, {"WWW-Authenticate": 'Bearer realm="autodoc"'})
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def listen_settings(
+    address: str, token_file: str | None, token_env: str | None
+) -> tuple[str, int, Tokens]:
+    """(host, port, tokens) for `--http HOST:PORT`; -32602 for a bad address, for no token
+    on an address beyond loopback, or for a weak token."""
+    bind, _, port_text = address.rpartition(":")
+    if not bind or not port_text.isdigit():
+        raise RpcError(INVALID_PARAMS, f"--http takes HOST:PORT, got {address!r}")
+    tokens = Tokens.load(token_file, token_env)
+    if not tokens.tokens and not is_loopback(bind):
+        why = "(--token-file or --token-env): any machine could read the docs"
+        raise RpcError(INVALID_PARAMS, f"refusing to listen on {bind} without a token {why}")
+    return bind, int(port_text), tokens
+
+
 async def _read_limited(request: Request) -> bytes | None:
     """The body, or None once it passes MAX_REQUEST_BYTES (a chunked body has no length)."""
     out = bytearray()
@@ -215,23 +249,17 @@ def serve_http(
 
     from .engine import Engine
 
-    bind, _, port_text = address.rpartition(":")
-    if not bind or not port_text.isdigit():
-        raise RpcError(INVALID_PARAMS, f"--http takes HOST:PORT, got {address!r}")
-    tokens = Tokens.load(token_file, token_env)
-    if not tokens.tokens and not is_loopback(bind):
-        why = "(--token-file or --token-env): any machine could read the docs"
-        raise RpcError(INVALID_PARAMS, f"refusing to listen on {bind} without a token {why}")
+    bind, port, tokens = listen_settings(address, token_file, token_env)
     if not roots:
         raise RpcError(INVALID_PARAMS, "name the folders: autodoc serve --http HOST:PORT PATH ...")
     host = Host(Engine(db), watch=True)
     for root in roots:
         host.open(Path(root).expanduser().resolve())
     app = HttpApp(host, tokens, max_concurrent=max_concurrent)
-    print(f"autodoc: serving http://{bind}:{port_text}/rpc for {len(roots)} folder(s),"
+    print(f"autodoc: serving http://{bind}:{port}/rpc for {len(roots)} folder(s),"
           f" {len(tokens.tokens)} token(s)", flush=True, file=sys.stderr)  # fmt: skip
     try:
-        uvicorn.run(app.app, host=bind, port=int(port_text), log_level="warning")
+        uvicorn.run(app.app, host=bind, port=port, log_level="warning")
     finally:
         host.close()
     return 0

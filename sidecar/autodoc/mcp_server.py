@@ -240,9 +240,22 @@ def build_server(agent: AgentServer) -> MCPServer:
     return server
 
 
-def serve(db: str | None, roots: list[str], *, watch: bool = True) -> int:
-    """Run until the client closes stdin. Nothing but MCP messages ever goes to stdout (the
-    CLI sends logs to stderr or `--log-file`)."""
+def serve(
+    db: str | None,
+    roots: list[str],
+    *,
+    watch: bool = True,
+    http: str | None = None,
+    token_file: str | None = None,
+    token_env: str | None = None,
+) -> int:
+    """Run until the client closes stdin (with `http`, until interrupted). Nothing but MCP
+    messages ever goes to stdout (the CLI sends logs to stderr or `--log-file`)."""
+    listen = None
+    if http is not None:  # refused before anything is opened or indexed
+        from .http_server import listen_settings
+
+        listen = listen_settings(http, token_file, token_env)
     engine = Engine(db)
     folders = [Path(r) for r in roots] if roots else [_default_root(engine)]
     for folder in folders:
@@ -253,10 +266,26 @@ def serve(db: str | None, roots: list[str], *, watch: bool = True) -> int:
     server = build_server(agent)
     agent.start()
     try:
-        server.run("stdio")
+        if listen is None:
+            server.run("stdio")
+        else:
+            _serve_streamable_http(server, *listen)
     finally:
         agent.close()
     return 0
+
+
+def _serve_streamable_http(server: MCPServer, bind: str, port: int, tokens: Any) -> None:
+    """The same tools over the SDK's streamable HTTP transport at `/mcp`, every request
+    carrying one of the server's bearer tokens (http_server.py's rules)."""
+    import uvicorn
+
+    from .http_server import BearerAuth
+
+    app = BearerAuth(server.streamable_http_app(host=bind), tokens)
+    print(f"autodoc: MCP at http://{bind}:{port}/mcp, {len(tokens.tokens)} token(s)",
+          file=sys.stderr, flush=True)  # fmt: skip
+    uvicorn.run(app, host=bind, port=port, log_level="warning")
 
 
 def _default_root(engine: Engine) -> Path:
