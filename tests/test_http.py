@@ -14,6 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -49,7 +50,12 @@ def call(url: str, method: str, *params, token: str | None = RW, rid: int = 1):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    base = tmp_path_factory.mktemp("http")
+    yield from team_server(tmp_path_factory.mktemp("http"))
+
+
+def team_server(base: Path):
+    """`autodoc serve --http` on a copy of the sample vault, with a read-write and a read-only
+    token: yields (url, vault, process) once the folder is indexed."""
     vault = base / "vault"
     shutil.copytree(EXAMPLE_VAULT, vault)
     tokens = base / "tokens"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import EXAMPLE_VAULT, REPO, SHARED, missing, tool
+from .test_http import RO, team_server
 
 try:
     import pynvim
@@ -686,5 +687,37 @@ def test_the_telescope_extension_searches_relates_and_finds(tmp_path: Path, vaul
         n.nvim.command("Telescope autodoc find default_text=reclaimBatch")
         got = n.until(lambda: n.lua(results))
         assert got[0] == ["adr/0003-embedded-sqlite-store.md", 55]
+    finally:
+        n.close()
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory):
+    yield from team_server(tmp_path_factory.mktemp("team"))
+
+
+def test_the_picker_on_a_teams_server_over_http(shared_server, tmp_path: Path):
+    """`setup({ server = { url, token_env, root } })`: no local sidecar starts; the same
+    picker searches the remote server, previews and jumps in the local checkout."""
+    url, vault, _ = shared_server
+    if NVIM is None or pynvim is None:
+        missing("nvim", NO_NVIM)
+    os.environ["AUTODOC_TEST_TOKEN"] = RO
+    try:
+        n = Nvim(vault, tmp_path / "home", {"url": url, "token_env": "AUTODOC_TEST_TOKEN",
+                                            "root": str(vault)})  # fmt: skip
+    finally:
+        del os.environ["AUTODOC_TEST_TOKEN"]
+    try:
+        n.nvim.command("AutodocSearch")
+        type_query(n, "reclaimBatch")
+        st = n.until(lambda: (s := n.state()) and s.get("answer") and s["hits"] and s)
+        assert st["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
+        assert n.lua("return #vim.lsp.get_clients({ name = 'autodoc' })") == 0  # none local
+        preview = n.lines("preview")
+        assert any("reclaimBatch" in line for line in preview)  # read from the local checkout
+        n.nvim.input("<CR>")
+        n.until(lambda: n.state() is None)
+        assert n.nvim.current.buffer.name == str(vault / "adr" / "0003-embedded-sqlite-store.md")
     finally:
         n.close()

@@ -16,6 +16,13 @@ local function real(fname)
   return vim.uv.fs_realpath(fname) or fname
 end
 
+--- The remote server's settings when `setup({ server = { url = ... } })` names one.
+---@return table?
+local function remote_opts()
+  local s = config.options.server
+  return type(s) == "table" and type(s.url) == "string" and s or nil
+end
+
 --- Per client id, per root: the latest `autodoc/indexProgress` (nil once indexReady came).
 ---@type table<integer, table<string, autodoc.IndexProgress>>
 M.progress = {}
@@ -93,7 +100,11 @@ function M.choose_root(bufnr, callback)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   local opts = config.options
   local root, how = M.root(bufnr)
+  local nothing_indexed_here = remote_opts() ~= nil -- a team's server indexes, not this machine
   if how == "folder" or M.decided[root] or M.get(root) or opts.max_root_files == 0 then
+    return callback(root)
+  end
+  if nothing_indexed_here then
     return callback(root)
   end
   local _, over = M.count_markdown(root, opts.max_root_files)
@@ -159,6 +170,60 @@ M.handlers = {
   end,
 }
 
+-- -- a team's server over HTTP (`server = { url = ..., token_env = ... }`) ------------------
+
+--- A stand-in for an LSP client that talks to `autodoc serve --http` (JSON-RPC at its URL):
+--- the picker and the adapters call `M.request` on it as on a local sidecar.
+---@param root string
+---@return table
+local function remote_client(root)
+  local s = remote_opts() or {}
+  M.remote = M.remote or { id = -1, name = NAME, remote = true }
+  M.remote.root_dir = s.root or root
+  return M.remote
+end
+
+--- One JSON-RPC call over HTTP with curl; `callback(err, result)` on the main loop. The token
+--- travels in a header read from `token_env`, never on the command line.
+---@return fun() cancel
+local function http_request(method, params, callback)
+  local s = remote_opts() or {}
+  local body = vim.json.encode({
+    jsonrpc = "2.0",
+    id = 1,
+    method = method:gsub("^autodoc/", ""),
+    params = params,
+  })
+  local token = s.token_env and os.getenv(s.token_env) or nil
+  local cmd =
+    { "curl", "-sS", "--max-time", "30", "-X", "POST", "-H", "Content-Type: application/json" }
+  if token then
+    vim.list_extend(cmd, { "-H", "@-" })
+  end
+  vim.list_extend(cmd, { "--data-binary", body, s.url })
+  local job = vim.system(cmd, {
+    text = true,
+    stdin = token and ("Authorization: Bearer " .. token .. "\n") or nil,
+  }, function(out)
+    vim.schedule(function()
+      local ok, reply = pcall(vim.json.decode, out.stdout or "")
+      if out.code ~= 0 or not ok or type(reply) ~= "table" then
+        callback(
+          { code = -32603, message = "the server did not answer: " .. (out.stderr or "") },
+          nil
+        )
+      elseif reply.error then
+        callback(reply.error, nil)
+      else
+        callback(nil, reply.result)
+      end
+    end)
+  end)
+  return function()
+    pcall(job.kill, job, 15)
+  end
+end
+
 --- The running client for `root`, if any.
 ---@param root string
 ---@return vim.lsp.Client?
@@ -176,6 +241,9 @@ end
 ---@return vim.lsp.Client?
 function M.start(root, bufnr)
   root = root or M.root()
+  if remote_opts() then
+    return remote_client(root) --[[@as vim.lsp.Client]]
+  end
   local existing = M.get(root)
   if existing then
     if bufnr and not vim.lsp.buf_is_attached(bufnr, existing.id) then
@@ -209,6 +277,9 @@ end
 ---@param callback fun(err: table?, result: any)
 ---@return fun() cancel
 function M.request(client, method, params, callback)
+  if client.remote then
+    return http_request(method, params, callback)
+  end
   local handler = function(err, result)
     callback(err, result)
   end
@@ -261,6 +332,15 @@ end
 ---@param root string
 ---@param callback fun(name: string?)
 function M.workspace(client, root, callback)
+  local s = remote_opts()
+  if client.remote and s then -- the server's one workspace, or the one named
+    if s.workspace then
+      return callback(s.workspace)
+    end
+    return M.request(client, "autodoc/workspace.list", {}, function(err, result)
+      callback(not err and type(result) == "table" and #result == 1 and result[1].name or nil)
+    end)
+  end
   for _, ws in ipairs(M.ready[client.id] or {}) do
     if ws.served and real(ws.root) == root then
       return callback(ws.name)

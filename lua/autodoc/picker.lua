@@ -42,6 +42,7 @@ local STAGES = { "lexical", "semantic", "rerank" }
 
 ---@type autodoc.PickerState?
 local S = nil
+local files_root
 
 --- Keystroke-to-results latencies (ms), newest last; read by the benchmark and tests.
 M.latencies = {}
@@ -353,6 +354,16 @@ local function arrange(hits)
   return arranged, rows
 end
 
+--- Where the hits' files are on this machine: the answer's root for a local sidecar, the
+--- configured checkout for a team's server (its paths are the server's).
+---@return string
+files_root = function()
+  if S.client.remote then
+    return S.root
+  end
+  return (S.answer and S.answer.root) or S.root
+end
+
 local function render_preview()
   if not S or not S.wins.preview or not vim.api.nvim_win_is_valid(S.wins.preview) then
     return
@@ -364,7 +375,7 @@ local function render_preview()
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
     return
   end
-  local fname = vim.fs.joinpath((S.answer and S.answer.root) or S.root, hit.path)
+  local fname = vim.fs.joinpath(files_root(), hit.path)
   local ok, lines = pcall(vim.fn.readfile, fname)
   if not ok then
     lines = { "(cannot read " .. fname .. ")" }
@@ -651,7 +662,7 @@ local function open_selected()
     return
   end
   local hit = S.hits[S.selected]
-  local root = S.answer and S.answer.root or S.root
+  local root = files_root()
   M.close()
   if hit then
     M.jump(root, hit)
@@ -662,7 +673,7 @@ local function to_quickfix()
   if not S then
     return
   end
-  local root = S.answer and S.answer.root or S.root
+  local root = files_root()
   local items = {}
   for _, hit in ipairs(S.hits) do
     table.insert(items, {
@@ -777,6 +788,9 @@ end
 ---@param opts autodoc.SearchOpts
 function open_at(root, opts)
   local client = client_mod.start(root)
+  if client and client.remote then
+    root = client.root_dir -- the local checkout of the server's docs: previews, jumps
+  end
   if not client then
     vim.notify(
       "autodoc: cannot start the sidecar (" .. table.concat(config.options.cmd, " ") .. ")",
