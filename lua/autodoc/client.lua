@@ -179,7 +179,9 @@ M.handlers = {
 local function remote_client(root)
   local s = remote_opts() or {}
   M.remote = M.remote or { id = -1, name = NAME, remote = true }
-  M.remote.root_dir = s.root or root
+  M.remote.root_dir = s.root
+      and (vim.uv.fs_realpath(vim.fn.expand(s.root)) or vim.fn.expand(s.root))
+    or root
   return M.remote
 end
 
