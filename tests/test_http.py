@@ -137,14 +137,22 @@ def test_many_clients_at_once_while_the_writer_reindexes(server):
                "rank fusion", "postgres"]  # fmt: skip
     note = vault / "notes" / "churn.md"
 
+    seen: set[tuple[int, int]] = set()
+
     def client(n: int) -> list[str]:
-        errors = []
+        errors, last = [], (0, 0)
         for i in range(20):
             opts = {"limit": 5, "stages": ["lexical"]}
             query = queries[(n + i) % 6]
             status, answer, _ = call(url, "search.query", "vault", query, opts, token=RO, rid=i)
             if status != 200 or "error" in answer or answer["id"] != i:
                 errors.append(f"{status} {answer}")
+                continue
+            epoch = tuple(answer["result"]["epoch"])  # the one snapshot the hits came from
+            if epoch < last:
+                errors.append(f"went back from index generation {last} to {epoch}")
+            last = epoch
+            seen.add(epoch)
         return errors
 
     with ThreadPoolExecutor(max_workers=50) as pool:
@@ -154,6 +162,7 @@ def test_many_clients_at_once_while_the_writer_reindexes(server):
             call(url, "index.run", "vault", token=RW)
         errors = [e for f in futures for e in f.result()]
     assert errors == []
+    assert len(seen) > 1  # the answers spanned the writer's re-indexing
 
 
 def test_refuses_to_listen_beyond_loopback_without_a_token(tmp_path):

@@ -90,6 +90,7 @@
 ---@field missing string[] The query's content words that occur in no chunk of the workspace.
 ---@field confidence "high"|"low"|"none" From absolute evidence (`missing`, `cosine`), not from relevance: `none` says the workspace has no answer, `low` that the hits may not be one.
 ---@field cosine number? The semantic stage's best cosine (absolute; null when it did not run).
+---@field epoch integer[] The index's generation the answer was read at ([lexical, vector]): every hit comes from that one snapshot, and a later answer never has a lower one.
 ---@field took_ms number
 ---@field timings table<string, number>
 

@@ -193,6 +193,9 @@ class Answer(TypedDict):
     workspace has no answer, `low` that the hits may not be one."""
     cosine: float | None
     """The semantic stage's best cosine (absolute; null when it did not run)."""
+    epoch: list[int]
+    """The index's generation the answer was read at ([lexical, vector]): every hit comes from
+    that one snapshot, and a later answer never has a lower one."""
     took_ms: float
     timings: dict[str, float]
 

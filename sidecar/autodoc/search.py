@@ -318,6 +318,7 @@ def _answer(ctx: QueryContext) -> protocol.Answer:
         truncated=ctx.truncated,
         stale=sorted(ctx.stale),
         **_confidence(ctx, len(hits)),
+        epoch=list(ctx.epochs),
         took_ms=ctx.timings["total_ms"],
         timings=ctx.timings,
     )
@@ -433,6 +434,7 @@ def _browse(ctx: QueryContext) -> protocol.Answer:
         missing=[],
         confidence="high" if hits else "none",  # the filter is exact: what matches, matches
         cosine=None,
+        epoch=list(epochs or (0, 0)),
         took_ms=total_ms,
         timings={"filter_ms": filter_ms, "total_ms": total_ms},
     )
