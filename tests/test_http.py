@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import EXAMPLE_VAULT
+from .conftest import EXAMPLE_VAULT, long_count
 
 RW = "rw-token-0123456789abcdef"
 RO = "ro-token-0123456789abcdef"
@@ -91,6 +91,26 @@ def test_no_token_or_a_wrong_one_is_401(server):
         assert headers.get("www-authenticate", headers.get("WWW-Authenticate")).startswith("Bearer")
 
 
+def test_no_cross_origin_headers(server):
+    """CORS is off: a page in a browser on another origin gets no permission to call."""
+    url, _, _ = server
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "workspace.list", "params": []})
+    req = urllib.request.Request(url, data=body.encode(), method="POST", headers={
+        "Authorization": f"Bearer {RO}", "Origin": "http://evil.example"})  # fmt: skip
+    with urllib.request.urlopen(req, timeout=30) as r:
+        assert r.status == 200
+        assert not any(k.lower().startswith("access-control-") for k in r.headers)
+    pre = urllib.request.Request(url, method="OPTIONS", headers={
+        "Origin": "http://evil.example", "Access-Control-Request-Method": "POST"})  # fmt: skip
+    try:
+        urllib.request.urlopen(pre, timeout=30)
+        raise AssertionError("a preflight was answered")
+    except urllib.error.HTTPError as e:
+        assert e.code in (401, 405) and "access-control-allow-origin" not in {
+            k.lower() for k in e.headers
+        }
+
+
 def test_reads_with_either_token_and_writes_only_with_one_that_may(server):
     url, _, _ = server
     for token in (RW, RO):
@@ -141,7 +161,7 @@ def test_many_clients_at_once_while_the_writer_reindexes(server):
 
     def client(n: int) -> list[str]:
         errors, last = [], (0, 0)
-        for i in range(20):
+        for i in range(long_count(20, 200)):  # AUTODOC_LONG=1: the issue's 50 x 200
             opts = {"limit": 5, "stages": ["lexical"]}
             query = queries[(n + i) % 6]
             status, answer, _ = call(url, "search.query", "vault", query, opts, token=RO, rid=i)
