@@ -53,20 +53,27 @@ def server(tmp_path_factory):
     yield from team_server(tmp_path_factory.mktemp("http"))
 
 
-def team_server(base: Path):
-    """`autodoc serve --http` on a copy of the sample vault, with a read-write and a read-only
-    token: yields (url, vault, process) once the folder is indexed."""
+def launch(base: Path, command: str, tokens_text: str) -> tuple[subprocess.Popen, int, Path]:
+    """`autodoc COMMAND --http` on a copy of the sample vault with these tokens: (process,
+    port, vault), not yet waited for."""
     vault = base / "vault"
     shutil.copytree(EXAMPLE_VAULT, vault)
     tokens = base / "tokens"
-    tokens.write_text(f"# the team's tokens\n{RW}\n{RO} read-only\n")
+    tokens.write_text(tokens_text)
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "AUTODOC_TOKEN"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "autodoc", "--db", str(base / "store" / "a.db"), "serve",
+        [sys.executable, "-m", "autodoc", "--db", str(base / "store" / "a.db"), command,
          "--http", f"127.0.0.1:{port}", "--token-file", str(tokens), str(vault)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
+    return proc, port, vault
+
+
+def team_server(base: Path):
+    """`autodoc serve --http` on a copy of the sample vault, with a read-write and a read-only
+    token: yields (url, vault, process) once the folder is indexed."""
+    proc, port, vault = launch(base, "serve", f"# the team's tokens\n{RW}\n{RO} read-only\n")
     url = f"http://127.0.0.1:{port}/rpc"
     deadline = time.monotonic() + 60
     while True:
@@ -230,17 +237,7 @@ def test_mcp_over_streamable_http_with_the_sdks_client(tmp_path):
     from mcp import Client
     from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
-    vault = tmp_path / "vault"
-    shutil.copytree(EXAMPLE_VAULT, vault)
-    tokens = tmp_path / "tokens"
-    tokens.write_text(f"{RO} read-only\n")
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "AUTODOC_TOKEN"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "autodoc", "--db", str(tmp_path / "a.db"), "mcp", "--http",
-         f"127.0.0.1:{port}", "--token-file", str(tokens), str(vault)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+    proc, port, _ = launch(tmp_path, "mcp", f"{RO} read-only\n")
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         deadline = time.monotonic() + 60
