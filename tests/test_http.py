@@ -139,6 +139,7 @@ def test_only_the_configured_folders_and_the_served_methods(server, tmp_path):
         assert call(url, method, "vault", {})[1]["error"]["code"] == -32601
     status, answer, _ = call(url, "search.query", "other", "lease")
     assert answer["error"]["code"] == -32602 and answer["error"]["data"]["workspaces"] == ["vault"]
+    assert [w["name"] for w in call(url, "workspace.list")[1]["result"]] == ["vault"]
     status, answer, _ = call(url, "doc.read", "vault", "../../etc/passwd", 1, 2)
     assert answer["error"]["code"] == -32602  # confined as everywhere
     status, answer, _ = post(url, b"[1, 2]")
@@ -237,6 +238,12 @@ def test_mcp_over_streamable_http_with_the_sdks_client(tmp_path):
     from mcp import Client
     from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
+    from autodoc.engine import Engine
+
+    (tmp_path / "private").mkdir()
+    engine = Engine(tmp_path / "store" / "a.db")  # another workspace in the same store
+    engine.workspace_add("private", str(tmp_path / "private"))
+    engine.close()
     proc, port, _ = launch(tmp_path, "mcp", f"{RO} read-only\n")
     url = f"http://127.0.0.1:{port}/mcp"
     try:
@@ -260,11 +267,45 @@ def test_mcp_over_streamable_http_with_the_sdks_client(tmp_path):
                     if not found.is_error and found.structured_content["matches"]:
                         break
                     await asyncio.sleep(0.2)
+                status = (await client.call_tool("status", {})).structured_content
+                private = await client.call_tool("search", {"query": "x", "workspace": "private"})
+                assert [w["name"] for w in status["workspaces"]] == ["vault"]
+                assert private.is_error and private.content[0].text.startswith("error -32602")
                 return names, found.structured_content
 
         names, found = asyncio.run(session())
         assert names == ["find", "read_span", "related", "search", "status"]
         assert found["matches"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_other_workspaces_of_the_store_stay_private(tmp_path):
+    from autodoc.engine import Engine
+
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "secret.md").write_text("# Salaries\n\nnot for the team server\n")
+    engine = Engine(tmp_path / "store" / "a.db")
+    engine.workspace_add("private", str(private))
+    engine.close()
+    proc, port, _ = launch(tmp_path, "serve", f"{RW}\n")
+    url = f"http://127.0.0.1:{port}/rpc"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                listed = call(url, "workspace.list")[1]["result"]
+                if listed:
+                    break
+            except (urllib.error.URLError, ConnectionError, KeyError):
+                pass
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.2)
+        assert [w["name"] for w in listed] == ["vault"]
+        answer = call(url, "search.query", "private", "salaries")[1]
+        assert answer["error"]["code"] == -32602
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -180,6 +180,8 @@ class HttpApp:
                 result = await run_in_threadpool(self.host.dispatcher.call, method, params)
         except RpcError as err:
             return _error(200, rid, err)
+        if method == "workspace.list":  # the store may hold others: their names stay private
+            result = [w for w in result if w["name"] in self.host.served]
         return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": result})
 
     def _check_workspace(self, method: str, params: Any) -> None:
@@ -263,3 +265,14 @@ def serve_http(
     finally:
         host.close()
     return 0
+
+
+def serve_mcp_http(server: Any, bind: str, port: int, tokens: Tokens) -> None:
+    """The same tools over the SDK's streamable HTTP transport at `/mcp`, every request
+    carrying one of the server's bearer tokens (http_server.py's rules)."""
+    import uvicorn
+
+    app = BearerAuth(server.streamable_http_app(host=bind), tokens)
+    print(f"autodoc: MCP at http://{bind}:{port}/mcp, {len(tokens.tokens)} token(s)",
+          file=sys.stderr, flush=True)  # fmt: skip
+    uvicorn.run(app, host=bind, port=port, log_level="warning")

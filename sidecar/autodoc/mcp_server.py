@@ -60,10 +60,13 @@ Workspace = Annotated[
 class AgentServer:
     """The MCP adapter over a `Host`: each tool is one dispatcher call, shaped for a model."""
 
-    def __init__(self, engine: Engine, roots: list[Path], *, watch: bool = True) -> None:
+    def __init__(
+        self, engine: Engine, roots: list[Path], *, watch: bool = True, served_only: bool = False
+    ) -> None:
         self.host = Host(engine, watch=watch)
         self.engine = engine
         self.roots = roots
+        self.served_only = served_only  # over HTTP: the store's other workspaces stay private
 
     def start(self) -> None:
         """Index every served folder in the background, in order, on the writer thread."""
@@ -99,6 +102,9 @@ class AgentServer:
         """`call` on a workspace (None: the default), its name first in the params."""
         try:
             name = self.host.workspace(workspace)
+            if self.served_only and name not in self.host.served:
+                raise RpcError(INVALID_PARAMS, f"not a workspace of this server: {name!r}",
+                               {"workspaces": sorted(self.host.served)})  # fmt: skip
         except RpcError as err:
             return _error_result(err)
         return self.call(method, [name, *params], shape)
@@ -169,7 +175,13 @@ class AgentServer:
         return self.call_in(workspace, "related", [path, line, {"limit": limit}], compact_related)
 
     def status(self) -> CallToolResult:
-        return self.reply(self.host.status)
+        def shown() -> Any:
+            status = self.host.status()
+            if self.served_only:
+                status["workspaces"] = [w for w in status["workspaces"] if w["served"]]
+            return status
+
+        return self.reply(shown)
 
 
 def _error_result(err: RpcError) -> CallToolResult:
@@ -262,30 +274,19 @@ def serve(
         if not folder.is_dir():
             engine.close()
             raise RpcError(INVALID_PARAMS, f"not a folder: {folder}", {"path": str(folder)})
-    agent = AgentServer(engine, folders, watch=watch)
+    agent = AgentServer(engine, folders, watch=watch, served_only=listen is not None)
     server = build_server(agent)
     agent.start()
     try:
         if listen is None:
             server.run("stdio")
         else:
-            _serve_streamable_http(server, *listen)
+            from .http_server import serve_mcp_http
+
+            serve_mcp_http(server, *listen)
     finally:
         agent.close()
     return 0
-
-
-def _serve_streamable_http(server: MCPServer, bind: str, port: int, tokens: Any) -> None:
-    """The same tools over the SDK's streamable HTTP transport at `/mcp`, every request
-    carrying one of the server's bearer tokens (http_server.py's rules)."""
-    import uvicorn
-
-    from .http_server import BearerAuth
-
-    app = BearerAuth(server.streamable_http_app(host=bind), tokens)
-    print(f"autodoc: MCP at http://{bind}:{port}/mcp, {len(tokens.tokens)} token(s)",
-          file=sys.stderr, flush=True)  # fmt: skip
-    uvicorn.run(app, host=bind, port=port, log_level="warning")
 
 
 def _default_root(engine: Engine) -> Path:
