@@ -204,10 +204,10 @@ def _frontmatter_lines(root: Path, rel: str) -> list[str]:
     return out
 
 
-def _key_lines(root: Path, rel: str) -> dict[str, int]:
-    """{lowercased frontmatter key: its 1-based line}."""
+def _key_lines(root: Path, rel: str, lines: list[str] | None = None) -> dict[str, int]:
+    """{lowercased frontmatter key: its 1-based line} (of `lines`, once read)."""
     out: dict[str, int] = {}
-    for n, line in enumerate(_frontmatter_lines(root, rel), 2):
+    for n, line in enumerate(_frontmatter_lines(root, rel) if lines is None else lines, 2):
         m = re.match(r"^([^\s:#][^:]*):", line)
         if m:
             out.setdefault(m.group(1).strip().strip("'\"").lower(), n)
@@ -220,7 +220,7 @@ def _meta_line(root: Path, rel: str, target: str, default: int) -> int:
     for n, line in enumerate(lines, 2):
         if target in line:
             return n
-    keys = _key_lines(root, rel)
+    keys = _key_lines(root, rel, lines)
     return min((keys[k] for k in SUPERSEDE_FIELDS if k in keys), default=default)
 
 

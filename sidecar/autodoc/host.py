@@ -326,6 +326,13 @@ class Host:
         if self.on_paths_indexed is not None:
             self.on_paths_indexed(workspace)
 
+    def check_served(self, name: Any) -> None:
+        """-32602 unless `name` is a folder this process serves (a team's server: the store's
+        other workspaces stay private)."""
+        if name not in self.served:
+            raise RpcError(INVALID_PARAMS, f"not a workspace of this server: {name!r}",
+                           {"workspaces": sorted(self.served)})  # fmt: skip
+
     def locate(self, path: Path) -> tuple[str, str] | None:
         """(workspace, root-relative path) of a file under a served folder (the innermost)."""
         real = Path(os.path.realpath(path))

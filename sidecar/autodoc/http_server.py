@@ -186,11 +186,8 @@ class HttpApp:
 
     def _check_workspace(self, method: str, params: Any) -> None:
         """A method's first param names a workspace: one this server was started on."""
-        if method == "workspace.list" or not isinstance(params, list) or not params:
-            return
-        if params[0] not in self.host.served:
-            raise RpcError(INVALID_PARAMS, f"not a workspace of this server: {params[0]!r}",
-                           {"workspaces": sorted(self.host.served)})  # fmt: skip
+        if method != "workspace.list" and isinstance(params, list) and params:
+            self.host.check_served(params[0])
 
 
 class BearerAuth:

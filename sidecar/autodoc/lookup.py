@@ -332,6 +332,6 @@ def answer(
             line=line,
         )
         if section is not None:
-            match["line_start"], match["line_end"], match["breadcrumb"] = section
+            _, match["line_start"], match["line_end"], match["breadcrumb"] = section
         matches.append(match)
     return matches, exact, truncated

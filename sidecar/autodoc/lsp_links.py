@@ -57,13 +57,13 @@ class _Doc:
         return self.lines[line] if 0 <= line < len(self.lines) else ""
 
 
-def _uri(ls: AutodocServer, doc: _Doc, path: str) -> str:
+def _uri(doc: _Doc, path: str) -> str:
     return (Path(doc.ws.root) / path).as_uri()
 
 
-def _location(ls: AutodocServer, doc: _Doc, path: str, line: int) -> types.Location:
+def _location(doc: _Doc, path: str, line: int) -> types.Location:
     start = types.Position(max(line - 1, 0), 0)
-    return types.Location(uri=_uri(ls, doc, path), range=types.Range(start, start))
+    return types.Location(uri=_uri(doc, path), range=types.Range(start, start))
 
 
 def _link_target(ls: AutodocServer, doc: _Doc, position: types.Position):
@@ -91,7 +91,20 @@ def _references(ls: AutodocServer, doc: _Doc, position: types.Position) -> list[
             m = _HEADING.match(doc.text(line))
             heading = m[2] if m and len(m[1]) > 1 else None
         places = navigate.references(conn, doc_id, heading) if doc_id is not None else []
-    return [_location(ls, doc, path, at) for path, at in places]
+    return [_location(doc, path, at) for path, at in places]
+
+
+def _hover(ls: AutodocServer, doc: _Doc, position: types.Position) -> types.Hover | None:
+    """On a link: its target's title (and heading), `path:line` and first lines."""
+    target, where = _link_target(ls, doc, position)
+    if target is None:
+        return None
+    with ls.engine.store.snapshot() as conn:
+        lines = navigate.preview(conn, target)
+    head = f"**{target.title}**" + (f" › {target.heading}" if target.heading else "")
+    text = f"{head}\n\n`{target.path}:{target.line}`\n\n{lines}".rstrip()
+    markup = types.MarkupContent(kind=types.MarkupKind.Markdown, value=text)
+    return types.Hover(contents=markup, range=where)
 
 
 def register_links(server: AutodocServer) -> None:
@@ -100,7 +113,7 @@ def register_links(server: AutodocServer) -> None:
         def run():
             doc = _Doc(ls, params.text_document.uri)
             target, _ = _link_target(ls, doc, params.position)
-            return None if target is None else _location(ls, doc, target.path, target.line)
+            return None if target is None else _location(doc, target.path, target.line)
 
         return await _quietly(ls, run)
 
@@ -112,17 +125,8 @@ def register_links(server: AutodocServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: AutodocServer, params: types.HoverParams) -> Any:
-        def run():
-            doc = _Doc(ls, params.text_document.uri)
-            target, where = _link_target(ls, doc, params.position)
-            if target is None:
-                return None
-            head = f"**{target.title}**" + (f" › {target.heading}" if target.heading else "")
-            text = f"{head}\n\n`{target.path}:{target.line}`\n\n{target.preview}".rstrip()
-            markup = types.MarkupContent(kind=types.MarkupKind.Markdown, value=text)
-            return types.Hover(contents=markup, range=where)
-
-        return await _quietly(ls, run)
+        return await _quietly(ls, lambda: _hover(ls, _Doc(ls, params.text_document.uri),
+                                                 params.position))  # fmt: skip
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_LINK)
     async def document_link(ls: AutodocServer, params: types.DocumentLinkParams) -> Any:
@@ -136,7 +140,7 @@ def register_links(server: AutodocServer) -> None:
             for line, start, end, target in found:
                 if target is None:
                     continue
-                uri = _uri(ls, doc, target.path) + (f"#L{target.line}" if target.heading else "")
+                uri = _uri(doc, target.path) + (f"#L{target.line}" if target.heading else "")
                 tip = target.title + (f" › {target.heading}" if target.heading else "")
                 out.append(types.DocumentLink(doc.range(line, start, end), target=uri,
                                               tooltip=tip if tips else None))  # fmt: skip

@@ -102,9 +102,8 @@ class AgentServer:
         """`call` on a workspace (None: the default), its name first in the params."""
         try:
             name = self.host.workspace(workspace)
-            if self.served_only and name not in self.host.served:
-                raise RpcError(INVALID_PARAMS, f"not a workspace of this server: {name!r}",
-                               {"workspaces": sorted(self.host.served)})  # fmt: skip
+            if self.served_only:
+                self.host.check_served(name)
         except RpcError as err:
             return _error_result(err)
         return self.call(method, [name, *params], shape)

@@ -16,7 +16,7 @@ from . import store as queries
 from .chunking import BREADCRUMB_SEP
 from .document import Link, links_on_line
 from .indexer import link_key
-from .store import Workspace
+from .store import Store, Workspace
 
 HOVER_LINES = 6  # of the target section, after its heading
 
@@ -27,7 +27,7 @@ class Target:
     line: int  # 1-based: the heading's line, or 1 for the document
     title: str
     heading: str  # "" for the document
-    preview: str  # the first lines of the section linked to
+    chunk_id: int  # the section linked to (0: the document has none), for `preview`
 
 
 def link_at(text: str, character: int) -> tuple[int, int, Link] | None:
@@ -54,15 +54,25 @@ def resolve(conn, ws: Workspace, source_rel: str, line: int, link: Link) -> Targ
 
 
 def target_of(conn, doc_id: int, heading: str) -> Target:
+    """The document, at the section whose heading the link names (text or slug) if any."""
     path, title = queries.document_title(conn, doc_id)
     sections = queries.document_sections(conn, doc_id)
     want = _slug(heading) if heading else ""
-    for start, _end, crumb, text in sections:
+    for start, _end, crumb, chunk_id in sections:
         last = crumb.rsplit(BREADCRUMB_SEP, 1)[-1]
-        if want and (_slug(last) == want or last.strip().lower() == heading.strip().lower()):
-            return Target(path, start, title, last, _preview(text))
-    first = sections[0][3] if sections else ""
-    return Target(path, 1, title, "", _preview(first))
+        if want and _slug(last) == want:
+            return Target(path, start, title, last, chunk_id)
+    return Target(path, 1, title, "", sections[0][3] if sections else 0)
+
+
+def preview(conn, target: Target) -> str:
+    """The first lines of the section linked to, its heading left out (hover reads them)."""
+    rows = Store.chunk_rows(conn, [target.chunk_id]) if target.chunk_id else {}
+    text = rows[target.chunk_id]["text"] if rows else ""
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    if lines and lines[0].lstrip().startswith("#"):
+        lines = lines[1:]
+    return "\n".join(lines[:HOVER_LINES])
 
 
 def references(conn, doc_id: int, heading: str | None) -> list[tuple[str, int]]:
@@ -85,6 +95,7 @@ def document_links(
     if doc_id is None:
         return []
     out = []
+    places: dict[tuple[int, str], Target] = {}  # a target read once however often linked
     targets: dict[tuple[int, str], int | None] = {}
     for line, kind, target, _heading, found in queries.links_on(conn, doc_id):
         targets[(line, f"{kind}:{target}")] = found
@@ -95,7 +106,11 @@ def document_links(
             key = (index + 1, f"{link.kind}:{link.target}")
             if key in targets:
                 found = targets[key]
-                place = target_of(conn, found, link.heading) if found is not None else None
+                place = None
+                if found is not None:
+                    if (found, link.heading) not in places:
+                        places[(found, link.heading)] = target_of(conn, found, link.heading)
+                    place = places[(found, link.heading)]
                 out.append((index, start, end, place))
     return out
 
@@ -103,10 +118,3 @@ def document_links(
 def _slug(text: str) -> str:
     """A heading as anchors write it: `Known gaps` and `known-gaps` alike."""
     return re.sub(r"[^\w]+", "-", text.strip().lower()).strip("-")
-
-
-def _preview(text: str) -> str:
-    lines = [ln for ln in text.split("\n") if ln.strip()]
-    if lines and lines[0].lstrip().startswith("#"):
-        lines = lines[1:]
-    return "\n".join(lines[:HOVER_LINES])

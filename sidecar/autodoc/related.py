@@ -85,8 +85,8 @@ def related(
             )
         own = queries.document_chunk_ids(conn, doc_id)
         if at is not None:
-            section = queries.chunk_at(conn, doc_id, at)
-            asked = [section] if section is not None else []
+            section = queries.section_at(conn, doc_id, at)
+            asked = [section[0]] if section is not None else []
         else:
             asked = own
         neighbours: dict[int, _Neighbour] = {}
@@ -166,9 +166,9 @@ def _linked(conn, doc_id: int, out: dict[int, _Neighbour]) -> None:
     for source, line in queries.backlinks(conn, doc_id):
         n = out.setdefault(source, _Neighbour(source))
         n.reasons.append("links here")
-        section = queries.chunk_at(conn, source, line)
+        section = queries.section_at(conn, source, line)
         if section is not None:
-            sections[source] = section  # the place that links here
+            sections[source] = section[0]  # the place that links here
     for target in queries.outlinks(conn, doc_id):
         out.setdefault(target, _Neighbour(target)).reasons.append("linked from here")
     for other, shared in queries.shared_link_counts(conn, doc_id, SHARED_READ):

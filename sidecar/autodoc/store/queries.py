@@ -23,13 +23,7 @@ def document_paths(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, st
 
 def first_live_chunks(conn: sqlite3.Connection, document_ids: Sequence[int]) -> list[int]:
     """Each document's first visible chunk (by ordinal)."""
-    return Store.column(
-        conn,
-        "SELECT id FROM (SELECT c.id, c.document_id, row_number() OVER"
-        " (PARTITION BY c.document_id ORDER BY c.ordinal) AS n FROM chunks c"
-        f" WHERE c.document_id IN ({{marks}}) AND c.state = {LIVE}) WHERE n = 1",
-        list(document_ids),
-    )
+    return list(first_live_chunk_of(conn, document_ids).values())
 
 
 def first_live_chunk_of(conn: sqlite3.Connection, document_ids: Sequence[int]) -> dict[int, int]:
@@ -555,22 +549,23 @@ def document_title(conn: sqlite3.Connection, document_id: int) -> tuple[str, str
 
 def section_at(
     conn: sqlite3.Connection, document_id: int, line: int
-) -> tuple[int, int, str] | None:
-    """(line_start, line_end, breadcrumb) of the visible section holding `line`; for a heading
-    with no text of its own (so no chunk), the first section after it, else the last."""
+) -> tuple[int, int, int, str] | None:
+    """(chunk id, line_start, line_end, breadcrumb) of the visible section holding `line`; for
+    a heading with no text of its own (so no chunk), the first section after it, else the
+    last."""
     row = (
         conn.execute(
-            "SELECT line_start, line_end, breadcrumb FROM chunks WHERE document_id = ?"
+            "SELECT id, line_start, line_end, breadcrumb FROM chunks WHERE document_id = ?"
             f" AND state = {LIVE} AND line_end >= ? ORDER BY line_start LIMIT 1",
             (document_id, line),
         ).fetchone()
         or conn.execute(
-            "SELECT line_start, line_end, breadcrumb FROM chunks WHERE document_id = ?"
+            "SELECT id, line_start, line_end, breadcrumb FROM chunks WHERE document_id = ?"
             f" AND state = {LIVE} ORDER BY line_start DESC LIMIT 1",
             (document_id,),
         ).fetchone()
     )
-    return (row[0], row[1], row[2]) if row is not None else None
+    return (row[0], row[1], row[2], row[3]) if row is not None else None
 
 
 # -- related sections: a section's neighbours by meaning and by links ---------------------------
@@ -581,20 +576,6 @@ def live_document_id(conn: sqlite3.Connection, ws_id: int, path: str) -> int | N
     row = conn.execute(
         "SELECT id FROM documents WHERE workspace_id = ? AND path = ? AND deleted = 0",
         (ws_id, path),
-    ).fetchone()
-    return row[0] if row is not None else None
-
-
-def chunk_at(conn: sqlite3.Connection, doc_id: int, line: int) -> int | None:
-    """The id of the innermost visible chunk whose lines hold `line`; else the last one that starts
-    before it (a blank line between sections); else the first after it (the frontmatter)."""
-    row = conn.execute(
-        f"SELECT id FROM chunks WHERE document_id = :doc AND state = {LIVE}"
-        " ORDER BY (line_start <= :line AND line_end >= :line) DESC,"
-        " CASE WHEN line_start <= :line AND line_end >= :line THEN line_end - line_start END,"
-        " (line_start <= :line) DESC,"
-        " CASE WHEN line_start <= :line THEN -line_start ELSE line_start END, ordinal LIMIT 1",
-        {"doc": doc_id, "line": line},
     ).fetchone()
     return row[0] if row is not None else None
 
@@ -695,10 +676,10 @@ def document_by_key(conn: sqlite3.Connection, ws_id: int, key: str) -> int | Non
     return rows[0][0]
 
 
-def document_sections(conn: sqlite3.Connection, doc_id: int) -> list[tuple[int, int, str, str]]:
-    """(line_start, line_end, breadcrumb, text) of a document's visible chunks, in order."""
+def document_sections(conn: sqlite3.Connection, doc_id: int) -> list[tuple[int, int, str, int]]:
+    """(line_start, line_end, breadcrumb, chunk id) of a document's visible chunks, in order."""
     rows = conn.execute(
-        f"SELECT line_start, line_end, breadcrumb, text FROM chunks WHERE document_id = ?"
+        f"SELECT line_start, line_end, breadcrumb, id FROM chunks WHERE document_id = ?"
         f" AND state = {LIVE} ORDER BY ordinal",
         (doc_id,),
     )
