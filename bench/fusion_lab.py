@@ -31,7 +31,7 @@ TOP = 50
 def capture(work_root: Path, bench: Path, out: Path) -> None:
     from autodoc.engine import Engine
     from autodoc.query import parse_query
-    from autodoc.semantic import _rescore, _visible, sign_bits
+    from autodoc.semantic import _visible, sign_bits
     from autodoc.stages.semantic import semantic_coverage
     from autodoc.store import read_epochs
 
@@ -70,8 +70,8 @@ def capture(work_root: Path, bench: Path, out: Path) -> None:
                         break
                 lex = lex[:TOP]
                 qvec = plan.embedder.embed([query.text])[0]
-                keys = plan.signs.shortlist(sign_bits(qvec), 600)
-                ranked = _rescore(conn, keys, qvec)
+                keys = plan.signs.shortlist(qvec, sign_bits(qvec), 600)
+                ranked = plan.signs.rescore(keys, qvec)
                 found = _visible(conn, engine.store, ws.id, plan.model_fp, ranked, None, TOP, True)
                 sem = found[:TOP]  # (chunk, document, cosine)
                 rows.append({

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from autodoc import fuse, semantic
+from autodoc import fuse, semantic, vector_index
 from autodoc.embed import HttpEmbedder, bundled_embedder, load_embedder
 from autodoc.engine import Engine
 from autodoc.errors import EMBED_FAILED, SWITCHING, UNSUPPORTED, RpcError
@@ -229,7 +229,7 @@ def _spy(monkeypatch, owner, name: str) -> list:
 
 def test_a_narrow_filter_scans_only_its_documents(rpc, vault, monkeypatch):
     _bulk_and_rare(rpc, vault)
-    shortlists = _spy(monkeypatch, semantic.SignIndex, "shortlist")
+    shortlists = _spy(monkeypatch, vector_index.VectorIndex, "shortlist")
     subsets = _spy(monkeypatch, semantic, "_subset")
     answer = search(rpc, "kb", "deployment pipeline", stages=["semantic"], paths=["rare/"])
     assert sorted(h["path"] for h in answer["hits"]) == ["rare/r0.md", "rare/r1.md", "rare/r2.md"]
@@ -240,13 +240,13 @@ def test_a_narrow_filter_scans_only_its_documents(rpc, vault, monkeypatch):
 def test_a_wide_filter_that_starves_the_shortlist_scans_its_documents(rpc, vault, monkeypatch):
     _bulk_and_rare(rpc, vault)
     monkeypatch.setattr(semantic, "SUBSET_SHARE", 0.0)  # as if the filter kept many documents
-    monkeypatch.setattr(semantic, "SHORTLIST", 20)
+    monkeypatch.setattr(vector_index, "SHORTLIST", 20)
     monkeypatch.setattr(semantic, "MAX_READ", 120)
-    shortlists = _spy(monkeypatch, semantic.SignIndex, "shortlist")
+    shortlists = _spy(monkeypatch, vector_index.VectorIndex, "shortlist")
     subsets = _spy(monkeypatch, semantic, "_subset")
     answer = search(rpc, "kb", "deployment pipeline", stages=["semantic"], paths=["rare/"])
     assert sorted(h["path"] for h in answer["hits"]) == ["rare/r0.md", "rare/r1.md", "rare/r2.md"]
-    assert [c[2] for c in shortlists] == [100, 120]  # read, then deeper: still no cake
+    assert [c[3] for c in shortlists] == [100, 120]  # read, then deeper: still no cake
     assert len(subsets) == 1  # then only the kept documents' vectors
     assert answer["truncated"] is False
 
@@ -481,17 +481,17 @@ def test_sign_index_is_saved_and_reloaded_incrementally(sample):
     ws = engine.workspace("kb")
     emb = embedder_of(rpc)
     saved = engine.store.vectors_root / f"{ws.id}-{emb.model_fp}.usearch"
-    assert saved.is_file()
-    fresh = semantic.SignIndex(emb.dim, saved, engine.store.store_id)
+    assert saved.with_suffix(".json").is_file()
+    fresh = vector_index.VectorIndex(emb.dim, saved, engine.store.store_id)
     with engine.store.snapshot() as conn:
         n = conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
         assert len(fresh.index) == n and fresh.max_id > 0  # loaded, not rebuilt
         fresh.refresh(conn, ws.id, emb.model_fp, 10**6)
     assert len(fresh.index) == n
-    stranger = semantic.SignIndex(emb.dim, saved, "another-store")
+    stranger = vector_index.VectorIndex(emb.dim, saved, "another-store")
     assert len(stranger.index) == 0  # a file from another store is never trusted
     rpc.call("workspace.remove", ["kb"])
-    assert not saved.exists()
+    assert not list(saved.parent.glob(f"{saved.stem}.*"))
 
 
 def test_background_embedding_serves_lexical_answers_meanwhile(rpc, vault):

@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from autodoc import semantic
+from autodoc import semantic, vector_index
 from autodoc.engine import Engine
 from autodoc.facets import DocumentSet
 from autodoc.store import LIVE, read_epochs
@@ -30,8 +30,10 @@ def note(i: int) -> str:
     return f"# Note {i}\n\n## {a.title()}\n\n{a} {b} {c} {a}\n\n## More\n\n{c} {b} number{i}\n"
 
 
-@pytest.fixture(scope="module")
-def sem(tmp_path_factory):
+@pytest.fixture(scope="module", params=["scan", "graph"])
+def sem(tmp_path_factory, request):
+    """The vector set searched by the exact sign scan, or (past HNSW_ABOVE, here 1) by the HNSW
+    graph: every test of the stage runs on both."""
     base = tmp_path_factory.mktemp("sem")
     root = base / "vault"
     for i in range(40):
@@ -41,7 +43,12 @@ def sem(tmp_path_factory):
     write(root, "other/b.md", "# Common\n\nbeta page words\n\n" + LICENCE)
     with FakeOpenAI(dim=32) as server:
         engine = fake_openai_engine(base / "store" / "autodoc.db", root, server.url)
-        engine.index_run("v")
+        with pytest.MonkeyPatch.context() as mp:
+            if request.param == "graph":
+                mp.setattr(vector_index, "HNSW_ABOVE", 1)
+            engine.index_run("v")
+        assert (plan(engine)[1].signs.graph is not None) == (request.param == "graph")
+        engine.searched_by = request.param  # checked by candidates_for
         yield engine, root
         engine.close()
 
@@ -174,7 +181,7 @@ def test_an_exact_match_leads_even_when_the_shortlist_is_short(sem, monkeypatch)
     """A shortlist of 4 sign codes: the chunk whose text is the query is at Hamming distance 0
     and cosine 1, on both paths."""
     engine, _ = sem
-    monkeypatch.setattr(semantic, "SHORTLIST", 4)
+    monkeypatch.setattr(vector_index, "SHORTLIST", 4)
     text = "Note 12 › More\n\n## More\n\n" + note(12).split("## More\n\n")[1]
     target = doc_ids(engine, "topics/t12")
     for keep in (doc_ids(engine, "topics/t1"), doc_ids(engine, "topics/", "shared/")):
@@ -184,7 +191,7 @@ def test_an_exact_match_leads_even_when_the_shortlist_is_short(sem, monkeypatch)
 
 def test_reading_deeper_fills_a_starved_answer_and_says_when_it_could_not(sem, monkeypatch):
     engine, _ = sem
-    monkeypatch.setattr(semantic, "SHORTLIST", 4)
+    monkeypatch.setattr(vector_index, "SHORTLIST", 4)
     monkeypatch.setattr(semantic, "MAX_READ", 8)
     # Most documents excluded: the shortlist cannot fill the answer, the kept ones are scanned.
     keep = doc_ids(engine, "shared/", "other/")
@@ -217,8 +224,8 @@ def test_the_sign_codes_grow_with_the_vectors_after_a_filtered_scan(tmp_path):
             engine.close()
 
 
-def _codes(pairs: list[tuple[int, str]]) -> semantic._Codes:
-    return semantic._Codes.of([(i, h, bytes([i % 256, 7])) for i, h in pairs])
+def _codes(pairs: list[tuple[int, str]]) -> vector_index._Codes:
+    return vector_index._Codes.of([(i, h, bytes([i % 256, 7])) for i, h in pairs])
 
 
 def test_sign_codes_are_looked_up_by_text_hash():
@@ -302,7 +309,7 @@ def test_a_narrow_filter_rescores_only_its_sign_codes_nearest_the_query(sem, mon
     distance = {r[3]: int(np.unpackbits(np.frombuffer(r[5], np.uint8) ^ qbits).sum()) for r in rows}
     ordered = sorted(distance.values())
     k = next(k for k in range(3, len(ordered)) if ordered[k - 1] < ordered[k])
-    monkeypatch.setattr(semantic, "SHORTLIST", k)
+    monkeypatch.setattr(vector_index, "SHORTLIST", k)
     nearest = {h for h, d in distance.items() if d <= ordered[k - 1]}
     assert len(nearest) == k < len(distance)
     expected = brute_force(engine, text, keep, need=100)
@@ -356,7 +363,7 @@ def test_an_answer_the_deepest_read_cannot_fill_says_it_is_truncated(tmp_path, m
     """Ten unused vectors equal to each query fill every shortlist: with no filter the stage
     answers what it found and `truncated`; with one, the kept documents' own vectors answer
     (and a vector shared with a dropped document does not let it in)."""
-    monkeypatch.setattr(semantic, "SHORTLIST", 4)
+    monkeypatch.setattr(vector_index, "SHORTLIST", 4)
     monkeypatch.setattr(semantic, "MAX_READ", 8)
     with FakeOpenAI(dim=32) as server:
         root = tmp_path / "vault"
@@ -495,20 +502,20 @@ def test_a_saved_sign_index_of_another_store_or_dimension_is_ignored(tmp_path):
         try:
             _, _, signs = signs_of(engine)
             path, owner, n = signs.path, signs.owner, len(signs.index)
-            assert n and path.is_file() and path.with_suffix(".json").is_file()
-            assert len(semantic.SignIndex(32, path, owner).index) == n
+            assert n and path.with_suffix(".json").is_file()
+            assert len(vector_index.VectorIndex(32, path, owner).index) == n
             for dim, who in ((32, owner + "x"), (64, owner), (16, owner)):
-                other = semantic.SignIndex(dim, path, who)
+                other = vector_index.VectorIndex(dim, path, who)
                 assert (len(other.index), other.index.ndim, other.max_id) == (0, dim, 0)
-            # A process killed between the two files: the index is newer than its .json, whose
-            # collection count may be older too, so the next refresh rebuilds the index.
+            # A .json naming files that are gone (or cut short): nothing is trusted.
             meta = path.with_suffix(".json")
             saved = json.loads(meta.read_text())
-            meta.write_text(json.dumps({**saved, "max_id": saved["max_id"] - 1}))
-            newer = semantic.SignIndex(32, path, owner)
-            assert (len(newer.index), newer.max_id, newer.collected) == (n, saved["max_id"], None)
+            for broken in ({"seq": saved["seq"] + 7}, {"rows": saved["rows"] + 1}):
+                meta.write_text(json.dumps({**saved, **broken}))
+                gone = vector_index.VectorIndex(32, path, owner)
+                assert (len(gone.index), gone.max_id, gone.collected) == (0, 0, None)
             meta.write_text(json.dumps(saved))
-            assert semantic.SignIndex(32, path, owner).collected == saved["collected"]
+            assert vector_index.VectorIndex(32, path, owner).collected == saved["collected"]
         finally:
             engine.close()
 
@@ -577,6 +584,8 @@ def test_a_ready_workspace_reports_no_reason(sem):
 
 def candidates_for(engine, qvec: np.ndarray, allowed, need: int, complete: bool = True):
     ws, p = plan(engine)
+    if getattr(engine, "searched_by", None) == "graph":
+        assert p.signs.graph is not None  # still the graph, not the scan
     with engine.store.snapshot() as conn:
         (total,) = conn.execute(
             f"SELECT count(*) FROM chunks WHERE workspace_id = ? AND state = {LIVE}", (ws.id,)
@@ -593,7 +602,7 @@ def test_the_filters_own_scan_keeps_exactly_the_nearest_sign_codes(tmp_path, mon
     in i bits, and whose cosine order is not their Hamming order: a shortlist of 8 keeps
     exactly the eight nearest, whatever order the scan meets them in (two shufflings)."""
     monkeypatch.setattr(semantic, "SUBSET_SHARE", 1.0)
-    monkeypatch.setattr(semantic, "SHORTLIST", 8)
+    monkeypatch.setattr(vector_index, "SHORTLIST", 8)
     with FakeOpenAI(dim=64) as server:
         root = tmp_path / "vault"
         for i in range(24):
@@ -601,7 +610,8 @@ def test_the_filters_own_scan_keeps_exactly_the_nearest_sign_codes(tmp_path, mon
         engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
         try:
             engine.index_run("v")
-            ws, _ = plan(engine)
+            ws, p = plan(engine)
+            fp = p.model_fp
             with engine.store.snapshot() as conn:
                 chunks = conn.execute(
                     "SELECT c.id, c.document_id, c.text_hash FROM chunks c WHERE c.state = 1"
@@ -618,11 +628,14 @@ def test_the_filters_own_scan_keeps_exactly_the_nearest_sign_codes(tmp_path, mon
                     v[(i + 1) % 64] *= 40 if i % 3 == 0 else 1  # cosine not in Hamming order
                     v /= np.linalg.norm(v)
                     wanted[cid] = (did, int(i), v)
+                    # the text's vector replaced: collected, then embedded anew
+                    conn.execute("DELETE FROM embeddings WHERE text_hash = ?", (h,))
                     conn.execute(
-                        "UPDATE embeddings SET f32 = ?, bits = ? WHERE text_hash = ?",
-                        (v.tobytes(), semantic.sign_bits(v).tobytes(), h),
+                        "INSERT INTO embeddings(workspace_id, model_fp, text_hash, f32, bits)"
+                        " VALUES (?, ?, ?, ?, ?)",
+                        (ws.id, fp, h, v.tobytes(), semantic.sign_bits(v).tobytes()),
                     )
-                conn.execute(  # as a collection does: the saved sign codes are stale
+                conn.execute(  # as a collection does: the saved vectors are stale
                     "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key)"
                     " DO UPDATE SET value = CAST(value AS INTEGER) + 1",
                     (f"collected:{ws.id}",),

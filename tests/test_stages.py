@@ -103,6 +103,8 @@ def test_the_stages_record_follows_toggles_and_availability(served, toggles, sem
     timed = {"total_ms"} | {f"{s}_ms" for s in ("lexical", "semantic") if ran[s]}
     if "semantic" in requested and semantic != "none":
         timed.add("embed_ms")  # the query was embedded, or embedding it failed
+        if "lexical" in requested:  # on a worker, beside the lexical stage: then waited for
+            timed.add("embed_wait_ms")
     if "rerank" in requested and ranker != "none":
         timed.add("rank_ms")
     timings_are_milliseconds(answer, wall_ms, timed)

@@ -16,9 +16,10 @@ from ..embed import Embedder, key_status, load_embedder
 from ..errors import SWITCHING, UNSUPPORTED
 from ..lexical import LexicalIndex
 from ..rerank import NO_RANKER, RankPlan, load_ranker
-from ..semantic import SemanticPlan, SignIndex
+from ..semantic import SemanticPlan
 from ..stages.semantic import semantic_coverage
 from ..store import Store, Workspace
+from ..vector_index import VectorIndex
 
 log = logging.getLogger("autodoc.engine")
 
@@ -31,7 +32,7 @@ class EngineCore:
     def __init__(self, db_path: Path | str | None = None) -> None:
         self.store = Store(db_path)
         self._lexical: dict[int, LexicalIndex] = {}
-        self._signs: dict[tuple[int, str], SignIndex] = {}
+        self._signs: dict[tuple[int, str], VectorIndex] = {}
         self._lock = threading.RLock()
         self._workers: dict[str, threading.Thread] = {}
         self._again: set[str] = set()
@@ -87,13 +88,13 @@ class EngineCore:
         except Exception as exc:  # rerank is optional: the search goes on without it
             return RankPlan(None, spec, f"ranker unavailable: {getattr(exc, 'message', exc)}")
 
-    def signs(self, ws: Workspace, embedder: Embedder) -> SignIndex:
+    def signs(self, ws: Workspace, embedder: Embedder) -> VectorIndex:
         with self._lock:
             key = (ws.id, embedder.model_fp)
             index = self._signs.get(key)
             if index is None:
                 path = self.store.vectors_root / f"{ws.id}-{embedder.model_fp}.usearch"
-                index = self._signs[key] = SignIndex(embedder.dim, path, self.store.store_id)
+                index = self._signs[key] = VectorIndex(embedder.dim, path, self.store.store_id)
             return index
 
     def semantic_plan(self, ws: Workspace) -> SemanticPlan:

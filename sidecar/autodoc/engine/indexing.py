@@ -68,7 +68,7 @@ class Indexing(EngineCore):
             signs = self.signs(ws, target)
             epochs = read_epochs(conn, ws.id)
             assert epochs is not None  # the workspace exists: this run holds the writer
-            signs.refresh(conn, ws.id, target.model_fp, epochs[1])
+            signs.refresh(conn, ws.id, target.model_fp, epochs[1], build=True)
         signs.save()
         seconds = time.perf_counter() - started
         return {

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
@@ -81,6 +82,7 @@ class QueryContext:
     truncated: bool = False
     timings: dict[str, float] = field(default_factory=dict)
     qvec: np.ndarray | None = None
+    pending: Future | None = None  # the query's embedding, under way beside the lexical stage
     exact: list[fuse.Fused] = field(default_factory=list)
     fused: list[fuse.Fused] = field(default_factory=list)
     moved: dict[int, int] = field(default_factory=dict)  # chunk id -> successor document id

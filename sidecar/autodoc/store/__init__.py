@@ -82,8 +82,9 @@ from .queries import (
     vector_codes,
     vector_count,
     vector_coverage,
+    vector_ids,
+    vector_rows,
     vector_stats,
-    vectors_by_id,
     workspace_counts,
 )
 from .schema import (
@@ -191,8 +192,9 @@ __all__ = [
     "vector_codes",
     "vector_count",
     "vector_coverage",
+    "vector_ids",
+    "vector_rows",
     "vector_stats",
-    "vectors_by_id",
     "workspace_counts",
     "writes",
 ]

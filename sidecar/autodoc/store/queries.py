@@ -11,6 +11,8 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from .db import Store
 from .schema import LIVE, NAME_ALIAS, NAME_LISTED, NAME_TITLE
 
@@ -319,6 +321,26 @@ def vector_codes(
     return [(r[0], r[1], r[2]) for r in rows]
 
 
+def vector_rows(
+    conn: sqlite3.Connection, ws_id: int, model_fp: str, *, above: int
+) -> list[tuple[int, str, bytes, bytes]]:
+    """(vector id, text hash, sign code, float32) of this model's vectors above `above`, by id."""
+    return conn.execute(
+        "SELECT id, text_hash, bits, f32 FROM embeddings WHERE workspace_id = ? AND model_fp = ?"
+        " AND id > ? ORDER BY id",
+        (ws_id, model_fp, above),
+    ).fetchall()
+
+
+def vector_ids(conn: sqlite3.Connection, ws_id: int, model_fp: str) -> np.ndarray:
+    """Every id of this model's vectors in the workspace, ascending."""
+    cur = conn.execute(
+        "SELECT id FROM embeddings WHERE workspace_id = ? AND model_fp = ? ORDER BY id",
+        (ws_id, model_fp),
+    )
+    return np.fromiter((r[0] for r in cur), dtype=np.uint64)
+
+
 def missing_text_count(conn: sqlite3.Connection, ws_id: int, model_fp: str) -> int:
     """Distinct visible chunk texts with no vector of this model."""
     return conn.execute(
@@ -402,11 +424,6 @@ def live_chunk_count_of(conn: sqlite3.Connection, document_ids: Sequence[int]) -
 def live_text_hashes_of(conn: sqlite3.Connection, document_ids: Sequence[int]) -> list[str]:
     sql = f"SELECT text_hash FROM chunks WHERE document_id IN ({{marks}}) AND state = {LIVE}"
     return Store.column(conn, sql, sorted(document_ids))
-
-
-def vectors_by_id(conn: sqlite3.Connection, ids: Sequence[int]) -> list[tuple]:
-    """(id, text hash, f32) of these vectors (plain tuples: the float32 rescore's hot read)."""
-    return Store.rows(conn, "SELECT id, text_hash, f32 FROM embeddings WHERE id IN ({marks})", ids)
 
 
 def live_chunks_with_texts(

@@ -1,0 +1,436 @@
+"""The in-process vector index of one (workspace, model) vector set, kept in step with SQLite.
+
+Three parts, saved together beside the store so a new process maps them instead of reading
+every vector back from SQLite (only rows added since, ids above `max_id`, are read):
+
+- the sign codes in a USearch `b1` index, scanned exactly (spec §3, phase 2a);
+- the float32 rows in append-only files, memory-mapped: phase 2b's rescoring gathers its
+  shortlist from them (cpp-docs: 600 rows in ~0.1 ms, against ~1.9 ms read from SQLite);
+- past HNSW_ABOVE vectors, an HNSW graph over int8 copies (USearch), which replaces the linear
+  sign scan as the shortlist (rescored in float32 all the same). The writer builds it; readers
+  use it once saved, adding the rows that arrived since.
+
+Collected vectors are removed from the indexes; their rows stay in the files (never returned)
+until a rebuild. What a reader may see is still decided by SQLite (semantic.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnxruntime  # noqa: F401 - usearch 2.26.2-2.26.6 crash if imported before onnxruntime
+from usearch.index import Index
+
+from . import store as queries
+
+# Past this many vectors the writer builds an HNSW graph and the shortlist comes from it: at
+# 111k cpp-docs vectors it answered in 0.2 ms against 3.6 ms for the exact sign scan, at higher
+# recall (doc/benchmarks/performance.md §2); below it the exact scan costs under ~2 ms.
+HNSW_ABOVE = 50_000
+HNSW_CONNECTIVITY = 16  # USearch's default M
+HNSW_EXPANSION_ADD = 64
+HNSW_EXPANSION_SEARCH = 128
+# Graph neighbours rescored in float32 (the sign scan's shortlist is semantic.SHORTLIST).
+HNSW_SHORTLIST = 200
+# A saved graph is rewritten when it misses this share of the rows (a one-paragraph save does
+# not rewrite a million-vector file; readers add the rows since from SQLite).
+RESAVE_SHARE = 0.02
+HASH_WIDTH = 64  # a sha256 text hash in hex
+
+
+def sign_bits(vectors: np.ndarray) -> np.ndarray:
+    """1-bit codes: one bit per dimension, set where the component is positive."""
+    return np.packbits(vectors > 0, axis=-1)
+
+
+def _signs_index(dim: int) -> Index:
+    # A b1 index only scanned exactly: the graph is never walked, so build it cheaply.
+    return Index(ndim=dim, metric="hamming", dtype="b1", connectivity=2, expansion_add=1)
+
+
+def _graph_index(dim: int) -> Index:
+    return Index(
+        ndim=dim,
+        metric="cos",
+        dtype="i8",
+        connectivity=HNSW_CONNECTIVITY,
+        expansion_add=HNSW_EXPANSION_ADD,
+        expansion_search=HNSW_EXPANSION_SEARCH,
+    )
+
+
+@dataclass
+class _Rows:
+    """Float32 vectors by embedding id (ascending), with their text hashes: the saved rows
+    memory-mapped (`base_*`), those added since in memory (`tail_*`)."""
+
+    dim: int
+    ids: np.ndarray  # uint64, every row's id, ascending
+    hashes: np.ndarray  # S64, every row's text hash
+    base: np.ndarray  # (saved, dim) float32, memory-mapped
+    tail: np.ndarray  # (added since, dim) float32
+
+    @classmethod
+    def empty(cls, dim: int) -> _Rows:
+        return cls(
+            dim,
+            np.zeros(0, np.uint64),
+            np.zeros(0, f"S{HASH_WIDTH}"),
+            np.zeros((0, dim), np.float32),
+            np.zeros((0, dim), np.float32),
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def extend(self, ids: np.ndarray, hashes: np.ndarray, f32: np.ndarray) -> None:
+        self.ids = np.concatenate([self.ids, ids])
+        self.hashes = np.concatenate([self.hashes, hashes])
+        self.tail = np.concatenate([self.tail, f32]) if len(self.tail) else f32
+
+    def vectors(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Rows `start` to `stop` (a copy where they span both parts)."""
+        stop = len(self.ids) if stop is None else min(stop, len(self.ids))
+        nb = len(self.base)
+        if start >= nb:
+            return self.tail[start - nb : stop - nb]
+        if stop <= nb:
+            return self.base[start:stop]
+        return np.concatenate([self.base[start:], self.tail[: stop - nb]])
+
+    def gather(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, hashes, float32 rows) of these embedding ids, those not held left out."""
+        keys = np.asarray(keys, dtype=np.uint64)
+        pos = np.searchsorted(self.ids, keys)
+        ok = pos < len(self.ids)
+        ok[ok] = self.ids[pos[ok]] == keys[ok]
+        pos = pos[ok]
+        nb = len(self.base)
+        out = np.empty((len(pos), self.dim), np.float32)
+        low = pos < nb
+        out[low] = self.base[pos[low]]
+        out[~low] = self.tail[pos[~low] - nb]
+        return self.ids[pos], self.hashes[pos], out
+
+
+class VectorIndex:
+    """The sign index, float32 rows and (past HNSW_ABOVE) graph of one vector set."""
+
+    def __init__(self, dim: int, path: Path | None, owner: str) -> None:
+        self.dim = dim
+        self.path = path  # the sign index's file; the others are named after it
+        self.owner = owner  # the store's id: files left by another store are ignored
+        self.lock = threading.Lock()
+        self.epoch = -1
+        self._saved: dict = {}  # the .json last read or written: what the files on disk hold
+        self._reset()
+        if path is not None:
+            self._load(path)
+
+    def _reset(self) -> None:
+        """Empty, to be filled from SQLite; the saved files stay for readers still using them."""
+        self.index = _signs_index(self.dim)
+        self.rows = _Rows.empty(self.dim)
+        self.graph: Index | None = None
+        self.max_id = 0
+        self.collected: int | None = None  # the workspace's collection count it reflects
+        self._codes: _Codes | None = None  # by text hash, for filtered scans; built on first use
+        self._gen: int | None = None  # the row files these rows extend (None: new ones)
+        self._written = 0  # rows already in those files
+        self._graph_rows = 0  # rows the saved graph holds
+        self._graph_dirty = False  # vectors removed since the graph was saved
+
+    # -- files ---------------------------------------------------------------------------
+
+    def _file(self, suffix: str) -> Path:
+        assert self.path is not None
+        return self.path.with_suffix(suffix)
+
+    def _load(self, path: Path) -> None:
+        try:
+            saved = json.loads(path.with_suffix(".json").read_text())
+            if saved.get("owner") != self.owner or "seq" not in saved:
+                return  # another store's, or written before the float32 rows were kept
+            count, gen = saved["rows"], saved["rows_gen"]
+            index = Index.restore(str(self._file(f".{saved['seq']}.usearch")))
+            ids = np.fromfile(self._file(f".r{gen}.ids"), np.uint64, count)
+            hashes = np.memmap(self._file(f".r{gen}.hashes"), f"S{HASH_WIDTH}", "r", 0, (count,))
+            base = np.memmap(self._file(f".r{gen}.f32"), np.float32, "r", 0, (count, self.dim))
+            graph = None
+            if saved.get("graph"):
+                graph = Index.restore(str(self._file(f".{saved['graph_seq']}.hnsw")))
+                if graph is not None:  # the file does not keep the search expansion
+                    graph.expansion_search = HNSW_EXPANSION_SEARCH  # type: ignore[misc]
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            return  # absent, unreadable or half-written: rebuilt from SQLite
+        self._saved = saved
+        if index is None or index.ndim != self.dim or len(ids) != count:
+            return
+        self.index, self.max_id = index, int(saved["max_id"])
+        self.rows = _Rows(self.dim, ids, hashes, base, np.zeros((0, self.dim), np.float32))
+        self.collected = saved.get("collected")
+        self._gen, self._written = gen, count
+        if graph is not None:  # saved less often than the rest: add the rows since
+            self.graph, self._graph_rows = graph, saved["graph_rows"]
+            self._graph_add(self._graph_rows)
+
+    def save(self) -> None:
+        """Write what changed: rows appended to the row files, the indexes under a new
+        sequence number, then the .json naming them (one atomic replace), then files no .json
+        names go. A process killed at any point leaves the last complete set named; a reader
+        keeps the files it mapped."""
+        if self.path is None:
+            return
+        with self.lock:
+            prev = self._saved
+            state = (len(self.rows), self.max_id, self.collected, self.graph is not None)
+            if prev and state == (prev["rows"], prev["max_id"], prev["collected"], prev["graph"]):
+                return  # nothing new
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._save_rows()
+            seq = prev.get("seq", 0) + 1
+            self._atomic(lambda p: self.index.save(str(p)), self._file(f".{seq}.usearch"))
+            graph_seq = prev.get("graph_seq", seq)
+            if self.graph is not None and (self._graph_stale() or not prev.get("graph")):
+                graph = self.graph
+                self._atomic(lambda p: graph.save(str(p)), self._file(f".{seq}.hnsw"))
+                graph_seq, self._graph_rows, self._graph_dirty = seq, len(self.rows), False
+            saved = {
+                "owner": self.owner, "max_id": self.max_id, "collected": self.collected,
+                "seq": seq, "rows": len(self.rows), "rows_gen": self._gen,
+                "graph": self.graph is not None, "graph_seq": graph_seq,
+                "graph_rows": self._graph_rows,
+            }  # fmt: skip
+            self._atomic(lambda p: p.write_text(json.dumps(saved)), self._file(".json"))
+            self._saved = saved
+            self._drop_old(saved)
+
+    def _graph_stale(self) -> bool:
+        missing = len(self.rows) - self._graph_rows
+        return self._graph_dirty or missing > RESAVE_SHARE * max(self._graph_rows, 1)
+
+    def _save_rows(self) -> None:
+        """Append the rows since the last save to the row files (new files after a rebuild:
+        the old ones may be mapped by a reader)."""
+        if self._gen is None:
+            self._gen, self._written = self._saved.get("rows_gen", -1) + 1, 0
+        start = self._written
+        for suffix, data in (
+            (".ids", self.rows.ids[start:]),
+            (".hashes", self.rows.hashes[start:]),
+            (".f32", self.rows.vectors(start)),
+        ):
+            path = self._file(f".r{self._gen}{suffix}")
+            width = data.itemsize * (data.shape[1] if data.ndim == 2 else 1)
+            with open(path, "r+b" if start else "wb") as f:
+                f.truncate(start * width)  # what a killed writer appended and no .json names
+                f.seek(start * width)
+                f.write(np.ascontiguousarray(data).tobytes())
+        self._written = n = len(self.rows)
+        if n:  # map what was written: the writer need not hold the rows in memory either
+            gen = self._gen
+            self.rows.hashes = np.memmap(
+                self._file(f".r{gen}.hashes"), f"S{HASH_WIDTH}", "r", 0, (n,)
+            )
+            self.rows.base = np.memmap(
+                self._file(f".r{gen}.f32"), np.float32, "r", 0, (n, self.dim)
+            )
+            self.rows.tail = np.zeros((0, self.dim), np.float32)
+
+    def _atomic(self, write, path: Path) -> None:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        write(tmp)
+        os.replace(tmp, path)
+
+    def _drop_old(self, saved: dict) -> None:
+        assert self.path is not None
+        keep = {
+            self._file(f".{saved['seq']}.usearch").name,
+            self._file(f".{saved['graph_seq']}.hnsw").name,
+            self._file(".json").name,
+        } | {self._file(f".r{saved['rows_gen']}{s}").name for s in (".ids", ".hashes", ".f32")}
+        for old in self.path.parent.glob(f"{self.path.stem}.*"):
+            if old.name not in keep:
+                old.unlink(missing_ok=True)
+
+    # -- keeping in step with SQLite ---------------------------------------------------------
+
+    def refresh(self, conn, ws_id: int, model_fp: str, epoch: int, *, build: bool = False) -> None:
+        """Bring the indexes to this vector epoch; `build`: the writer may build the graph."""
+        if epoch == self.epoch and not (build and self._wants_graph()):
+            return
+        with self.lock:
+            if epoch != self.epoch:
+                self._catch_up(conn, ws_id, model_fp)
+                self.epoch = epoch
+            if build and self._wants_graph():
+                self._build_graph()
+
+    def _catch_up(self, conn, ws_id: int, model_fp: str) -> None:
+        count, top = queries.vector_stats(conn, ws_id, model_fp)
+        collected = queries.collections(conn, ws_id)
+        if top < self.max_id:
+            self._reset()  # ids went back: a rebuilt store
+        elif len(self.rows) and (collected != self.collected or count < len(self.index)):
+            # collected, or lost some other way (the count alone misses a collection that
+            # more new rows outnumber: found by the crash test)
+            self._forget(queries.vector_ids(conn, ws_id, model_fp))
+        self.collected = collected
+        self._add_new(queries.vector_rows(conn, ws_id, model_fp, above=self.max_id))
+        if len(self.index) < count and not self._restore(queries.vector_ids(conn, ws_id, model_fp)):
+            self._reset()  # ids at most max_id came back that were never indexed: start over
+            self.collected = collected
+            self._add_new(queries.vector_rows(conn, ws_id, model_fp, above=0))
+
+    def _restore(self, ids_now: np.ndarray) -> bool:
+        """Index again the vectors SQLite holds again (a restored backup) whose rows are kept;
+        False when one was never seen."""
+        held = np.asarray(self.index.contains(ids_now), dtype=bool)
+        back = ids_now[~held]
+        if not np.isin(back, self.rows.ids).all():
+            return False
+        ids, _, f32 = self.rows.gather(back)
+        self.index.add(ids, sign_bits(f32))
+        if self.graph is not None:
+            self.graph.add(ids, f32)
+            self._graph_dirty = True
+        self._codes = None
+        return True
+
+    def _add_new(self, rows: list) -> None:
+        if not rows:
+            return
+        n = len(rows)
+        ids = np.fromiter((r[0] for r in rows), np.uint64, n)
+        hashes = np.array([r[1] for r in rows], f"S{HASH_WIDTH}")
+        bits = np.frombuffer(b"".join(r[2] for r in rows), np.uint8).reshape(n, -1)
+        f32 = np.frombuffer(b"".join(r[3] for r in rows), np.float32).reshape(n, self.dim)
+        self.index.add(ids, bits)
+        self.rows.extend(ids, hashes, f32)
+        if self.graph is not None:
+            self._graph_add(len(self.rows) - n)
+        self.max_id = int(ids[-1])
+        if self._codes is not None:
+            self._codes = self._codes.extend(_Codes(ids, _hash_prefixes(list(hashes)), bits))
+
+    def _forget(self, ids_now: np.ndarray) -> None:
+        """Remove from the indexes the vectors a collection dropped from SQLite."""
+        gone = np.setdiff1d(self.rows.ids, ids_now, assume_unique=True)
+        gone = gone[np.asarray(self.index.contains(gone), dtype=bool)] if len(gone) else gone
+        if len(gone):
+            self.index.remove(gone)
+            if self.graph is not None:
+                self.graph.remove(gone)
+                self._graph_dirty = True
+            self._codes = None
+
+    def _wants_graph(self) -> bool:
+        return self.graph is None and len(self.index) >= HNSW_ABOVE
+
+    def _build_graph(self) -> None:
+        self.graph = _graph_index(self.dim)
+        self._graph_add(0)
+
+    def _graph_add(self, start: int) -> None:
+        """Add the rows from `start` on that the sign index holds (not collected) to the graph,
+        a slice at a time: the memory-mapped rows are copied one slice at a time."""
+        assert self.graph is not None
+        step = 100_000
+        for lo in range(start, len(self.rows), step):
+            keys = self.rows.ids[lo : lo + step]
+            live = np.asarray(self.index.contains(keys), dtype=bool)
+            vectors = self.rows.vectors(lo, lo + step)
+            self.graph.add(keys[live], vectors[live], threads=os.cpu_count() or 1)
+
+    # -- the query path ------------------------------------------------------------------------
+
+    def shortlist_size(self, need: int) -> int:
+        return max(HNSW_SHORTLIST if self.graph is not None else SHORTLIST, need * 2)
+
+    def shortlist(self, qvec: np.ndarray, qbits: np.ndarray, k: int) -> np.ndarray:
+        """The embedding ids nearest the query: the graph's, else the exact sign scan's."""
+        with self.lock:
+            if self.graph is not None and len(self.graph):
+                return self.graph.search(qvec, min(k, len(self.graph))).keys
+            if not len(self.index):
+                return np.zeros(0, dtype=np.uint64)
+            return self.index.search(qbits, min(k, len(self.index)), exact=True).keys
+
+    def rescore(self, keys: np.ndarray, qvec: np.ndarray) -> list[tuple[str, float]]:
+        """(text_hash, cosine) best first, from the float32 rows of these ids."""
+        if not len(keys):
+            return []
+        with self.lock:
+            ids, hashes, matrix = self.rows.gather(np.asarray(keys, dtype=np.uint64))
+        scores = matrix @ qvec
+        order = np.lexsort((ids, -scores))  # best first; ties by embedding id, so stable
+        return [(hashes[i].decode(), float(scores[i])) for i in order]
+
+    def codes_for(
+        self, conn, ws_id: int, model_fp: str, hashes: list[str]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(embedding ids, sign codes) of these text hashes, from memory: a filtered scan
+        looks up its few thousand chunks here instead of joining them to the vector table
+        (cpp-docs, 7,000 chunks: ~10 ms instead of ~100)."""
+        with self.lock:
+            if self._codes is None:  # once per process: the codes the index holds
+                self._codes = _Codes.of(
+                    queries.vector_codes(conn, ws_id, model_fp, upto=self.max_id)
+                )
+            codes = self._codes
+        return codes.lookup(hashes)
+
+
+# Phase 2a shortlist of the exact sign scan: how many sign-code neighbours are rescored in
+# float32. The smallest size measured with recall@50 >= 0.97 against exact float32 on SciFact
+# (400: 0.954, 500: 0.968, 600: 0.976, 800: 0.986; bench/vector_recall.py, semantic.md).
+SHORTLIST = 600
+
+
+def _hash_prefixes(hashes: list) -> np.ndarray:
+    """The first 64 bits of each sha256 hex text hash (str or bytes): enough to tell them
+    apart."""
+    text = "".join((h.decode() if isinstance(h, bytes) else h)[:16] for h in hashes)
+    return np.frombuffer(bytes.fromhex(text), dtype=">u8").astype(np.uint64)
+
+
+class _Codes:
+    """Sign codes with their embedding ids, looked up by text hash (sorted 64-bit prefixes)."""
+
+    def __init__(self, keys: np.ndarray, prefix: np.ndarray, bits: np.ndarray) -> None:
+        self.keys, self.prefix, self.bits = keys, prefix, bits
+        self.order = np.argsort(prefix, kind="stable")
+        self.sorted = prefix[self.order]
+
+    @classmethod
+    def of(cls, rows) -> _Codes:
+        """From (id, text_hash, bits) rows."""
+        n = len(rows)
+        keys = np.fromiter((r[0] for r in rows), dtype=np.uint64, count=n)
+        prefix = _hash_prefixes([r[1] for r in rows])
+        if not n:  # no vectors yet (a first fill under way): reshape cannot infer a width
+            return cls(keys, prefix, np.zeros((0, 0), dtype=np.uint8))
+        bits = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.uint8).reshape(n, -1)
+        return cls(keys, prefix, bits)
+
+    def extend(self, more: _Codes) -> _Codes:
+        if not len(self.keys):
+            return more
+        return _Codes(
+            np.concatenate([self.keys, more.keys]),
+            np.concatenate([self.prefix, more.prefix]),
+            np.concatenate([self.bits, more.bits]),
+        )
+
+    def lookup(self, hashes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        if not hashes or not len(self.keys):
+            return np.zeros(0, dtype=np.uint64), np.zeros((0, 0), dtype=np.uint8)
+        want = np.unique(_hash_prefixes(hashes))  # a text shared by two chunks counts once
+        pos = np.minimum(np.searchsorted(self.sorted, want), len(self.sorted) - 1)
+        rows = self.order[pos[self.sorted[pos] == want]]
+        return self.keys[rows], self.bits[rows]

@@ -1,0 +1,162 @@
+"""The in-process vector index (vector_index.py): float32 rows memory-mapped beside the sign
+index, so rescoring reads no vector from SQLite; the HNSW graph past HNSW_ABOVE, built by the
+writer, saved, loaded and kept in step (rows added, vectors collected); and saves a killed
+writer cannot leave half-named."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from autodoc import vector_index
+from autodoc.engine import Engine
+from autodoc.store import read_epochs
+
+from .conftest import write
+from .fake_openai import FakeOpenAI
+from .test_semantic_stage import brute_force, candidates, plan, same, small_engine, traced
+
+
+def test_rows_are_gathered_from_the_mapped_part_and_the_part_added_since():
+    rows = vector_index._Rows.empty(4)
+    first = np.eye(4, dtype=np.float32)
+    rows.extend(np.array([2, 5, 9, 11], np.uint64), np.array([b"a" * 64] * 4), first)
+    rows.base, rows.tail = rows.tail, np.zeros((0, 4), np.float32)  # as after a save
+    rows.extend(np.array([12], np.uint64), np.array([b"b" * 64]), np.ones((1, 4), np.float32))
+    ids, hashes, matrix = rows.gather(np.array([12, 3, 9, 40, 2], np.uint64))
+    assert ids.tolist() == [12, 9, 2]  # 3 and 40 are not held: left out, not misread
+    assert hashes.tolist() == [b"b" * 64, b"a" * 64, b"a" * 64]
+    assert matrix.tolist() == [[1, 1, 1, 1], [0, 0, 1, 0], [1, 0, 0, 0]]
+    assert rows.vectors(3, 5).tolist() == [[0, 0, 0, 1], [1, 1, 1, 1]]  # across both parts
+
+
+def test_a_new_process_rescores_from_the_mapped_rows_not_sqlite(tmp_path):
+    with FakeOpenAI(dim=32) as server:
+        engine, _ = small_engine(tmp_path, server)
+        db = engine.store.path
+        engine.close()
+        engine = Engine(db)
+        try:
+            plan(engine)  # the saved index loaded and refreshed
+            with traced(engine) as statements:
+                found, _ = candidates(engine, "lease writer")
+            assert found and same(found, brute_force(engine, "lease writer", None))
+            assert not [s for s in statements if "f32" in s]  # no float32 read from SQLite
+        finally:
+            engine.close()
+
+
+@pytest.fixture
+def graphed(tmp_path, monkeypatch):
+    """A 12-note workspace past a lowered HNSW_ABOVE: the writer builds and saves a graph."""
+    monkeypatch.setattr(vector_index, "HNSW_ABOVE", 10)
+    with FakeOpenAI(dim=32) as server:
+        engine, root = small_engine(tmp_path, server)
+        yield engine, root
+        engine.close()
+
+
+def graph_keys(engine) -> set[int]:
+    _, p = plan(engine)
+    graph = p.signs.graph
+    assert graph is not None
+    return {int(k) for k in graph.keys}
+
+
+def vector_ids(engine) -> set[int]:
+    with engine.store.snapshot() as conn:
+        return {r[0] for r in conn.execute("SELECT id FROM embeddings")}
+
+
+def test_the_writer_builds_the_graph_past_the_threshold_and_searches_use_it(graphed, monkeypatch):
+    engine, _ = graphed
+    _, p = plan(engine)
+    assert graph_keys(engine) == vector_ids(engine) and len(vector_ids(engine)) > 10
+    calls = []
+    search = type(p.signs.graph).search
+    monkeypatch.setattr(
+        type(p.signs.graph), "search", lambda *a, **k: calls.append(1) or search(*a, **k)
+    )
+    for text in ("lease writer", "vector index query"):
+        found, _ = candidates(engine, text)
+        assert same(found, brute_force(engine, text, None))  # a small graph is walked whole
+    assert len(calls) == 2
+
+
+def test_a_saved_graph_is_loaded_and_kept_in_step(graphed, monkeypatch):
+    engine, root = graphed
+    db = engine.store.path
+    ws = engine.workspace("v")
+    _, p = plan(engine)
+    saved = json.loads(p.signs.path.with_suffix(".json").read_text())
+    assert saved["graph"] and p.signs.path.with_suffix(f".{saved['graph_seq']}.hnsw").is_file()
+    engine.close()
+    engine = Engine(db)
+    try:
+        assert graph_keys(engine) == vector_ids(engine)  # loaded, not rebuilt by a reader
+        before = vector_ids(engine)
+        write(root, "n00.md", "# Note 0\n\nrewritten zebra okapi\n")  # its old texts go unused
+        write(root, "late.md", "# Late\n\nzebra okapi giraffe\n")
+        engine.index_run("v")
+        from autodoc.indexer import Indexer
+
+        Indexer(engine.store, engine.lexical(ws), ws).purge_retired(grace=0)
+        engine.embed_run("v")  # collects the unused vectors
+        now = vector_ids(engine)
+        assert before - now and now - before  # some collected, some added
+        assert graph_keys(engine) == now
+        found, _ = candidates(engine, "zebra okapi giraffe")
+        assert same(found, brute_force(engine, "zebra okapi giraffe", None))
+        monkeypatch.setattr(vector_index, "RESAVE_SHARE", 100.0)  # the graph file is kept...
+        write(root, "later.md", "# Later\n\nadded after the graph was saved\n")
+        engine.index_run("v")
+        now = vector_ids(engine)
+        saved = json.loads(p.signs.path.with_suffix(".json").read_text())
+        assert saved["graph_rows"] < saved["rows"]  # ...so it misses the newest rows
+    finally:
+        engine.close()
+    reopened = Engine(db)  # the rows since the graph was saved are added on load
+    try:
+        assert graph_keys(reopened) == now
+    finally:
+        reopened.close()
+
+
+def test_a_writer_killed_before_its_json_leaves_the_last_complete_set(tmp_path, monkeypatch):
+    """The files of a save are written first and the .json naming them last: killed between,
+    the old .json still names complete files (the new ones are left unnamed), and the next
+    process loads them and adds what SQLite holds since, once each."""
+    with FakeOpenAI(dim=32) as server:
+        engine, root = small_engine(tmp_path, server)
+        db = engine.store.path
+        _, p = plan(engine)
+        meta = p.signs.path.with_suffix(".json")
+        old = meta.read_text()
+        monkeypatch.setattr(vector_index.VectorIndex, "_drop_old", lambda self, saved: None)
+        for i in range(4):
+            write(root, f"k{i}.md", f"# K{i}\n\nkilled text {i}\n")
+        engine.index_run("v")  # rows appended, new index files, new .json...
+        engine.close()
+        meta.write_text(old)  # ...as if killed before the .json was replaced
+        monkeypatch.undo()
+        engine = Engine(db)
+        try:
+            ws, p = plan(engine)
+            assert sorted(int(k) for k in p.signs.index.keys) == sorted(vector_ids(engine))
+            assert len(p.signs.rows) == len(vector_ids(engine))  # no row twice
+            p.signs.save()  # the row files are cut back to what the old .json named, then grown
+            gen = json.loads(meta.read_text())["rows_gen"]
+            f32 = p.signs.path.with_suffix(f".r{gen}.f32")
+            assert f32.stat().st_size == len(vector_ids(engine)) * 32 * 4
+            reloaded = vector_index.VectorIndex(32, p.signs.path, p.signs.owner)
+            with engine.store.snapshot() as conn:
+                reloaded.refresh(conn, ws.id, p.model_fp, read_epochs(conn, ws.id)[1])
+            assert reloaded.rows.ids.tolist() == sorted(vector_ids(engine))
+            ids, _, matrix = reloaded.rows.gather(reloaded.rows.ids)
+            with engine.store.snapshot() as conn:
+                stored = dict(conn.execute("SELECT id, f32 FROM embeddings").fetchall())
+            assert all(matrix[i].tobytes() == stored[int(k)] for i, k in enumerate(ids))
+        finally:
+            engine.close()
