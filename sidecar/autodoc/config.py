@@ -31,6 +31,11 @@ class Option:
 def _embedding(value: Any) -> Any:
     from .embed import validate_spec  # keeps onnxruntime out of config's import
 
+    if isinstance(value, dict) and "store" in value:  # where the vectors live: not the model's
+        from .qdrant_store import validate_store
+
+        rest = validate_spec({k: v for k, v in value.items() if k != "store"})
+        return {**rest, "store": validate_store(value["store"])}
     return validate_spec(value)
 
 
@@ -101,7 +106,8 @@ OPTIONS: dict[str, Option] = {
     "embedding": Option(
         {"provider": "bundled"},
         dict,
-        doc="embedding provider: bundled (default), onnx, openai or none",
+        doc="embedding provider: bundled (default), onnx, openai or none; `store` {kind:"
+        " qdrant, url, api_key_env} keeps its vectors in Qdrant (doc/scale.md)",
         check=_embedding,
     ),
     "ranker": Option(

@@ -16,12 +16,11 @@ from typing import Literal
 import numpy as np
 
 from . import store as queries
-from . import vector_index
 from .embed import Embedder
 from .facets import DocumentSet
 from .fuse import MAX_READ, RETRIEVER_TOP
 from .store import Store, Workspace
-from .vector_index import VectorIndex, sign_bits
+from .vector_index import Vectors, sign_bits
 
 # A filter whose documents hold at most this share of the chunks is served by scanning only
 # their vectors; a wider one by the whole-workspace shortlist, filtered (on cpp-docs a filter
@@ -89,7 +88,7 @@ def collect_unused(store: Store, ws: Workspace, keep: set[str]) -> int:
 def semantic_candidates(
     conn,
     store: Store,
-    signs: VectorIndex,
+    signs: Vectors,
     ws: Workspace,
     model_fp: str,
     qvec: np.ndarray,
@@ -117,12 +116,9 @@ def semantic_candidates(
             return _subset(*args, allowed.keep, allowed, need, complete)
     read = signs.shortlist_size(need)
     while True:
-        keys = signs.shortlist(qvec, qbits, read)
-        ranked = signs.rescore(keys, qvec)
+        ranked, filled = signs.ranked(qvec, qbits, read)
         found = _visible(conn, store, ws.id, model_fp, ranked, allowed, need, complete)
-        short = len(found) < need
-        filled = len(keys) >= read
-        if not short or not filled:
+        if len(found) >= need or not filled:
             return found[:need], False
         if read >= MAX_READ:
             if allowed is not None:
@@ -144,7 +140,7 @@ def _kept(conn, ws_id: int, allowed: DocumentSet) -> set[int]:
 def _subset(
     conn,
     store: Store,
-    signs: VectorIndex,
+    signs: Vectors,
     ws_id: int,
     model_fp: str,
     qvec: np.ndarray,
@@ -154,17 +150,8 @@ def _subset(
     need: int,
     complete: bool,
 ) -> tuple[list[tuple[int, int, float]], bool]:
-    """The two phases over the kept documents' vectors only: Hamming distance on their sign
-    codes (numpy popcount), then float32 rescoring of the SHORTLIST nearest."""
-    hashes = queries.live_text_hashes_of(conn, sorted(keep))
-    keys, bits = signs.codes_for(conn, ws_id, model_fp, hashes)
-    if not len(keys):
-        return [], False
-    distance = np.bitwise_count(bits ^ qbits).sum(axis=1, dtype=np.int64)
-    short = vector_index.SHORTLIST
-    if len(keys) > short:
-        keys = keys[np.argpartition(distance, short - 1)[:short]]
-    ranked = signs.rescore(keys, qvec)
+    """The kept documents' own vectors, nearest first (the index scans only them)."""
+    ranked = signs.ranked_among(conn, ws_id, model_fp, qvec, qbits, keep, need)
     return _visible(conn, store, ws_id, model_fp, ranked, allowed, need, complete)[:need], False
 
 
@@ -223,7 +210,7 @@ class SemanticPlan:
         state: Literal["", "off", "switching"] = "",
         reason: str = "",
         code: int = 0,
-        signs: VectorIndex | None = None,
+        signs: Vectors | None = None,
     ) -> None:
         self.embedder = embedder
         self.model_fp = model_fp

@@ -21,6 +21,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import onnxruntime  # noqa: F401 - usearch 2.26.2-2.26.6 crash if imported before onnxruntime
@@ -41,6 +42,34 @@ HNSW_SHORTLIST = 200
 # not rewrite a million-vector file; readers add the rows since from SQLite).
 RESAVE_SHARE = 0.02
 HASH_WIDTH = 64  # a sha256 text hash in hex
+
+
+class Vectors(Protocol):
+    """What the semantic stage searches: a VectorIndex here, or a Qdrant collection
+    (qdrant_store.py). Either mirrors SQLite's vectors; SQLite decides what a reader sees."""
+
+    def refresh(self, conn, ws_id: int, model_fp: str, epoch: int, *, build: bool = False) -> None:
+        """Catch up with this vector epoch; `build`: the writer's call, after a fill."""
+        ...
+
+    def save(self) -> None: ...
+
+    def shortlist_size(self, need: int) -> int: ...
+
+    def ranked(
+        self, qvec: np.ndarray, qbits: np.ndarray, k: int
+    ) -> tuple[list[tuple[str, float]], bool]: ...
+
+    def ranked_among(
+        self,
+        conn,
+        ws_id: int,
+        model_fp: str,
+        qvec: np.ndarray,
+        qbits: np.ndarray,
+        docs: set[int],
+        need: int,
+    ) -> list[tuple[str, float]]: ...
 
 
 def sign_bits(vectors: np.ndarray) -> np.ndarray:
@@ -370,6 +399,35 @@ class VectorIndex:
         scores = matrix @ qvec
         order = np.lexsort((ids, -scores))  # best first; ties by embedding id, so stable
         return [(hashes[i].decode(), float(scores[i])) for i in order]
+
+    def ranked(
+        self, qvec: np.ndarray, qbits: np.ndarray, k: int
+    ) -> tuple[list[tuple[str, float]], bool]:
+        """(text_hash, cosine) best first for the `k` nearest; and whether `k` were found (a
+        shorter list means there is nothing deeper to read)."""
+        keys = self.shortlist(qvec, qbits, k)
+        return self.rescore(keys, qvec), len(keys) >= k
+
+    def ranked_among(
+        self,
+        conn,
+        ws_id: int,
+        model_fp: str,
+        qvec: np.ndarray,
+        qbits: np.ndarray,
+        docs: set[int],
+        need: int,
+    ) -> list[tuple[str, float]]:
+        """The two phases over these documents' vectors only: Hamming distance on their sign
+        codes (numpy popcount), then float32 rescoring of the SHORTLIST nearest."""
+        hashes = queries.live_text_hashes_of(conn, sorted(docs))
+        keys, bits = self.codes_for(conn, ws_id, model_fp, hashes)
+        if not len(keys):
+            return []
+        distance = np.bitwise_count(bits ^ qbits).sum(axis=1, dtype=np.int64)
+        if len(keys) > SHORTLIST:
+            keys = keys[np.argpartition(distance, SHORTLIST - 1)[:SHORTLIST]]
+        return self.rescore(keys, qvec)
 
     def codes_for(
         self, conn, ws_id: int, model_fp: str, hashes: list[str]

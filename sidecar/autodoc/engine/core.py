@@ -19,7 +19,7 @@ from ..rerank import NO_RANKER, RankPlan, load_ranker
 from ..semantic import SemanticPlan
 from ..stages.semantic import semantic_coverage
 from ..store import Store, Workspace
-from ..vector_index import VectorIndex
+from ..vector_index import VectorIndex, Vectors
 
 log = logging.getLogger("autodoc.engine")
 
@@ -32,7 +32,7 @@ class EngineCore:
     def __init__(self, db_path: Path | str | None = None) -> None:
         self.store = Store(db_path)
         self._lexical: dict[int, LexicalIndex] = {}
-        self._signs: dict[tuple[int, str], VectorIndex] = {}
+        self._signs: dict[tuple[int, str], Vectors] = {}
         self._lock = threading.RLock()
         self._workers: dict[str, threading.Thread] = {}
         self._again: set[str] = set()
@@ -73,8 +73,8 @@ class EngineCore:
     def _load(spec: dict[str, Any]) -> tuple[Embedder | None, str]:
         if spec.get("provider") == "none":
             return None, NO_EMBEDDER
-        try:
-            return load_embedder(spec), ""
+        try:  # where the vectors are kept is not the model's business
+            return load_embedder({k: v for k, v in spec.items() if k != "store"}), ""
         except Exception as exc:  # a missing file or an unreachable server: lexical goes on
             return None, f"embedding model unavailable: {getattr(exc, 'message', exc)}"
 
@@ -88,13 +88,23 @@ class EngineCore:
         except Exception as exc:  # rerank is optional: the search goes on without it
             return RankPlan(None, spec, f"ranker unavailable: {getattr(exc, 'message', exc)}")
 
-    def signs(self, ws: Workspace, embedder: Embedder) -> VectorIndex:
+    def signs(self, ws: Workspace, embedder: Embedder) -> Vectors:
+        """The vector set's index: in-process beside the store, or the configured Qdrant."""
         with self._lock:
             key = (ws.id, embedder.model_fp)
             index = self._signs.get(key)
             if index is None:
-                path = self.store.vectors_root / f"{ws.id}-{embedder.model_fp}.usearch"
-                index = self._signs[key] = VectorIndex(embedder.dim, path, self.store.store_id)
+                where = ws.options["embedding"].get("store") or {"kind": "embedded"}
+                if where["kind"] == "qdrant":
+                    from ..qdrant_store import QdrantVectors  # the optional qdrant-client
+
+                    index = QdrantVectors(
+                        where, embedder.dim, self.store.store_id, ws.id, embedder.model_fp
+                    )
+                else:
+                    path = self.store.vectors_root / f"{ws.id}-{embedder.model_fp}.usearch"
+                    index = VectorIndex(embedder.dim, path, self.store.store_id)
+                self._signs[key] = index
             return index
 
     def semantic_plan(self, ws: Workspace) -> SemanticPlan:

@@ -59,7 +59,9 @@ class Workspaces(Indexing):
         LexicalIndex.destroy(self.store.lexical_root / str(ws.id))
         with self._lock:
             for key in [k for k in self._signs if k[0] == ws.id]:
-                del self._signs[key]
+                drop = getattr(self._signs.pop(key), "drop", None)
+                if drop is not None:  # a Qdrant collection: the workspace's points go
+                    drop()
         for path in self.store.vectors_root.glob(f"{ws.id}-*"):
             path.unlink(missing_ok=True)
         return {"name": ws.name, "removed": True}

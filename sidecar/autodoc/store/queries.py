@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .db import Store
-from .schema import LIVE, NAME_ALIAS, NAME_LISTED, NAME_TITLE
+from .schema import DEAD, LIVE, NAME_ALIAS, NAME_LISTED, NAME_TITLE
 
 
 def document_paths(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str]:
@@ -339,6 +339,42 @@ def vector_ids(conn: sqlite3.Connection, ws_id: int, model_fp: str) -> np.ndarra
         (ws_id, model_fp),
     )
     return np.fromiter((r[0] for r in cur), dtype=np.uint64)
+
+
+def chunks_to_mirror(
+    conn: sqlite3.Connection,
+    ws_id: int,
+    model_fp: str,
+    *,
+    above: int = 0,
+    limit: int = -1,
+    among: Sequence[int] | None = None,
+) -> list[tuple[int, int, int, int, str, bytes, int]]:
+    """(chunk id, document id, generation, state, text hash, float32, vector id) of the chunks
+    that are not retired and have a vector of this model: up to `limit` with ids above
+    `above`, or those of `among`; by id. What a remote vector store mirrors."""
+    scope = "" if among is None else f" AND c.id IN ({','.join(str(int(i)) for i in among)})"
+    return conn.execute(
+        "SELECT c.id, c.document_id, c.generation, c.state, c.text_hash, e.f32, e.id"
+        " FROM chunks c"
+        " JOIN embeddings e ON e.workspace_id = c.workspace_id AND e.model_fp = ?"
+        f" AND e.text_hash = c.text_hash WHERE c.workspace_id = ? AND c.state != {DEAD}"
+        f" AND c.id > ?{scope} ORDER BY c.id LIMIT ?",
+        (model_fp, ws_id, above, limit),
+    ).fetchall()
+
+
+def retired_chunk_ids(conn: sqlite3.Connection, ws_id: int) -> list[int]:
+    """Chunks retired and not yet purged (few: purged after a grace period)."""
+    rows = conn.execute(
+        f"SELECT id FROM chunks WHERE workspace_id = ? AND state = {DEAD} ORDER BY id", (ws_id,)
+    )
+    return [r[0] for r in rows]
+
+
+def existing_chunk_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
+    """Those of these chunk ids still in the store (retired or not)."""
+    return set(Store.column(conn, "SELECT id FROM chunks WHERE id IN ({marks})", list(ids)))
 
 
 def missing_text_count(conn: sqlite3.Connection, ws_id: int, model_fp: str) -> int:

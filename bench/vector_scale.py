@@ -1,0 +1,151 @@
+"""The semantic stage's vector search at 111k, 1M and 3M vectors: the exact sign scan against
+the HNSW graph, each followed by float32 rescoring, as `VectorIndex` runs them (issue 26).
+
+Vectors: the real bundled-model vectors of a store (cpp-docs: 108k), then, past them, copies of
+random real vectors each moved by Gaussian noise (σ 0.035 a dimension, cosine ~0.8 to its
+source) and renormalised, so a larger set keeps the real set's clusters rather than random
+directions. Queries: real queries embedded by the bundled model (`--golden` files), searched
+for their top 50; truth: exact float32 over the whole set (numpy). Both methods run on the same
+VectorIndex code the stage uses (no SQLite: visibility costs the same on both).
+
+    python bench/vector_scale.py --db /tmp/cpp --golden bench/golden/cpp-docs.jsonl \
+        --sizes 111000,1000000,3000000 [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sqlite3
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from autodoc import vector_index
+from autodoc.embed import bundled_embedder
+from autodoc.vector_index import VectorIndex, sign_bits
+
+K = 50
+
+
+def real_vectors(db: Path) -> np.ndarray:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    blobs = [r[0] for r in conn.execute("SELECT f32 FROM embeddings ORDER BY id")]
+    return np.frombuffer(b"".join(blobs), np.float32).reshape(len(blobs), -1)
+
+
+def grown(real: np.ndarray, n: int, seed: int = 7) -> np.ndarray:
+    if n <= len(real):
+        return real[:n]
+    rng = np.random.default_rng(seed)
+    out = np.empty((n, real.shape[1]), np.float32)
+    out[: len(real)] = real
+    for start in range(len(real), n, 200_000):
+        m = min(200_000, n - start)
+        part = real[rng.integers(0, len(real), m)]
+        part = part + 0.035 * rng.standard_normal(part.shape).astype(np.float32)
+        out[start : start + m] = part / np.linalg.norm(part, axis=1, keepdims=True)
+    return out
+
+
+def queries_of(files: list[Path], limit: int) -> np.ndarray:
+    texts = []
+    for f in files:
+        texts += [json.loads(line)["query"] for line in f.open() if line.strip()]
+    return bundled_embedder().embed(texts[:limit])
+
+
+def truth(matrix: np.ndarray, qs: np.ndarray) -> list[set[int]]:
+    out = []
+    for q in qs:
+        s = matrix @ q
+        out.append({int(i) for i in np.argpartition(-s, K)[:K]})
+    return out
+
+
+def index_of(matrix: np.ndarray, graph: bool) -> tuple[VectorIndex, float]:
+    vi = VectorIndex(matrix.shape[1], None, "bench")
+    ids = np.arange(len(matrix), dtype=np.uint64)
+    t0 = time.perf_counter()
+    for start in range(0, len(matrix), 200_000):
+        part = matrix[start : start + 200_000]
+        vi.index.add(ids[start : start + len(part)], sign_bits(part))
+    hashes = np.full(len(matrix), b"0" * 64, dtype="S64")
+    vi.rows.extend(ids, hashes, matrix)
+    if graph:
+        vi._build_graph()
+    return vi, time.perf_counter() - t0
+
+
+def measure(vi: VectorIndex, qs: np.ndarray, want: list[set[int]]) -> dict:
+    lat, rec = [], []
+    k = vi.shortlist_size(K)
+    for q, t in zip(qs, want, strict=True):
+        bits = sign_bits(q)
+        runs = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            keys = vi.shortlist(q, bits, k)
+            ids, _, m = vi.rows.gather(np.asarray(keys, np.uint64))
+            top = ids[np.argsort(-(m @ q), kind="stable")[:K]]
+            runs.append((time.perf_counter() - t0) * 1000)
+        lat.append(statistics.median(runs))
+        rec.append(len({int(i) for i in top} & t) / K)
+    lat.sort()
+    return {
+        "p50": statistics.median(lat),
+        "p95": lat[int(0.95 * (len(lat) - 1))],
+        "recall": statistics.fmean(rec),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--db", type=Path, required=True, help="folder holding autodoc.db")
+    ap.add_argument("--golden", type=Path, action="append", required=True)
+    ap.add_argument("--sizes", default="111000,1000000,3000000")
+    ap.add_argument("--n-queries", type=int, default=200)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    real = real_vectors(args.db / "autodoc.db")
+    qs = queries_of(args.golden, args.n_queries)
+    rows = []
+    vi = vector_index
+    print(
+        f"HNSW: i8, M {vi.HNSW_CONNECTIVITY}, ef_add {vi.HNSW_EXPANSION_ADD}, ef"
+        f" {vi.HNSW_EXPANSION_SEARCH}, shortlist {vi.HNSW_SHORTLIST}; sign scan shortlist"
+        f" {vi.SHORTLIST}; {len(qs)} queries",
+        flush=True,
+    )
+    print("| vectors | method | recall@50 | p50 ms | p95 ms | p50 / scan | build s | index MB |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    for n in (int(s) for s in args.sizes.split(",")):
+        matrix = grown(real, n)
+        want = truth(matrix, qs)
+        base = None
+        for label, graph in (("exact sign scan + f32 (baseline)", False), ("HNSW + f32", True)):
+            vi, build = index_of(matrix, graph)
+            got = measure(vi, qs, want)
+            base = base or got["p50"]
+            mb = (vi.graph.memory_usage if graph and vi.graph else vi.index.memory_usage) / 2**20
+            row = {"n": n, "method": label, "build_s": build, "index_mb": mb, **got}
+            rows.append(row)
+            print(
+                f"| {n:,} | {label} | {got['recall']:.3f} | {got['p50']:.2f} | {got['p95']:.2f} |"
+                f" {got['p50'] / base:.2f}× | {build:.1f} | {mb:.0f} |",
+                flush=True,
+            )
+            del vi
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\npeak RSS {peak:,.0f} MB (float32 rows: {n * real.shape[1] * 4 / 2**20:,.0f} MB)")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
