@@ -315,14 +315,25 @@ def test_an_index_with_another_schema_is_replaced(indexed, engine, db_path):
         again.close()
 
 
-@pytest.mark.parametrize("stages", STAGE_SETS, ids=["lexical", "semantic", "hybrid"])
-def test_hits_from_files_changed_since_indexing_are_dropped_at_answer_time(engine, vault, stages):
-    """Never a stale span, whichever stages answer: the check is on the answer, not a stage."""
+@pytest.mark.parametrize(
+    "stages, where",
+    [(s, "embedded") for s in STAGE_SETS] + [(s, "qdrant") for s in STAGE_SETS[1:]],
+    ids=["lexical", "semantic", "hybrid", "semantic-qdrant", "hybrid-qdrant"],
+)
+def test_hits_from_files_changed_since_indexing_are_dropped_at_answer_time(
+    engine, vault, stages, where
+):
+    """Never a stale span, whichever stages answer and wherever the vectors are: the check is
+    on the answer, not a stage."""
     write(vault, "a.md", "# A\n\nmarmoset facts, first version.\n")
     write(vault, "b.md", "# B\n\nmarmoset facts elsewhere.\n")
     engine.workspace_add("v", str(vault))
     if stages == ["lexical"]:
         engine.workspace_configure("v", {"embedding": "none"})
+    if where == "qdrant":
+        pytest.importorskip("qdrant_client", reason="the qdrant extra is not installed")
+        store = {"kind": "qdrant", "url": ":memory:"}
+        engine.workspace_configure("v", {"embedding": {"provider": "bundled", "store": store}})
     engine.index_run("v")
     seen: list[tuple[str, list[str]]] = []
     engine.on_stale = lambda ws, paths: seen.append((ws, paths))
