@@ -77,7 +77,7 @@ def index_of(matrix: np.ndarray, graph: bool) -> tuple[VectorIndex, float]:
     hashes = np.full(len(matrix), b"0" * 64, dtype="S64")
     vi.rows.extend(ids, hashes, matrix)
     if graph:
-        vi._build_graph()
+        vi._build_graph(len(vi.rows))
     return vi, time.perf_counter() - t0
 
 
@@ -103,12 +103,48 @@ def measure(vi: VectorIndex, qs: np.ndarray, want: list[set[int]]) -> dict:
     }
 
 
+def qdrant_local(matrix: np.ndarray, qs: np.ndarray, want: list[set[int]]) -> tuple[dict, float]:
+    """The same search in qdrant-client's local mode, as the Qdrant store sends it (binary
+    quantization asked for, rescoring): exact brute force in-process, not a server's HNSW."""
+    import warnings
+
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(":memory:")
+    client.create_collection(
+        "v",
+        vectors_config=models.VectorParams(size=matrix.shape[1], distance=models.Distance.COSINE),
+        quantization_config=models.BinaryQuantization(binary=models.BinaryQuantizationConfig()),
+    )
+    t0 = time.perf_counter()
+    for start in range(0, len(matrix), 2000):
+        part = matrix[start : start + 2000]
+        client.upload_collection("v", part, ids=list(range(start, start + len(part))))
+    build = time.perf_counter() - t0
+    params = models.SearchParams(quantization=models.QuantizationSearchParams(rescore=True))
+    lat, rec = [], []
+    for q, t in zip(qs, want, strict=True):
+        runs = []
+        for _ in range(3):
+            t1 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got = client.query_points("v", query=q, limit=K, search_params=params).points
+            runs.append((time.perf_counter() - t1) * 1000)
+        lat.append(statistics.median(runs))
+        rec.append(len({int(p.id) for p in got} & t) / K)
+    lat.sort()
+    out = {"p50": statistics.median(lat), "p95": lat[int(0.95 * (len(lat) - 1))]}
+    return out | {"recall": statistics.fmean(rec)}, build
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", type=Path, required=True, help="folder holding autodoc.db")
     ap.add_argument("--golden", type=Path, action="append", required=True)
     ap.add_argument("--sizes", default="111000,1000000,3000000")
     ap.add_argument("--n-queries", type=int, default=200)
+    ap.add_argument("--qdrant-upto", type=int, default=200_000, help="local mode up to this size")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     real = real_vectors(args.db / "autodoc.db")
@@ -140,6 +176,15 @@ def main() -> int:
                 flush=True,
             )
             del vi
+        if n <= args.qdrant_upto:
+            got, build = qdrant_local(matrix, qs, want)
+            label = "Qdrant local mode (in-process, exact: not a server)"
+            rows.append({"n": n, "method": label, "build_s": build, **got})
+            print(
+                f"| {n:,} | {label} | {got['recall']:.3f} | {got['p50']:.2f} | {got['p95']:.2f} |"
+                f" {got['p50'] / base:.2f}× | {build:.1f} | – |",
+                flush=True,
+            )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak RSS {peak:,.0f} MB (float32 rows: {n * real.shape[1] * 4 / 2**20:,.0f} MB)")
     if args.json:

@@ -164,7 +164,9 @@ def test_the_mirror_marks_retired_chunks_and_deletes_purged_ones(tmp_path):
         ({"kind": "elastic"}, "embedding.store"),
         ({"kind": "qdrant"}, "embedding.store.url"),
         ({"kind": "qdrant", "url": "http://q:6333", "api_key": "k"}, "embedding.store.api_key"),
-        ({"kind": "qdrant", "url": "http://q:6333", "shards": 3}, "embedding.store.shards"),
+        ({"kind": "qdrant", "url": "http://q:6333", "sharding": 3}, "embedding.store.sharding"),
+        ({"kind": "qdrant", "url": "http://q:6333", "shards": 0}, "embedding.store.shards"),
+        ({"kind": "qdrant", "url": "http://q:6333", "replicas": "2"}, "embedding.store.replicas"),
     ],
 )
 def test_a_bad_store_option_is_refused_naming_its_field(tmp_path, store, field):

@@ -31,6 +31,12 @@ SPARSE = "bm25"
 MIRROR_BATCH = 1024  # chunks upserted per call
 OVERSAMPLING = 2.0  # binary-quantized candidates rescored per hit wanted
 KINDS = ("embedded", "qdrant")
+# A server's address (url, api_key_env, timeout) or a local folder (path); the collection, made
+# with these shards and replicas where it does not exist yet; on_disk keeps the full vectors on
+# disk (the binary codes stay in RAM, rescoring reads the originals).
+QDRANT_FIELDS = {
+    "kind", "url", "path", "api_key_env", "timeout", "collection", "shards", "replicas", "on_disk"
+}  # fmt: skip
 _CLIENTS: dict[tuple[str, str], Any] = {}
 _CLIENTS_LOCK = threading.Lock()
 
@@ -43,12 +49,14 @@ def validate_store(spec: Any) -> dict[str, Any]:
         raise invalid_params(
             "embedding.store.kind must be embedded or qdrant", field="embedding.store"
         )
-    known = (
-        {"kind"}
-        if spec["kind"] == "embedded"
-        else {"kind", "url", "path", "api_key_env", "collection", "timeout"}
-    )
+    known = {"kind"} if spec["kind"] == "embedded" else QDRANT_FIELDS
     check_spec_fields(spec, known, "embedding.store")
+    for key in ("shards", "replicas"):
+        value = spec.get(key, 1)
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 64:
+            raise invalid_params(
+                f"embedding.store.{key} must be 1 to 64", field=f"embedding.store.{key}"
+            )
     if spec["kind"] == "qdrant":
         if not (isinstance(spec.get("url"), str) or isinstance(spec.get("path"), str)):
             raise invalid_params(
@@ -92,6 +100,7 @@ class QdrantVectors:
         from qdrant_client import models
 
         self.m = models
+        self.spec = spec
         self.client = client_for(spec)
         self.dim = dim
         self.ws_id = ws_id
@@ -109,7 +118,15 @@ class QdrantVectors:
                 return
             self.client.create_collection(
                 self.name,
-                vectors_config={DENSE: m.VectorParams(size=self.dim, distance=m.Distance.COSINE)},
+                vectors_config={
+                    DENSE: m.VectorParams(
+                        size=self.dim,
+                        distance=m.Distance.COSINE,
+                        on_disk=bool(self.spec.get("on_disk", False)),
+                    )
+                },
+                shard_number=self.spec.get("shards", 1),
+                replication_factor=self.spec.get("replicas", 1),
                 sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
                 quantization_config=m.BinaryQuantization(
                     binary=m.BinaryQuantizationConfig(always_ram=True)
