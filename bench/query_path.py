@@ -95,9 +95,10 @@ def main() -> int:
     with engine.store.snapshot() as conn:
         epoch = read_epochs(conn, ws.id)[1]
         signs.refresh(conn, ws.id, plan.model_fp, epoch)  # loaded, or read from SQLite
+        loaded = signs.graph is not None  # the writer saved one
         t0 = time.perf_counter()
         signs.refresh(conn, ws.id, plan.model_fp, epoch, build=True)  # as the writer does
-    built = time.perf_counter() - t0
+    built = None if loaded else time.perf_counter() - t0
     graph = signs.graph
     mapped, old = VectorIndex.rescore, sqlite_rescore(db)
     opts = {"stages": ["lexical", "semantic"], "limit": 10}
@@ -156,7 +157,8 @@ def report(args, ws, queries, signs, built, total, parts, kept) -> None:
         out[label] = {"p50": p50, "p95": p95, "parts": med, "kept": keep}
     graph = signs.graph
     mem = graph.memory_usage / 2**20 if graph is not None else 0
-    print(f"\nHNSW graph built in-process in {built:.1f} s, {mem:.0f} MB (USearch memory_usage)")
+    how = "loaded as the writer saved it" if built is None else f"built in-process in {built:.1f} s"
+    print(f"\nHNSW graph {how}, {mem:.0f} MB (USearch memory_usage)")
     if args.json:
         args.json.write_text(json.dumps({"steps": out, "graph_build_s": built}, indent=2))
 

@@ -144,6 +144,12 @@ def main() -> int:
     ap.add_argument("--golden", type=Path, action="append", required=True)
     ap.add_argument("--sizes", default="111000,1000000,3000000")
     ap.add_argument("--n-queries", type=int, default=200)
+    ap.add_argument(
+        "--hnsw-shortlists",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[400, 800],
+        help="graph neighbours rescored, one row each",
+    )
     ap.add_argument("--qdrant-upto", type=int, default=200_000, help="local mode up to this size")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -165,16 +171,20 @@ def main() -> int:
         base = None
         for label, graph in (("exact sign scan + f32 (baseline)", False), ("HNSW + f32", True)):
             vi, build = index_of(matrix, graph)
-            got = measure(vi, qs, want)
-            base = base or got["p50"]
             mb = (vi.graph.memory_usage if graph and vi.graph else vi.index.memory_usage) / 2**20
-            row = {"n": n, "method": label, "build_s": build, "index_mb": mb, **got}
-            rows.append(row)
-            print(
-                f"| {n:,} | {label} | {got['recall']:.3f} | {got['p50']:.2f} | {got['p95']:.2f} |"
-                f" {got['p50'] / base:.2f}× | {build:.1f} | {mb:.0f} |",
-                flush=True,
-            )
+            for short in args.hnsw_shortlists if graph else [vi.shortlist_size(K)]:
+                if graph and vi.graph is not None:  # the search effort: how many it returns
+                    vector_index.HNSW_SHORTLIST = short
+                    vi.graph.expansion_search = short  # type: ignore[misc]
+                got = measure(vi, qs, want)
+                base = base or got["p50"]
+                name = f"{label}, shortlist {short}"
+                rows.append({"n": n, "method": name, "build_s": build, "index_mb": mb, **got})
+                print(
+                    f"| {n:,} | {name} | {got['recall']:.3f} | {got['p50']:.2f} |"
+                    f" {got['p95']:.2f} | {got['p50'] / base:.2f}× | {build:.1f} | {mb:.0f} |",
+                    flush=True,
+                )
             del vi
         if n <= args.qdrant_upto:
             got, build = qdrant_local(matrix, qs, want)

@@ -31,14 +31,17 @@ from usearch.index import Index
 from . import store as queries
 
 # Past this many vectors the writer builds an HNSW graph and the shortlist comes from it: at
-# 111k cpp-docs vectors it answered in 0.2 ms against 3.6 ms for the exact sign scan, at higher
-# recall (doc/benchmarks/performance.md §2); below it the exact scan costs under ~2 ms.
+# 108k cpp-docs vectors (real queries' top 50 against exact float32) the exact sign scan's 600
+# reached recall 0.83 in 3.3 ms, the graph's 400 reached 0.96 in 2.1 ms (/tmp sweep, then
+# bench/vector_scale.py: doc/benchmarks/performance.md §2); below it the scan costs under ~2 ms.
 HNSW_ABOVE = 50_000
-HNSW_CONNECTIVITY = 16  # USearch's default M
-HNSW_EXPANSION_ADD = 64
-HNSW_EXPANSION_SEARCH = 128
-# Graph neighbours rescored in float32 (the sign scan's shortlist is semantic.SHORTLIST).
-HNSW_SHORTLIST = 200
+# M 32, ef_add 128: at M 16 / ef_add 64 the same search effort reached 0.92 instead of 0.96.
+HNSW_CONNECTIVITY = 32
+HNSW_EXPANSION_ADD = 128
+# Graph neighbours rescored in float32 (the sign scan's shortlist is SHORTLIST, below), and the
+# search's candidate list as long: the effort that sets both speed and recall.
+HNSW_SHORTLIST = 400
+HNSW_EXPANSION_SEARCH = HNSW_SHORTLIST
 # A saved graph is rewritten when it misses this share of the rows (a one-paragraph save does
 # not rewrite a million-vector file; readers add the rows since from SQLite).
 RESAVE_SHARE = 0.02
