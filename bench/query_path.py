@@ -1,13 +1,14 @@
 """The hybrid query path step by step, every step measured in the same run (issue 26).
 
 On an indexed, fully embedded workspace (cpp-docs), the same queries through `search.query`
-(lexical + semantic, `limit` 10) under four settings, interleaved query by query so the
+(lexical + semantic, `limit` 10) under five settings, interleaved query by query so the
 machine's drift touches each alike:
 
 1. before: the query embedded first, then the exact sign scan, rescoring read from SQLite (the
    code before issue 26, kept here as a patch);
 2. + the float32 rows memory-mapped (vector_index.py), rescoring a numpy gather;
-3. + the query embedded on a worker while the lexical stage runs;
+3. + the query embedded on a worker while the lexical stage runs (on the query session's two
+   threads, then on a one-thread session);
 4. + the HNSW graph the writer builds past HNSW_ABOVE vectors (built here, in-process).
 
 Reports p50/p95 per step, the ratio to step 1, the stage medians, and how many of step 1's
@@ -39,7 +40,8 @@ from autodoc.vector_index import VectorIndex
 STEPS = [
     ("before: embed, then sign scan, rescore read from SQLite", False, False, False),
     ("+ float32 rows memory-mapped", True, False, False),
-    ("+ query embedded beside the lexical stage", True, True, False),
+    ("+ query embedded beside the lexical stage, two threads", True, "two", False),
+    ("+ ... on one thread", True, True, False),
     ("+ HNSW graph", True, True, True),
 ]
 PARTS = ("embed_ms", "embed_wait_ms", "lexical_ms", "semantic_ms")
@@ -106,7 +108,8 @@ def main() -> int:
     def run(step, q: str) -> tuple[float, dict]:
         _, rows, overlap, use_graph = step
         VectorIndex.rescore = mapped if rows else old  # type: ignore[method-assign]
-        SemanticStage.overlap = overlap
+        SemanticStage.overlap = bool(overlap)
+        SemanticStage.beside = overlap is True
         signs.graph = graph if use_graph else None
         times = []
         for _ in range(3):

@@ -117,3 +117,14 @@ def test_a_failing_worker_raises_in_the_caller(parallel, monkeypatch):
     monkeypatch.setattr(parallel, "_batch_session", Broken())
     with pytest.raises(RuntimeError, match="inference failed"):
         parallel.embed(varied_texts())
+
+
+def test_a_query_embedded_beside_the_lexical_stage_is_the_same_vector(parallel):
+    """`embed_beside` (the one-thread session a search uses while its lexical stage runs)
+    gives the query session's vector, and counts in the meter."""
+    before = parallel.meter.calls
+    for text in ["why did we pick SQLite", "std::vector<int> v;", "Error -32069", "x"]:
+        alone = parallel.embed([text])[0]
+        beside = parallel.embed_beside(text)
+        assert beside.shape == alone.shape and float(beside @ alone) >= 0.9999
+    assert parallel.meter.calls == before + 8

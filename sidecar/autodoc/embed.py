@@ -250,6 +250,12 @@ class OnnxEmbedder:
         with ThreadPoolExecutor(min(self.workers, len(batches))) as pool:
             return list(pool.map(lambda idx: self._timed([enc[i] for i in idx], session), batches))
 
+    def embed_beside(self, text: str) -> np.ndarray:
+        """One text on a one-thread session, for a caller whose other thread works meanwhile
+        (the lexical stage): on 2 cores a two-thread run would only take turns with it."""
+        enc = self.tokenizer.encode_batch([text])
+        return self._timed(enc, self.batch_session())[0]
+
     def embed(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), getattr(self, "dim", 0) or 1), np.float32)
         if not texts:

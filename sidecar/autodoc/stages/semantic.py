@@ -31,6 +31,7 @@ class SemanticStage:
     retriever: ClassVar[bool] = True
     phase: ClassVar[Phase] = "snapshot"
     overlap: ClassVar[bool] = True  # embed the query while the lexical stage runs
+    beside: ClassVar[bool] = True  # ...on one thread, where the embedder has one to offer
 
     def unavailable(self, ctx: QueryContext) -> Skip | None:
         plan = ctx.semantic
@@ -51,7 +52,7 @@ class SemanticStage:
         if ctx.wordless or embedder is None:
             return None
         if self.overlap and "lexical" in ctx.options.stages:
-            ctx.pending = _WORKERS.submit(_embed, embedder, ctx.query.text)
+            ctx.pending = _WORKERS.submit(_embed, embedder, ctx.query.text, self.beside)
             return None
         qvec, seconds, failed = _embed(embedder, ctx.query.text)
         ctx.timings["embed_ms"] = round(seconds * 1000, 2)
@@ -103,12 +104,17 @@ class SemanticStage:
 _WORKERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="autodoc-query-embed")
 
 
-def _embed(embedder: Embedder, text: str) -> tuple[np.ndarray | None, float, Skip | None]:
+def _embed(
+    embedder: Embedder, text: str, beside: bool = False
+) -> tuple[np.ndarray | None, float, Skip | None]:
     """(the query's vector, seconds, None) or (None, seconds, why not): a provider error
-    answers lexically and says so."""
+    answers lexically and says so. `beside`: on the embedder's one-thread session, if it has
+    one (the same vector to cosine 1.0000: bench/embed_throughput.py, test_embed_batches)."""
     t0 = time.perf_counter()
+    one = getattr(embedder, "embed_beside", None) if beside else None
     try:
-        return embedder.embed([text])[0], time.perf_counter() - t0, None
+        vector = one(text) if one is not None else embedder.embed([text])[0]
+        return vector, time.perf_counter() - t0, None
     except Exception as exc:
         reason = f"embedding the query failed: {getattr(exc, 'message', exc)}"
         skip = Skip(reason, EMBED_FAILED, reason, {"stage": "semantic"})
