@@ -16,6 +16,7 @@ from autodoc.errors import EMBED_FAILED, SWITCHING, UNSUPPORTED, RpcError
 from autodoc.indexer import Indexer
 from autodoc.semantic import collect_unused, fill
 from autodoc.stages.fuse import FuseStage
+from autodoc.stages.semantic import SemanticStage
 from autodoc.store import read_epochs
 
 from .conftest import (
@@ -810,3 +811,30 @@ def test_a_query_that_names_its_words_is_answered_lexical_first(fusion_vault, qu
     # A question in words is fused by both stages' votes.
     asked = search(rpc, "kb", "where is the log kept")
     assert asked["fusion"]["intent"] == "question" and asked["fusion"]["weights"]["semantic"] > 0
+
+
+def test_a_query_embedded_beside_the_lexical_stage_gives_the_same_answer(sample, monkeypatch):
+    """SemanticStage.overlap (off by default: no gain measured on 2 cores): the query is
+    embedded on a worker while the lexical stage runs; the answer is the same, the wait is
+    timed, a semantic-only search still embeds first, and a provider error answers lexically."""
+    rpc, _ = sample
+    text = "why did we pick SQLite"
+    plain = search(rpc, "kb", text)
+    monkeypatch.setattr(SemanticStage, "overlap", True)
+    beside = search(rpc, "kb", text)
+    assert [(h["path"], h["line_start"]) for h in beside["hits"]] == [
+        (h["path"], h["line_start"]) for h in plain["hits"]
+    ]
+    assert [h["score"] for h in beside["hits"]] == pytest.approx(
+        [h["score"] for h in plain["hits"]], abs=1e-4
+    )
+    assert "embed_wait_ms" in beside["timings"] and "embed_wait_ms" not in plain["timings"]
+    alone = search(rpc, "kb", text, stages=["semantic"])
+    assert "embed_wait_ms" not in alone["timings"] and alone["mode_used"] == "semantic"
+    with FakeOpenAI(dim=16) as server:
+        spec = {"provider": "openai", "base_url": server.url, "model": "q", "dimensions": 16}
+        rpc.call("workspace.configure", ["kb", {"embedding": spec}])
+        server.mode = "fail"
+        answer = search(rpc, "kb", "lease")
+        assert "embedding the query failed" in answer["stages"]["skipped"]["semantic"]
+        assert answer["mode_used"] == "lexical" and answer["hits"]

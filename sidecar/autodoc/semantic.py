@@ -10,7 +10,7 @@ SQLite decides which chunks are visible, as in the lexical stage.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -160,7 +160,7 @@ def _visible(
     store: Store,
     ws_id: int,
     model_fp: str,
-    ranked: list[tuple[str, float]],
+    ranked: Sequence[tuple[str, float]],
     allowed: DocumentSet | None,
     need: int,
     complete: bool,
@@ -182,7 +182,7 @@ def _visible_slice(
     store: Store,
     ws_id: int,
     model_fp: str,
-    ranked: list[tuple[str, float]],
+    ranked: Sequence[tuple[str, float]],
     allowed: DocumentSet | None,
     complete: bool,
 ) -> list[tuple[int, int, float]]:

@@ -30,8 +30,11 @@ class SemanticStage:
     toggle: ClassVar[bool] = True
     retriever: ClassVar[bool] = True
     phase: ClassVar[Phase] = "snapshot"
-    overlap: ClassVar[bool] = True  # embed the query while the lexical stage runs
-    beside: ClassVar[bool] = True  # ...on one thread, where the embedder has one to offer
+    # Embed the query on a worker while the lexical stage runs (on one thread, where the embedder
+    # has one to offer). Off: on 2 cores it measured within noise of embedding first (-0.3 ms in
+    # one run, +0.5 ms in another; bench/query_path.py), the two taking turns on the cores.
+    overlap: ClassVar[bool] = False
+    beside: ClassVar[bool] = True
 
     def unavailable(self, ctx: QueryContext) -> Skip | None:
         plan = ctx.semantic
@@ -45,9 +48,9 @@ class SemanticStage:
         )
 
     def prepare(self, ctx: QueryContext) -> Skip | None:
-        """Embed the query before the snapshot opens: a provider may take a while. Beside the
-        lexical stage it is embedded on a worker thread while that stage runs (the model
-        releases the GIL): on cpp-docs the two took 2.7 and 2.6 ms one after the other."""
+        """Embed the query before the snapshot opens: a provider may take a while. With
+        `overlap`, beside the lexical stage it is embedded on a worker thread while that stage
+        runs (the model releases the GIL)."""
         embedder = ctx.semantic.embedder
         if ctx.wordless or embedder is None:
             return None
