@@ -150,6 +150,8 @@ def test_the_mirror_marks_retired_chunks_and_deletes_purged_ones(tmp_path):
             engine.embed_run("v")
             assert set(points(engine)) == live_chunks(engine)  # purged: deleted
             model_fp = ws.active_model_fp
+            engine.close()  # removed by a process that never opened the collection
+            engine = Engine(tmp_path / "store" / "autodoc.db")
             engine.workspace_remove("v")
             vectors = QdrantVectors(LOCAL, 32, engine.store.store_id, ws.id, model_fp)
             held, _ = vectors.client.scroll(vectors.name, limit=100)

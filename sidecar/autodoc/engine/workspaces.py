@@ -57,14 +57,24 @@ class Workspaces(Indexing):
             if lex is not None:
                 lex.close()
         LexicalIndex.destroy(self.store.lexical_root / str(ws.id))
-        with self._lock:
-            for key in [k for k in self._signs if k[0] == ws.id]:
-                drop = getattr(self._signs.pop(key), "drop", None)
-                if drop is not None:  # a Qdrant collection: the workspace's points go
-                    drop()
+        self._drop_remote_vectors(ws)
         for path in self.store.vectors_root.glob(f"{ws.id}-*"):
             path.unlink(missing_ok=True)
         return {"name": ws.name, "removed": True}
+
+    def _drop_remote_vectors(self, ws: Workspace) -> None:
+        """A removed workspace's vectors in Qdrant go too, whether or not this process had
+        opened them (a one-shot `--call workspace.remove`)."""
+        where = ws.options.get("embedding", {}).get("store") or {}
+        if where.get("kind") == "qdrant":
+            embedder, _ = self.embedder(ws)
+            if embedder is not None:
+                self.signs(ws, embedder)  # opened if it was not
+        with self._lock:
+            for key in [k for k in self._signs if k[0] == ws.id]:
+                drop = getattr(self._signs.pop(key), "drop", None)
+                if drop is not None:
+                    drop()
 
     def workspace_configure(self, name: Any, changes: Any, *, wait: bool = True) -> dict[str, Any]:
         """Set options in one transaction; re-chunk when a chunking option changed."""
