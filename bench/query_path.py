@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hybrid_latency import pct
 from lexical_latency import live_chunks, make_queries
 
 from autodoc.engine import Engine
@@ -67,11 +68,6 @@ def sqlite_rescore(db: Path):
         return [(rows[i][1], float(scores[i])) for i in order]
 
     return rescore
-
-
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    return values[int(p * (len(values) - 1))]
 
 
 def main() -> int:

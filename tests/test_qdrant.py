@@ -6,8 +6,11 @@ too (tests/test_semantic_stage.py, the `sem` fixture)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -37,6 +40,23 @@ def points(engine: Engine, name: str = "v") -> dict[int, dict]:
     assert isinstance(vectors, QdrantVectors)
     got, _ = vectors.client.scroll(vectors.name, limit=10_000, with_payload=True)
     return {int(p.id): p.payload for p in got if p.payload["ws"] == ws.id}
+
+
+@contextlib.contextmanager
+def qdrant_vault(tmp_path, files: dict[str, str]) -> Iterator[tuple[Engine, Path]]:
+    """These files indexed into a workspace "v" whose vectors (from the local OpenAI-protocol
+    server) are in a local-mode Qdrant collection; the engine is closed after."""
+    root = tmp_path / "vault"
+    for rel, text in files.items():
+        write(root, rel, text)
+    with FakeOpenAI(dim=32) as server:
+        engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
+        in_qdrant(engine)
+        engine.index_run("v")
+        try:
+            yield engine, root
+        finally:
+            engine.close()
 
 
 def live_chunks(engine: Engine, name: str = "v") -> set[int]:
@@ -80,84 +100,72 @@ def test_the_same_answers_as_the_embedded_store(tmp_path):
 
 
 def test_a_reader_snapshot_never_mixes_generations_while_the_collection_moves_on(tmp_path):
-    root = tmp_path / "vault"
-    write(root, "a.md", "# A\n\n## Old\n\nzebra okapi first version\n")
-    write(root, "b.md", "# B\n\nunrelated giraffe notes\n")
-    with FakeOpenAI(dim=32) as server:
-        engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
-        in_qdrant(engine)
-        engine.index_run("v")
-        try:
-            ws = engine.workspace("v")
-            plan = engine.semantic_plan(ws)
-            qvec = plan.embedder.embed(["zebra okapi version"])[0]
-            old = live_chunks(engine)
+    files = {"a.md": "# A\n\n## Old\n\nzebra okapi first version\n",
+             "b.md": "# B\n\nunrelated giraffe notes\n"}  # fmt: skip
+    with qdrant_vault(tmp_path, files) as (engine, root):
+        ws = engine.workspace("v")
+        plan = engine.semantic_plan(ws)
+        qvec = plan.embedder.embed(["zebra okapi version"])[0]
+        old = live_chunks(engine)
 
-            def found(conn) -> set[int]:
-                hits, _ = semantic_candidates(
-                    conn,
-                    engine.store,
-                    plan.signs,
-                    ws,
-                    plan.model_fp,
-                    qvec,
-                    complete=False,
-                    chunks=10,
-                )
-                return {c for c, _, _ in hits}
+        def found(conn) -> set[int]:
+            hits, _ = semantic_candidates(
+                conn,
+                engine.store,
+                plan.signs,
+                ws,
+                plan.model_fp,
+                qvec,
+                complete=False,
+                chunks=10,
+            )
+            return {c for c, _, _ in hits}
 
-            with engine.store.snapshot() as reader:  # a search under way...
-                before = found(reader)
-                write(root, "a.md", "# A\n\n## New\n\nzebra okapi second version\n")
+        with engine.store.snapshot() as reader:  # a search under way...
+            before = found(reader)
+            write(root, "a.md", "# A\n\n## New\n\nzebra okapi second version\n")
 
-                def publish() -> None:  # ...while a writer publishes and mirrors
-                    engine.index_paths("v", ["a.md"])
-                    engine.embed_run("v", incremental=True)
+            def publish() -> None:  # ...while a writer publishes and mirrors
+                engine.index_paths("v", ["a.md"])
+                engine.embed_run("v", incremental=True)
 
-                writer = threading.Thread(target=publish)  # its own reader connection
-                writer.start()
-                writer.join()
-                assert set(points(engine)) - old  # the new generation's points are there
-                assert found(reader) == before and before <= old  # the reader sees its own
-            new = live_chunks(engine)
-            with engine.store.snapshot() as conn:
-                after = found(conn)
-            assert after <= new and after & (new - old)  # a new snapshot: only the new one
-        finally:
-            engine.close()
+            writer = threading.Thread(target=publish)  # its own reader connection
+            writer.start()
+            writer.join()
+            assert set(points(engine)) - old  # the new generation's points are there
+            assert found(reader) == before and before <= old  # the reader sees its own
+        new = live_chunks(engine)
+        with engine.store.snapshot() as conn:
+            after = found(conn)
+        assert after <= new and after & (new - old)  # a new snapshot: only the new one
 
 
 def test_the_mirror_marks_retired_chunks_and_deletes_purged_ones(tmp_path):
-    root = tmp_path / "vault"
-    for i in range(3):
-        write(root, f"d{i}.md", f"# D{i}\n\nfirst version of document {i}\n")
-    with FakeOpenAI(dim=32) as server:
-        engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
-        in_qdrant(engine)
+    files = {f"d{i}.md": f"# D{i}\n\nfirst version of document {i}\n" for i in range(3)}
+    with qdrant_vault(tmp_path, files) as (engine, root):
+        first = live_chunks(engine)
+        assert set(points(engine)) == first
+        assert {p["state"] for p in points(engine).values()} == {1}
+        write(root, "d0.md", "# D0\n\nsecond version of document 0\n")
         engine.index_run("v")
+        now = points(engine)
+        retired = first - live_chunks(engine)
+        assert retired and {now[c]["state"] for c in retired} == {2}  # marked, still there
+        assert {now[c]["gen"] for c in live_chunks(engine) - first} == {2}
+        ws = engine.workspace("v")
+        Indexer(engine.store, engine.lexical(ws), ws).purge_retired(grace=0)
+        engine.embed_run("v")
+        assert set(points(engine)) == live_chunks(engine)  # purged: deleted
+        model_fp = ws.active_model_fp
+        engine.close()  # removed by a process that never opened the collection
+        other = Engine(tmp_path / "store" / "autodoc.db")
         try:
-            first = live_chunks(engine)
-            assert set(points(engine)) == first
-            assert {p["state"] for p in points(engine).values()} == {1}
-            write(root, "d0.md", "# D0\n\nsecond version of document 0\n")
-            engine.index_run("v")
-            now = points(engine)
-            retired = first - live_chunks(engine)
-            assert retired and {now[c]["state"] for c in retired} == {2}  # marked, still there
-            assert {now[c]["gen"] for c in live_chunks(engine) - first} == {2}
-            ws = engine.workspace("v")
-            Indexer(engine.store, engine.lexical(ws), ws).purge_retired(grace=0)
-            engine.embed_run("v")
-            assert set(points(engine)) == live_chunks(engine)  # purged: deleted
-            model_fp = ws.active_model_fp
-            engine.close()  # removed by a process that never opened the collection
-            engine = Engine(tmp_path / "store" / "autodoc.db")
-            engine.workspace_remove("v")
-            vectors = QdrantVectors(LOCAL, 32, engine.store.store_id, ws.id, model_fp)
-            held, _ = vectors.client.scroll(vectors.name, limit=100)
-            assert not [p for p in held if p.payload["ws"] == ws.id]  # the workspace's went
+            other.workspace_remove("v")
+            vectors = QdrantVectors(LOCAL, 32, other.store.store_id, ws.id, model_fp)
         finally:
-            engine.close()
+            other.close()
+        held, _ = vectors.client.scroll(vectors.name, limit=100)
+        assert not [p for p in held if p.payload["ws"] == ws.id]  # the workspace's went
 
 
 @pytest.mark.parametrize(
@@ -186,36 +194,22 @@ def test_a_chunk_whose_vector_comes_after_a_later_ones_is_mirrored_then(tmp_path
     """The mirror moves a watermark over chunk ids; a chunk below it still waiting for its
     vector (a fill that stopped part-way, texts embedded out of id order) is kept aside and
     mirrored once its vector is stored."""
-    root = tmp_path / "vault"
-    for i in range(3):
-        write(root, f"d{i}.md", f"# D{i}\n\nnotes on document {i}\n")
-    with FakeOpenAI(dim=32) as server:
-        engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
-        in_qdrant(engine)
-        engine.index_run("v")
-        try:
-            ws = engine.workspace("v")
-            first = min(live_chunks(engine))
-            with engine.store.transaction() as conn:  # the first chunk's vector is not stored
-                [(h,)] = conn.execute(
-                    "SELECT text_hash FROM chunks WHERE id = ?", (first,)
-                ).fetchall()
-                saved = conn.execute(
-                    "SELECT * FROM embeddings WHERE text_hash = ?", (h,)
-                ).fetchall()
-                conn.execute("DELETE FROM embeddings WHERE text_hash = ?", (h,))
-            fresh = QdrantVectors(LOCAL, 32, "elsewhere", ws.id, ws.active_model_fp)
-            with engine.store.snapshot() as conn:
-                fresh.refresh(
-                    conn, ws.id, ws.active_model_fp, read_epochs(conn, ws.id)[1], build=True
-                )
-            assert fresh.pending == {first} and fresh.mirrored == max(live_chunks(engine))
-            with engine.store.transaction() as conn:
-                marks = ",".join("?" * len(saved[0]))
-                conn.executemany(f"INSERT INTO embeddings VALUES ({marks})", saved)
-            with engine.store.snapshot() as conn:
-                assert fresh.mirror(conn) == 1 and fresh.pending == set()
-            held, _ = fresh.client.scroll(fresh.name, limit=100)
-            assert {int(p.id) for p in held} == live_chunks(engine)
-        finally:
-            engine.close()
+    files = {f"d{i}.md": f"# D{i}\n\nnotes on document {i}\n" for i in range(3)}
+    with qdrant_vault(tmp_path, files) as (engine, _):
+        ws = engine.workspace("v")
+        first = min(live_chunks(engine))
+        with engine.store.transaction() as conn:  # the first chunk's vector is not stored
+            [(h,)] = conn.execute("SELECT text_hash FROM chunks WHERE id = ?", (first,)).fetchall()
+            saved = conn.execute("SELECT * FROM embeddings WHERE text_hash = ?", (h,)).fetchall()
+            conn.execute("DELETE FROM embeddings WHERE text_hash = ?", (h,))
+        fresh = QdrantVectors(LOCAL, 32, "elsewhere", ws.id, ws.active_model_fp)
+        with engine.store.snapshot() as conn:
+            fresh.refresh(conn, ws.id, ws.active_model_fp, read_epochs(conn, ws.id)[1], build=True)
+        assert fresh.pending == {first} and fresh.mirrored == max(live_chunks(engine))
+        with engine.store.transaction() as conn:
+            marks = ",".join("?" * len(saved[0]))
+            conn.executemany(f"INSERT INTO embeddings VALUES ({marks})", saved)
+        with engine.store.snapshot() as conn:
+            assert fresh.mirror(conn) == 1 and fresh.pending == set()
+        held, _ = fresh.client.scroll(fresh.name, limit=100)
+        assert {int(p.id) for p in held} == live_chunks(engine)

@@ -328,15 +328,19 @@ class VectorIndex:
     def _catch_up(self, conn, ws_id: int, model_fp: str) -> None:
         count, top = queries.vector_stats(conn, ws_id, model_fp)
         collected = queries.collections(conn, ws_id)
+        ids_now: np.ndarray | None = None  # SQLite's ids, read at most once
         if top < self.max_id:
             self._reset()  # ids went back: a rebuilt store
         elif len(self.rows) and (collected != self.collected or count < len(self.index)):
             # collected, or lost some other way (the count alone misses a collection that
             # more new rows outnumber: found by the crash test)
-            self._forget(queries.vector_ids(conn, ws_id, model_fp))
+            ids_now = queries.vector_ids(conn, ws_id, model_fp)
+            self._forget(ids_now)
         self.collected = collected
         self._add_new(queries.vector_rows(conn, ws_id, model_fp, above=self.max_id))
-        if len(self.index) < count and not self._restore(queries.vector_ids(conn, ws_id, model_fp)):
+        if len(self.index) < count and not self._restore(
+            queries.vector_ids(conn, ws_id, model_fp) if ids_now is None else ids_now
+        ):
             self._reset()  # ids at most max_id came back that were never indexed: start over
             self.collected = collected
             self._add_new(queries.vector_rows(conn, ws_id, model_fp, above=0))
