@@ -160,3 +160,25 @@ def test_a_writer_killed_before_its_json_leaves_the_last_complete_set(tmp_path, 
             assert all(matrix[i].tobytes() == stored[int(k)] for i, k in enumerate(ids))
         finally:
             engine.close()
+
+
+def test_a_walk_that_comes_back_short_gives_way_to_the_exact_scan(graphed, monkeypatch):
+    """A small graph can leave vectors unreachable (the walk returns fewer than asked): the
+    shortlist is then the exact sign scan's, so nothing the set holds is missed."""
+    engine, _ = graphed
+    _, p = plan(engine)
+    signs = p.signs
+    walk = signs.graph.search
+
+    def short(q, k, *a, **kw):  # this graph only: the sign index is an Index too
+        got = walk(q, k, *a, **kw)
+        half = len(got.keys) // 2
+        return type(got)(got.keys[:half], got.distances[:half])
+
+    qvec = p.embedder.embed(["lease writer"])[0]
+    everything = sorted(int(k) for k in signs.index.keys)
+    monkeypatch.setattr(signs.graph, "search", short)
+    got = signs.shortlist(qvec, vector_index.sign_bits(qvec), 400)
+    assert sorted(int(k) for k in got) == everything
+    found, _ = candidates(engine, "lease writer")
+    assert same(found, brute_force(engine, "lease writer", None))
