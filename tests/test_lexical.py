@@ -6,11 +6,39 @@ import re
 
 import pytest
 
+from autodoc.dispatcher import Dispatcher
 from autodoc.errors import INVALID_PARAMS, UNSUPPORTED, RpcError
 from autodoc.lexical import FIELD_WEIGHTS
 from autodoc.query import parse_query
 
 from .conftest import lexical_workspace, write
+
+QDRANT = {"kind": "qdrant", "url": ":memory:"}
+
+
+class InQdrant(Dispatcher):
+    """A dispatcher whose workspaces keep their lexical index (and vectors) in local-mode
+    Qdrant (qdrant_lexical.py): every embedding option a test sets gains the store."""
+
+    def call(self, method, params=None, **kw):
+        if method == "workspace.configure" and "embedding" in params[1]:
+            spec = params[1]["embedding"]
+            spec = {"provider": spec} if isinstance(spec, str) else spec
+            params = [params[0], {**params[1], "embedding": {**spec, "store": QDRANT}}]
+        out = super().call(method, params, **kw)
+        if method == "workspace.add":
+            self.call("workspace.configure", [params[0], {"embedding": "bundled"}])
+        return out
+
+
+@pytest.fixture(params=["tantivy", "qdrant"])
+def rpc(request, engine):
+    """Every test here runs on both lexical indexes: Tantivy, and BM25 as Qdrant sparse
+    vectors (where qdrant-client is installed)."""
+    if request.param == "tantivy":
+        return Dispatcher(engine)
+    pytest.importorskip("qdrant_client", reason="the qdrant extra is not installed")
+    return InQdrant(engine)
 
 
 @pytest.fixture

@@ -17,11 +17,8 @@ The cosine thresholds are the bundled model's, calibrated on the golden sets of 
 from __future__ import annotations
 
 from .lexical import (
-    TEXT_FIELDS,
-    UNSTEMMED,
-    LexicalIndex,
+    Lexical,
     analyze,
-    cjk_runs,
     is_stopword,
 )
 from .protocol import ConfidenceLevel
@@ -65,28 +62,11 @@ def content_words(query: ParsedQuery) -> list[tuple[str, bool]]:
     return list(out.items())
 
 
-def missing_words(lexical: LexicalIndex, words: list[tuple[str, bool]]) -> list[str]:
+def missing_words(lexical: Lexical, words: list[tuple[str, bool]]) -> list[str]:
     """Of `words` (`content_words`'), those no chunk of the index holds, in any field (for a
     prefix: no word starts with it). The index may still hold a chunk retired seconds ago:
     such a word counts as present, and the answer's hits show it is not."""
-    searcher = lexical.index.searcher()
-    missing = []
-    for word, prefix in words:
-        if cjk_runs(word):  # words without spaces: a run of the text holds them
-            found = lexical.holds_cjk(word)
-        elif prefix:
-            tail = UNSTEMMED.analyze(word)[-1:]
-            found = bool(tail) and any(
-                searcher.terms_with_prefix(name, tail[0], limit=1) for name in TEXT_FIELDS
-            )
-        else:
-            found = all(
-                any(searcher.doc_freq(name, token) for name in TEXT_FIELDS)
-                for token in analyze(word)
-            )
-        if not found:
-            missing.append(word)
-    return missing
+    return [word for word, prefix in words if not lexical.holds(word, prefix)]
 
 
 def level(

@@ -31,7 +31,7 @@ from . import config, facets, lookup
 from .chunking import CHUNKING_FORMAT, Chunk, Chunker
 from .confine import read_inside
 from .document import READING_FORMAT, ParsedDocument, parse_document, record_number
-from .lexical import LexicalDoc, LexicalIndex
+from .lexical import Lexical, LexicalDoc
 from .markdown import STRUCTURE_FORMAT
 from .store import (
     NAME_ALIAS,
@@ -173,7 +173,7 @@ def _meta_fp(parsed: ParsedDocument) -> str:
 
 
 class Indexer:
-    def __init__(self, store: Store, lexical: LexicalIndex, ws: Workspace) -> None:
+    def __init__(self, store: Store, lexical: Lexical, ws: Workspace) -> None:
         self.store = store
         self.lexical = lexical
         self.ws = ws

@@ -12,7 +12,7 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, Protocol, cast
 
 import tantivy
 from tantivy import Filter, Occur, Query, TextAnalyzerBuilder, Tokenizer
@@ -185,6 +185,48 @@ class LexicalDoc:
     path: str = ""
 
 
+def field_texts(d: LexicalDoc) -> dict[str, list[str]]:
+    """The chunk's text per indexed field, before analysis: every lexical index indexes these
+    (Tantivy's fields; Qdrant's sparse terms), so both see the same words."""
+    prose, links = link_lines(d.body)
+    return {
+        "title": [name_words(t) for t in (d.title, *d.aliases)],
+        "path": [path_words(d.path)],
+        "breadcrumb": [normalise_numbers(t) for t in (d.breadcrumb, *d.tags)],
+        "body": [normalise_numbers(prose)],
+        "links": [normalise_numbers(links)] if links else [],
+        CJK_FIELD: cjk_runs(f"{d.title}\n{d.breadcrumb}\n{d.body}"),
+    }
+
+
+class Lexical(Protocol):
+    """A workspace's lexical index as the indexer and the lexical stage use it: Tantivy on this
+    machine (LexicalIndex), or sparse vectors in Qdrant (qdrant_lexical.QdrantLexical). The
+    queries `build`, `build_names` and `only_documents` make are the index's own, opaque to
+    their callers; the index may hold chunks the caller's snapshot does not show."""
+
+    def add(self, docs: Iterable[LexicalDoc]) -> int: ...
+    def delete(self, chunk_ids: Iterable[int]) -> int: ...
+    def delete_all(self) -> None: ...
+    def commit(self) -> None: ...
+    def close(self) -> None: ...
+    def drop(self) -> None: ...
+    def refresh(self, epoch: int) -> None: ...
+    def num_docs(self) -> int: ...
+    @property
+    def format_ok(self) -> bool: ...
+    def mark_format(self) -> None: ...
+    def build(self, query: ParsedQuery, all_words: bool, restrict: Any = None) -> Any: ...
+    def build_names(
+        self, numbers: list[str], query: ParsedQuery, restrict: Any = None, whole: bool = False
+    ) -> Any: ...
+    def only_documents(
+        self, keep: list[int] | None = None, drop: list[int] | None = None
+    ) -> Any: ...
+    def search(self, q: Any, limit: int) -> list[tuple[int, float]]: ...
+    def holds(self, word: str, prefix: bool) -> bool: ...
+
+
 class LexicalIndex:
     """A workspace's Tantivy index: add and retire chunks, and find candidates."""
 
@@ -222,6 +264,11 @@ class LexicalIndex:
     def destroy(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
+    def drop(self) -> None:
+        """The index goes (its workspace was removed)."""
+        self.close()
+        self.destroy(self.path)
+
     # -- writing ----------------------------------------------------------------------------
 
     def _w(self) -> tantivy.IndexWriter:
@@ -241,19 +288,9 @@ class LexicalIndex:
             doc = tantivy.Document()
             doc.add_unsigned("chunk_id", d.chunk_id)
             doc.add_unsigned("document_id", d.document_id)
-            doc.add_text("title", name_words(d.title))
-            doc.add_text("path", path_words(d.path))
-            doc.add_text("breadcrumb", normalise_numbers(d.breadcrumb))
-            for alias in d.aliases:
-                doc.add_text("title", name_words(alias))
-            for tag in d.tags:
-                doc.add_text("breadcrumb", normalise_numbers(tag))
-            prose, links = link_lines(d.body)
-            doc.add_text("body", normalise_numbers(prose))
-            if links:
-                doc.add_text("links", normalise_numbers(links))
-            for run in cjk_runs(f"{d.title}\n{d.breadcrumb}\n{d.body}"):
-                doc.add_text(CJK_FIELD, run)  # one value a run: no bigram spans two
+            for name, values in field_texts(d).items():
+                for value in values:  # one value a CJK run: no bigram spans two
+                    doc.add_text(name, value)
             w.add_document(doc)
             n += 1
         return n
@@ -396,10 +433,21 @@ class LexicalIndex:
         per_field.extend(self._cjk_query(item.text))
         return Query.disjunction_max_query(per_field, TIE_BREAKER)
 
-    def holds_cjk(self, text: str) -> bool:
-        """Whether some chunk of the index holds `text`'s CJK runs."""
-        q = self._cjk_query(text)
-        return bool(q) and bool(self.index.searcher().search(q[0], 1, count=False).hits)
+    def holds(self, word: str, prefix: bool) -> bool:
+        """Whether some chunk holds `word` in any field (`prefix`: some word starts with it; a
+        CJK word: its runs). A chunk retired seconds ago may still count."""
+        searcher = self.index.searcher()
+        if cjk_runs(word):  # words without spaces: a run of the text holds them
+            q = self._cjk_query(word)
+            return bool(q) and bool(searcher.search(q[0], 1, count=False).hits)
+        if prefix:
+            tail = UNSTEMMED.analyze(word)[-1:]
+            return bool(tail) and any(
+                searcher.terms_with_prefix(name, tail[0], limit=1) for name in TEXT_FIELDS
+            )
+        return all(
+            any(searcher.doc_freq(name, token) for name in TEXT_FIELDS) for token in analyze(word)
+        )
 
     def _cjk_query(self, text: str) -> list[Query]:
         """The item's CJK runs in the bigram field, all of them (empty: it has none)."""

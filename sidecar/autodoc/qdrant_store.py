@@ -16,6 +16,7 @@ runs qdrant-client's local mode in-process (exact brute force: tests and trials,
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import warnings
 from typing import Any
@@ -33,11 +34,14 @@ OVERSAMPLING = 2.0  # binary-quantized candidates rescored per hit wanted
 KINDS = ("embedded", "qdrant")
 # A server's address (url, api_key_env, timeout) or a local folder (path); the collection, made
 # with these shards and replicas where it does not exist yet; on_disk keeps the full vectors on
-# disk (the binary codes stay in RAM, rescoring reads the originals).
+# disk (the binary codes stay in RAM, rescoring reads the originals); lexical: the lexical
+# stage's index in Qdrant too (qdrant_lexical.py, the default) or Tantivy on this machine.
 QDRANT_FIELDS = {
-    "kind", "url", "path", "api_key_env", "timeout", "collection", "shards", "replicas", "on_disk"
+    "kind", "url", "path", "api_key_env", "timeout", "collection", "shards", "replicas",
+    "on_disk", "lexical",
 }  # fmt: skip
-_CLIENTS: dict[tuple[str, str], Any] = {}
+LEXICAL_KINDS = ("qdrant", "tantivy")  # where a Qdrant workspace's lexical index lives
+_CLIENTS: dict[tuple[str, str], tuple[Any, Any]] = {}
 _CLIENTS_LOCK = threading.Lock()
 
 
@@ -57,6 +61,10 @@ def validate_store(spec: Any) -> dict[str, Any]:
             raise invalid_params(
                 f"embedding.store.{key} must be 1 to 64", field=f"embedding.store.{key}"
             )
+    if spec.get("lexical", "qdrant") not in LEXICAL_KINDS:
+        raise invalid_params(
+            "embedding.store.lexical must be qdrant or tantivy", field="embedding.store.lexical"
+        )
     if spec["kind"] == "qdrant":
         if not (isinstance(spec.get("url"), str) or isinstance(spec.get("path"), str)):
             raise invalid_params(
@@ -72,22 +80,25 @@ def validate_store(spec: Any) -> dict[str, Any]:
     return dict(spec)
 
 
-def client_for(spec: dict[str, Any]):
-    """One client per server (or local folder) per process: local mode allows one."""
+def client_for(spec: dict[str, Any]) -> tuple[Any, Any]:
+    """One client per server (or local folder) per process, and the lock its calls take: local
+    mode allows one client and is not safe for concurrent calls (the vector set and the lexical
+    index share it); a server's client needs none."""
     from qdrant_client import QdrantClient
 
     where = ("path", spec["path"]) if spec.get("path") else ("url", spec["url"])
+    made: tuple[Any, Any]
     with _CLIENTS_LOCK:
         if where not in _CLIENTS:
             if where[0] == "path":
-                _CLIENTS[where] = QdrantClient(path=where[1])
+                made = QdrantClient(path=where[1]), threading.Lock()
             elif where[1] == ":memory:":
-                _CLIENTS[where] = QdrantClient(":memory:")
+                made = QdrantClient(":memory:"), threading.Lock()
             else:
                 key = api_key(spec.get("api_key_env"))
-                _CLIENTS[where] = QdrantClient(
-                    url=where[1], api_key=key, timeout=spec.get("timeout", 10)
-                )
+                client = QdrantClient(url=where[1], api_key=key, timeout=spec.get("timeout", 10))
+                made = client, contextlib.nullcontext()
+            _CLIENTS[where] = made
         return _CLIENTS[where]
 
 
@@ -101,12 +112,11 @@ class QdrantVectors:
 
         self.m = models
         self.spec = spec
-        self.client = client_for(spec)
+        self.client, self.lock = client_for(spec)
         self.dim = dim
         self.ws_id = ws_id
         self.model_fp = model_fp
         self.name = spec.get("collection") or f"autodoc-{owner[:12]}-{model_fp[:12]}"
-        self.lock = threading.Lock()  # local mode is not safe for concurrent calls
         self.mirrored = 0  # every chunk up to this id is a point, or waiting in `pending`
         self.pending: set[int] = set()  # chunks up to `mirrored` still without a vector
         self._ensure()

@@ -21,7 +21,7 @@ from . import confidence, facets, fuse, intent, limits, protocol
 from . import store as queries
 from .confine import open_inside
 from .errors import CancelToken, RpcError, invalid_params
-from .lexical import LexicalIndex, analyze
+from .lexical import Lexical, analyze
 from .query import ParsedQuery, parse_query
 from .rerank import NO_RANKER, RankPlan, validate_window
 from .semantic import SemanticPlan
@@ -133,7 +133,7 @@ def parse_options(opts: Any) -> SearchOptions:
 
 def run_search(
     store: Store,
-    lexical: LexicalIndex,
+    lexical: Lexical,
     ws: Workspace,
     text: Any,
     opts: Any,
@@ -173,7 +173,7 @@ def run_search(
 
 def _context(
     store: Store,
-    lexical: LexicalIndex,
+    lexical: Lexical,
     ws: Workspace,
     text: Any,
     opts: Any,

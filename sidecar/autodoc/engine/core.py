@@ -14,7 +14,7 @@ from .. import protocol
 from .. import store as queries
 from ..embed import Embedder, key_status, load_embedder
 from ..errors import SWITCHING, UNSUPPORTED
-from ..lexical import LexicalIndex
+from ..lexical import Lexical, LexicalIndex
 from ..rerank import NO_RANKER, RankPlan, load_ranker
 from ..semantic import SemanticPlan
 from ..stages.semantic import semantic_coverage
@@ -28,10 +28,18 @@ COLLECT_EVERY_S = 600.0  # a long-lived process drops unused vectors at most thi
 FILLING = "a new embedding model is filling"
 
 
+def lexical_store(ws: Workspace) -> dict[str, Any] | None:
+    """The Qdrant store a workspace's lexical index lives in (None: Tantivy on this machine)."""
+    where = ws.options.get("embedding", {}).get("store") or {}
+    if where.get("kind") != "qdrant" or where.get("lexical", "qdrant") != "qdrant":
+        return None
+    return where
+
+
 class EngineCore:
     def __init__(self, db_path: Path | str | None = None) -> None:
         self.store = Store(db_path)
-        self._lexical: dict[int, LexicalIndex] = {}
+        self._lexical: dict[int, tuple[dict[str, Any] | None, Lexical]] = {}
         self._signs: dict[tuple[int, str], Vectors] = {}
         self._lock = threading.RLock()
         self._workers: dict[str, threading.Thread] = {}
@@ -50,16 +58,30 @@ class EngineCore:
         self._stop.set()
         for worker in list(self._workers.values()):
             worker.join(timeout=60)
-        for lex in self._lexical.values():
+        for _, lex in self._lexical.values():
             lex.close()
         self._lexical.clear()
         self.store.close()
 
-    def lexical(self, ws: Workspace) -> LexicalIndex:
+    def lexical(self, ws: Workspace) -> Lexical:
+        """The workspace's lexical index: Tantivy beside the store, or sparse vectors in the
+        configured Qdrant (a changed store opens the other one)."""
+        where = lexical_store(ws)
         with self._lock:
-            lex = self._lexical.get(ws.id)
-            if lex is None:
-                lex = self._lexical[ws.id] = LexicalIndex(self.store.lexical_root / str(ws.id))
+            held = self._lexical.get(ws.id)
+            if held is not None and held[0] == where:
+                return held[1]
+            if held is not None:
+                held[1].close()
+            local = self.store.lexical_root / str(ws.id)
+            lex: Lexical
+            if where is None:
+                lex = LexicalIndex(local)
+            else:
+                from ..qdrant_lexical import QdrantLexical  # the optional qdrant-client
+
+                lex = QdrantLexical(where, local, self.store.store_id, ws.id)
+            self._lexical[ws.id] = (where, lex)
             return lex
 
     def workspace(self, name: Any) -> Workspace:

@@ -17,7 +17,7 @@ from ..indexer import Indexer, Progress
 from ..semantic import collect_unused, fill
 from ..stages.semantic import semantic_coverage, semantic_missing
 from ..store import Workspace, read_epochs
-from .core import COLLECT_EVERY_S, EngineCore, log
+from .core import COLLECT_EVERY_S, EngineCore, lexical_store, log
 
 
 class Indexing(EngineCore):
@@ -190,7 +190,10 @@ class Indexing(EngineCore):
             links=protocol.LinkCounts(total=links, resolved=resolved),
             problems=problems,
             problem_count=n_problems,
-            lexical=protocol.LexicalInfo(engine="tantivy", entries=self.lexical(ws).num_docs()),
+            lexical=protocol.LexicalInfo(
+                engine="tantivy" if lexical_store(ws) is None else "qdrant",
+                entries=self.lexical(ws).num_docs(),
+            ),
             semantic=state["semantic"],
             semantic_reason=state["semantic_reason"],
             rank=state["rank"],

@@ -11,6 +11,7 @@ from .. import config, facets, protocol
 from ..indexer import Indexer
 from ..lexical import LexicalIndex
 from ..store import Workspace
+from .core import lexical_store
 from .indexing import Indexing
 
 
@@ -53,9 +54,12 @@ class Workspaces(Indexing):
         self.store.writer()  # take the lease before touching anything
         ws = self.store.remove_workspace(name)
         with self._lock:
-            lex = self._lexical.pop(ws.id, None)
-            if lex is not None:
-                lex.close()
+            held = self._lexical.pop(ws.id, None)
+            if held is not None:
+                held[1].close()
+        if lexical_store(ws) is not None:  # its collection goes, opened here or not
+            self.lexical(ws).drop()
+            self._lexical.pop(ws.id, None)
         LexicalIndex.destroy(self.store.lexical_root / str(ws.id))
         self._drop_remote_vectors(ws)
         for path in self.store.vectors_root.glob(f"{ws.id}-*"):
@@ -88,7 +92,11 @@ class Workspaces(Indexing):
             (config.OPTIONS[k].rechunk or config.OPTIONS[k].rescan) and ws.options.get(k) != v
             for k, v in clean.items()
         )
+        lexical_before = lexical_store(ws)
         ws = self.store.set_options(ws, clean)
+        if lexical_store(ws) != lexical_before and ws.indexed_at is not None:
+            self.store.writer()  # the lexical index moved (to Qdrant or back): fill it now
+            Indexer(self.store, self.lexical(ws), ws).rebuild_lexical()
         summary = None
         if rechunk and ws.indexed_at is not None:
             summary = self.index_run(ws.name, wait=wait)

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import facets, fuse, protocol
 from ..intent import Intent
-from ..lexical import LexicalIndex
+from ..lexical import Lexical
 from ..query import ParsedQuery
 from ..rerank import RankPlan
 from ..semantic import SemanticPlan
@@ -59,7 +59,7 @@ class QueryContext:
     """One search: its inputs, then what each stage leaves for the next."""
 
     store: Store
-    lexical: LexicalIndex
+    lexical: Lexical
     ws: Workspace
     text: str
     options: SearchOptions

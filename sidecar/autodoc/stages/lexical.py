@@ -1,18 +1,17 @@
-"""Stage 1, lexical: BM25 candidates from Tantivy, visible in the snapshot (spec §2), and the
-documents whose title or alias is exactly the query (issue 11: typing a name finds it first)."""
+"""Stage 1, lexical: BM25 candidates from the workspace's lexical index (Tantivy, or sparse
+vectors in Qdrant), visible in the snapshot (spec §2), and the documents whose title or alias
+is exactly the query (issue 11: typing a name finds it first)."""
 
 from __future__ import annotations
 
 import math
 import sqlite3
-from typing import ClassVar
-
-from tantivy import Query
+from typing import Any, ClassVar
 
 from .. import facets, fuse
 from ..fuse import MAX_READ, RETRIEVER_TOP
 from ..intent import code_words, number_words
-from ..lexical import LexicalIndex
+from ..lexical import Lexical
 from ..query import ParsedQuery
 from ..store import Store, Workspace, documents_named, first_live_chunk
 from .base import Phase, QueryContext, Skip, StageDefaults
@@ -50,7 +49,7 @@ NAMED_GAP = 0.8
 def lexical_candidates(
     conn: sqlite3.Connection,
     store: Store,
-    lexical: LexicalIndex,
+    lexical: Lexical,
     ws: Workspace,
     query: ParsedQuery,
     allowed: facets.DocumentSet | None = None,
@@ -102,9 +101,9 @@ def lexical_candidates(
 def _read_pass(
     conn: sqlite3.Connection,
     store: Store,
-    lexical: LexicalIndex,
+    lexical: Lexical,
     ws: Workspace,
-    q: Query,
+    q: Any,
     seen: set[int],
     need: int,
 ) -> tuple[list[tuple[int, int]], dict[int, float], bool]:

@@ -1,0 +1,465 @@
+"""The lexical stage on Qdrant: BM25 as sparse vectors, so one cluster serves both stages.
+
+With `embedding.store: {kind: qdrant, …}` (and `lexical` not "tantivy") a workspace's lexical
+index is a Qdrant collection of its own (IDF counts that workspace alone, as its Tantivy index
+does), and the machine running AutoDoc keeps no Tantivy index. A point is a chunk (id = chunk
+id). Its words come from the same fields and analyzer as Tantivy's (lexical.field_texts,
+lexical.analyze): stemming, number normalising, codes' numbers and CJK bigrams stay as they are.
+
+- Sparse vector `bm25`: per word, the best field's BM25 term-frequency part times that field's
+  weight (the dis-max Tantivy scores with); the collection's IDF modifier multiplies in the
+  inverse document frequency at query time. `names`: the same for the title and path only.
+  Length normalisation uses the workspace's running average field lengths (kept beside the
+  store, in `qdrant.json`); points written earlier keep the average of their day.
+- Payload: `doc`, `terms` (its distinct words, a keyword index with prefixes: required words and
+  `word*`), `names` (the title's and path's words: a number naming a record) and `words` (the
+  analyzed words in order, a text index with phrases: a quoted or multi-word item).
+
+Queries mirror LexicalIndex.build: every non-stopword item required (a filter), then any word;
+the names pass requires its numbers in `names`. What differs from Tantivy, by design: a phrase
+is matched on the analyzed words of all fields in a row (a phrase may span two fields' edge),
+and a prefix scores only as the word it may already be; a query of prefixes alone is filled
+with the chunks that match it, unscored. Term ids are CRC32 of the word (a collision between
+two of a vault's words merges their weights, rare at 2^32).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import re
+import warnings
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .lexical import (
+    CJK_BIGRAMS,
+    CJK_FIELD,
+    CJK_WEIGHT,
+    FIELD_WEIGHTS,
+    LEXICAL_FORMAT,
+    NAME_FIELDS,
+    UNSTEMMED,
+    LexicalDoc,
+    analyze,
+    cjk_runs,
+    field_texts,
+    is_stopword,
+    normalise_numbers,
+)
+from .qdrant_store import client_for
+from .query import ParsedQuery, QueryItem
+
+BM25, NAMES = "bm25", "names"
+K1, B = 1.2, 0.75  # Tantivy's BM25 constants
+WEIGHTS = {**FIELD_WEIGHTS, CJK_FIELD: CJK_WEIGHT}
+UPSERT_BATCH = 256  # points a call
+DELETE_BATCH = 1024
+FORMAT = f"{LEXICAL_FORMAT}.q1"  # bumped when what a point holds changes: the writer rebuilds
+_STATE_FILE = "qdrant.json"
+_CJK = "cjk:"  # a CJK bigram's term: no analyzed word holds a colon
+_HEX = re.compile(r"^(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")
+
+
+def term_id(word: str) -> int:
+    return zlib.crc32(word.encode())
+
+
+def chunk_words(d: LexicalDoc) -> dict[str, list[str]]:
+    """The chunk's analyzed words per field, as Tantivy indexes them (CJK: bigram terms)."""
+    words = {
+        name: [w for text in texts for w in analyze(text)]
+        for name, texts in field_texts(d).items()
+        if name != CJK_FIELD
+    }
+    words[CJK_FIELD] = [_CJK + g for run in field_texts(d)[CJK_FIELD] for g in bigrams(run)]
+    return words
+
+
+def bigrams(run: str) -> list[str]:
+    return CJK_BIGRAMS.analyze(run)
+
+
+def sparse_weights(
+    words: dict[str, list[str]], avg: dict[str, float], fields: Iterable[str]
+) -> dict[int, float]:
+    """term id -> the best field's weighted BM25 term-frequency part (IDF added by Qdrant)."""
+    weight: dict[int, float] = {}
+    for name in fields:
+        found = words.get(name, [])
+        norm = K1 * (1 - B + B * len(found) / max(avg.get(name, 1.0), 1e-9))
+        for word, tf in Counter(found).items():
+            w = WEIGHTS[name] * tf * (K1 + 1) / (tf + norm)
+            key = term_id(word)
+            weight[key] = max(weight.get(key, 0.0), w)
+    return weight
+
+
+@dataclass
+class SparseQuery:
+    """One pass: the sparse vector scored (`using`), the filter every hit passes, and whether
+    chunks matching the filter but none of the scored words fill the rest (prefixes alone)."""
+
+    using: str
+    vector: Counter
+    must: list = field(default_factory=list)
+    must_not: list = field(default_factory=list)
+    fill: bool = False
+
+
+@dataclass
+class _Lengths:
+    """Running field-length sums over the chunks written: BM25's average document length."""
+
+    count: int = 0
+    sums: dict[str, float] = field(default_factory=dict)
+
+    def add(self, words: dict[str, list[str]]) -> None:
+        self.count += 1
+        for name, found in words.items():
+            self.sums[name] = self.sums.get(name, 0.0) + len(found)
+
+    def average(self) -> dict[str, float]:
+        return {name: total / max(self.count, 1) for name, total in self.sums.items()}
+
+
+class QdrantLexical:
+    """A workspace's lexical index as sparse vectors in Qdrant (lexical.Lexical)."""
+
+    def __init__(self, spec: dict[str, Any], local: Path, owner: str, ws_id: int) -> None:
+        from qdrant_client import models
+
+        self.m = models
+        self.spec = spec
+        self.client, self.lock = client_for(spec)
+        self.name = collection_name(spec, owner, ws_id)
+        self.state_path = local / _STATE_FILE
+        local.mkdir(parents=True, exist_ok=True)
+        self.lengths = self._load_lengths()
+        self._ensure()
+
+    # -- the collection --------------------------------------------------------------------
+
+    def _load_lengths(self) -> _Lengths:
+        try:
+            state = json.loads(self.state_path.read_text())
+            return _Lengths(int(state["count"]), {k: float(v) for k, v in state["sums"].items()})
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return _Lengths()
+
+    def _ensure(self) -> None:
+        m = self.m
+        with self.lock:
+            if self.client.collection_exists(self.name):
+                return
+            sparse = m.SparseVectorParams(modifier=m.Modifier.IDF)
+            self.client.create_collection(
+                self.name,
+                vectors_config={},
+                sparse_vectors_config={BM25: sparse, NAMES: sparse},
+                shard_number=self.spec.get("shards", 1),
+                replication_factor=self.spec.get("replicas", 1),
+            )
+            keyword = m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, prefix=True)
+            text = m.TextIndexParams(
+                type=m.TextIndexType.TEXT,
+                tokenizer=m.TokenizerType.WHITESPACE,  # the words are analyzed already
+                lowercase=False,
+                phrase_matching=True,
+            )
+            indexes = {"doc": m.PayloadSchemaType.INTEGER, "terms": keyword, "names": keyword}
+            for key, schema in {**indexes, "words": text}.items():
+                with _quiet():  # local mode: "payload indexes have no effect"
+                    self.client.create_payload_index(self.name, key, schema)
+
+    def drop(self) -> None:
+        """The collection goes (the workspace was removed)."""
+        with self.lock:
+            if self.client.collection_exists(self.name):
+                self.client.delete_collection(self.name)
+        self.state_path.unlink(missing_ok=True)
+
+    # -- writing (the writer, under the store's lease) ----------------------------------------
+
+    def add(self, docs: Iterable[LexicalDoc]) -> int:
+        """Upserted as they come, in batches: a point the caller's snapshot does not show yet
+        is filtered out by its readers, as Tantivy's uncommitted documents would be."""
+        n = 0
+        batch: list[LexicalDoc] = []
+        for d in docs:
+            batch.append(d)
+            if len(batch) >= UPSERT_BATCH:
+                n += self._upsert(batch)
+                batch = []
+        return n + self._upsert(batch)
+
+    def _upsert(self, docs: list[LexicalDoc]) -> int:
+        if not docs:
+            return 0
+        words = [chunk_words(d) for d in docs]
+        for w in words:
+            self.lengths.add(w)
+        avg = self.lengths.average()
+        points = [self._point(d, w, avg) for d, w in zip(docs, words, strict=True)]
+        with self.lock:
+            self.client.upsert(self.name, points, wait=True)
+        return len(points)
+
+    def _point(self, d: LexicalDoc, words: dict[str, list[str]], avg: dict[str, float]) -> Any:
+        m = self.m
+        every = sparse_weights(words, avg, WEIGHTS)
+        names = sparse_weights(words, avg, NAME_FIELDS)
+        in_order = "\n".join(" ".join(found) for found in words.values() if found)
+        return m.PointStruct(
+            id=d.chunk_id,
+            vector={BM25: _sparse(m, every), NAMES: _sparse(m, names)},
+            payload={
+                "doc": d.document_id,
+                "terms": sorted({w for found in words.values() for w in found}),
+                "names": sorted({w for name in NAME_FIELDS for w in words[name]}),
+                "words": in_order,
+            },
+        )
+
+    def delete(self, chunk_ids: Iterable[int]) -> int:
+        ids: list[Any] = list(chunk_ids)
+        for start in range(0, len(ids), DELETE_BATCH):
+            part = ids[start : start + DELETE_BATCH]
+            with self.lock:
+                self.client.delete(self.name, points_selector=self.m.PointIdsList(points=part))
+        return len(ids)
+
+    def delete_all(self) -> None:
+        self.drop()
+        self.lengths = _Lengths()
+        self._ensure()
+
+    def commit(self) -> None:
+        """Points are written as they come (wait=True); what is kept here is the lengths."""
+        self._save(format_=self._saved_format())
+
+    def close(self) -> None:
+        return None
+
+    def _saved_format(self) -> str:
+        try:
+            return str(json.loads(self.state_path.read_text()).get("format", ""))
+        except (OSError, ValueError, AttributeError):
+            return ""
+
+    def _save(self, format_: str) -> None:
+        state = {"format": format_, "count": self.lengths.count, "sums": self.lengths.sums}
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state))
+        tmp.replace(self.state_path)
+
+    @property
+    def format_ok(self) -> bool:
+        return self._saved_format() == FORMAT
+
+    def mark_format(self) -> None:
+        self._save(format_=FORMAT)
+
+    def num_docs(self) -> int:
+        with self.lock:
+            return int(self.client.count(self.name, exact=True).count)
+
+    def refresh(self, epoch: int) -> None:
+        return None  # the server answers from what it holds; readers filter by their snapshot
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def build(
+        self, query: ParsedQuery, all_words: bool, restrict: tuple[str, Any] | None = None
+    ) -> SparseQuery | None:
+        """As LexicalIndex.build: every word required (stopwords scored, not required), or
+        any word; `restrict` from `only_documents`."""
+        vector: Counter = Counter()
+        required: list[Any] = []
+        optional: list[Any] = []
+        for item in query.items:
+            scored, condition = self._item(item)
+            if condition is None:
+                continue
+            vector.update(scored)
+            stop = not item.phrase and not item.prefix and is_stopword(item.text)
+            (optional if stop or not all_words else required).append(condition)
+        if all_words and not required and optional:  # stopwords only: require them all
+            return self.build(_without_stops(query), all_words, restrict)
+        if not required and not optional:
+            return None
+        # Any word: some item matched as a whole (a phrase's words in a row, a run's bigrams).
+        must = required if all_words else [self.m.Filter(should=optional)]
+        q = SparseQuery(BM25, vector, must=must)
+        q.fill = any(_open_ended(item) for item in query.items)
+        return _restricted(q, restrict)
+
+    def _item(self, item: QueryItem) -> tuple[list[int], Any]:
+        """(the item's scored term ids, the condition a chunk holding it passes)."""
+        m = self.m
+        tokens = analyze(item.text)
+        if not tokens:
+            return [], None
+        either: list[Any] = []
+        scored = [term_id(t) for t in tokens]
+        if item.prefix:
+            tail = UNSTEMMED.analyze(normalise_numbers(item.text))[-1:]
+            words = [_term(m, t) for t in tokens[:-1]]
+            tip = [_prefix(m, tail[0])] if tail else [_term(m, tokens[-1])]
+            scored += [term_id(t) for t in tail]
+            either.append(m.Filter(must=words + tip))
+        elif len(tokens) == 1:
+            either.append(_term(m, tokens[0]))
+            if _HEX.match(tokens[0]):  # a short commit prefix finds the full hash
+                either.append(_prefix(m, tokens[0]))
+        else:
+            words_in_a_row = m.MatchPhrase(phrase=" ".join(tokens))
+            either.append(m.FieldCondition(key="words", match=words_in_a_row))
+        for run in cjk_runs(item.text):
+            cjk = self._cjk(run)
+            scored += [term_id(_CJK + g) for g in bigrams(run)]
+            either.append(cjk)
+        return scored, either[0] if len(either) == 1 else m.Filter(should=either)
+
+    def _cjk(self, run: str) -> Any:
+        """Every bigram of the run held (a one-character run: some bigram holding it)."""
+        m = self.m
+        grams = bigrams(run)
+        if not grams:
+            return m.FieldCondition(key="terms", match=m.MatchSubstring(substring=run))
+        return m.Filter(must=[_term(m, _CJK + g) for g in grams])
+
+    def build_names(
+        self,
+        numbers: list[str],
+        query: ParsedQuery,
+        restrict: tuple[str, Any] | None = None,
+        whole: bool = False,
+    ) -> SparseQuery | None:
+        """As LexicalIndex.build_names: the numbers (`whole`: the codes as written) required in
+        a title or path; the other words score in the names (`whole`: everywhere)."""
+        if whole:
+            digits = {t for w in numbers for t in analyze(w)}
+        else:
+            digits = {str(int(m[-1])) for w in numbers if (m := re.findall(r"\d+", w))}
+        if not digits:
+            return None
+        others = {t for item in query.items for t in analyze(item.text)} - digits
+        required = [
+            self.m.FieldCondition(key="names", match=self.m.MatchValue(value=d))
+            for d in sorted(digits)
+        ]
+        vector = Counter(term_id(t) for t in digits | others)
+        return _restricted(SparseQuery(BM25 if whole else NAMES, vector, required), restrict)
+
+    def only_documents(
+        self, keep: list[int] | None = None, drop: list[int] | None = None
+    ) -> tuple[str, Any]:
+        m = self.m
+        if keep is not None:
+            return "must", m.FieldCondition(key="doc", match=m.MatchAny(any=keep))
+        return "must_not", m.FieldCondition(key="doc", match=m.MatchAny(any=drop or []))
+
+    def search(self, q: SparseQuery, limit: int) -> list[tuple[int, float]]:
+        """The top `limit` (chunk_id, score) best first, ties by chunk id; a prefix-only pass
+        filled with the chunks that match it and score no word (0.0)."""
+        m = self.m
+        keys = sorted(q.vector)
+        flt = m.Filter(must=q.must or None, must_not=q.must_not or None)
+        with self.lock, _quiet():
+            points = self.client.query_points(
+                self.name,
+                query=m.SparseVector(indices=keys, values=[float(q.vector[k]) for k in keys]),
+                using=q.using,
+                query_filter=flt,
+                limit=limit,
+                with_payload=False,
+            ).points
+        pairs = [(int(p.id), float(p.score)) for p in points]
+        if q.fill and len(pairs) < limit:
+            pairs += self._unscored(q, {cid for cid, _ in pairs}, limit - len(pairs))
+        pairs.sort(key=lambda p: (-round(p[1], 6), p[0]))
+        return pairs
+
+    def _unscored(self, q: SparseQuery, found: set[int], limit: int) -> list[tuple[int, float]]:
+        m = self.m
+        seen = [m.HasIdCondition(has_id=sorted(found))] if found else []
+        flt = m.Filter(must=q.must or None, must_not=(q.must_not + seen) or None)
+        with self.lock:
+            points, _ = self.client.scroll(
+                self.name, scroll_filter=flt, limit=limit, with_payload=False
+            )
+        return [(int(p.id), 0.0) for p in points]
+
+    def holds(self, word: str, prefix: bool) -> bool:
+        """Whether some chunk holds `word` (`prefix`: a word starting with it; CJK: its runs)."""
+        m = self.m
+        if cjk_runs(word):
+            conditions = [self._cjk(run) for run in cjk_runs(word)]
+        elif prefix:
+            tail = UNSTEMMED.analyze(word)[-1:]
+            if not tail:
+                return False
+            conditions = [_prefix(m, tail[0])]
+        else:
+            conditions = [_term(m, t) for t in analyze(word)]
+        return bool(conditions) and all(self._any(c) for c in conditions)
+
+    def _any(self, condition: Any) -> bool:
+        with self.lock:
+            points, _ = self.client.scroll(
+                self.name, scroll_filter=self.m.Filter(must=[condition]), limit=1
+            )
+        return bool(points)
+
+
+def collection_name(spec: dict[str, Any], owner: str, ws_id: int) -> str:
+    base = spec.get("collection") or f"autodoc-{owner[:12]}"
+    return f"{base}-lexical-{ws_id}"
+
+
+def _open_ended(item: QueryItem) -> bool:
+    """A `word*`, a short commit hash or a one-character CJK run: it may match words it does
+    not score as."""
+    tokens = analyze(item.text)
+    one_character = any(not bigrams(run) for run in cjk_runs(item.text))
+    return item.prefix or one_character or (len(tokens) == 1 and bool(_HEX.match(tokens[0])))
+
+
+def _term(m: Any, word: str) -> Any:
+    return m.FieldCondition(key="terms", match=m.MatchValue(value=word))
+
+
+def _prefix(m: Any, start: str) -> Any:
+    return m.FieldCondition(key="terms", match=m.MatchPrefix(prefix=start))
+
+
+def _sparse(m: Any, weights: dict[int, float]) -> Any:
+    keys = sorted(weights)
+    return m.SparseVector(indices=keys, values=[weights[k] for k in keys])
+
+
+def _restricted(q: SparseQuery, restrict: tuple[str, Any] | None) -> SparseQuery:
+    if restrict is not None:
+        (q.must if restrict[0] == "must" else q.must_not).append(restrict[1])
+    return q
+
+
+def _without_stops(query: ParsedQuery) -> ParsedQuery:
+    """The query with its stopwords marked as phrases: required, as Tantivy requires a query of
+    stopwords only."""
+    items = [QueryItem(i.text, phrase=True, prefix=i.prefix) for i in query.items]
+    return dataclasses.replace(query, items=items)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Local mode warns that indexes and search parameters have no effect there."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
