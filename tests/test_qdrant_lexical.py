@@ -170,3 +170,17 @@ def test_a_query_of_prefixes_alone_finds_the_words_they_start(kb):
     assert paths(engine, "oka*") == ["a.md"] and paths(engine, "gira*") == ["b.md"]
     # No chunk holds both: the any-word pass, the scored word's chunk first.
     assert paths(engine, "giraffe zeb*") == ["b.md", "a.md"]
+
+
+@pytest.mark.parametrize("page", [1, 2, 64])
+def test_missing_words_are_found_over_pages_of_chunks(kb, monkeypatch, page):
+    """A word is missing only when no chunk holds it, however many pages the chunks holding
+    the other words take (one page of `page` chunks a request)."""
+    engine, root = kb
+    for i in range(3):
+        write(root, f"c{i}.md", f"# C{i}\n\nzebra notes {i}\n")
+    engine.index_run("v")
+    monkeypatch.setattr("autodoc.qdrant_lexical.MISSING_PAGE", page)
+    words = [("zebra", False), ("giraffe", False), ("nothere", False), ("oka", True),
+             ("gnu", True), ("notes", False)]  # fmt: skip
+    assert lexical_of(engine).missing(words) == ["nothere", "gnu"]

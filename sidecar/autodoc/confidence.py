@@ -66,7 +66,7 @@ def missing_words(lexical: Lexical, words: list[tuple[str, bool]]) -> list[str]:
     """Of `words` (`content_words`'), those no chunk of the index holds, in any field (for a
     prefix: no word starts with it). The index may still hold a chunk retired seconds ago:
     such a word counts as present, and the answer's hits show it is not."""
-    return [word for word, prefix in words if not lexical.holds(word, prefix)]
+    return lexical.missing(words)
 
 
 def level(

@@ -224,7 +224,7 @@ class Lexical(Protocol):
         self, keep: list[int] | None = None, drop: list[int] | None = None
     ) -> Any: ...
     def search(self, q: Any, limit: int) -> list[tuple[int, float]]: ...
-    def holds(self, word: str, prefix: bool) -> bool: ...
+    def missing(self, words: list[tuple[str, bool]]) -> list[str]: ...
 
 
 class LexicalIndex:
@@ -432,6 +432,10 @@ class LexicalIndex:
             per_field.append(Query.boost_query(q, weight))
         per_field.extend(self._cjk_query(item.text))
         return Query.disjunction_max_query(per_field, TIE_BREAKER)
+
+    def missing(self, words: list[tuple[str, bool]]) -> list[str]:
+        """Of (word, is a prefix), those no chunk holds in any field."""
+        return [word for word, prefix in words if not self.holds(word, prefix)]
 
     def holds(self, word: str, prefix: bool) -> bool:
         """Whether some chunk holds `word` in any field (`prefix`: some word starts with it; a

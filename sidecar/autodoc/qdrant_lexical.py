@@ -60,6 +60,7 @@ K1, B = 1.2, 0.75  # Tantivy's BM25 constants
 WEIGHTS = {**FIELD_WEIGHTS, CJK_FIELD: CJK_WEIGHT}
 UPSERT_BATCH = 256  # points a call
 DELETE_BATCH = 1024
+MISSING_PAGE = 64  # chunks a request for the query's missing words reads
 FORMAT = f"{LEXICAL_FORMAT}.q1"  # bumped when what a point holds changes: the writer rebuilds
 _STATE_FILE = "qdrant.json"
 _CJK = "cjk:"  # a CJK bigram's term: no analyzed word holds a colon
@@ -396,26 +397,61 @@ class QdrantLexical:
             )
         return [(int(p.id), 0.0) for p in points]
 
-    def holds(self, word: str, prefix: bool) -> bool:
-        """Whether some chunk holds `word` (`prefix`: a word starting with it; CJK: its runs)."""
-        m = self.m
-        if cjk_runs(word):
-            conditions = [self._cjk(run) for run in cjk_runs(word)]
-        elif prefix:
-            tail = UNSTEMMED.analyze(word)[-1:]
-            if not tail:
-                return False
-            conditions = [_prefix(m, tail[0])]
-        else:
-            conditions = [_term(m, t) for t in analyze(word)]
-        return bool(conditions) and all(self._any(c) for c in conditions)
+    def missing(self, words: list[tuple[str, bool]]) -> list[str]:
+        """Of (word, is a prefix), those no chunk holds (CJK: its runs): a few requests for all
+        of them, not one a word. Each asks for chunks holding some word not yet seen and
+        reads their terms; a short page means the words still unseen are held nowhere."""
+        units = {word: self._units(word, prefix) for word, prefix in words}
+        pending = {u for found in units.values() for u in found}
+        while pending:
+            seen, short = self._seen(sorted(pending))
+            pending -= seen
+            if short:
+                break
+        return [w for w, found in units.items() if not found or any(u in pending for u in found)]
 
-    def _any(self, condition: Any) -> bool:
+    def _units(self, word: str, prefix: bool) -> list[tuple[str, str]]:
+        """What holding `word` means, as (kind, text) each some chunk must hold."""
+        if cjk_runs(word):
+            return [("run", run) for run in cjk_runs(word)]
+        if prefix:
+            tail = UNSTEMMED.analyze(word)[-1:]
+            return [("prefix", tail[0])] if tail else []
+        return [("term", t) for t in analyze(word)]
+
+    def _seen(self, units: list[tuple[str, str]]) -> tuple[set[tuple[str, str]], bool]:
+        """The units some chunk of one page holds, and whether the page was short (every chunk
+        holding any of them was read, so the rest are held nowhere)."""
+        m = self.m
+        conditions = [self._unit_condition(u) for u in units]
         with self.lock:
             points, _ = self.client.scroll(
-                self.name, scroll_filter=self.m.Filter(must=[condition]), limit=1
+                self.name,
+                scroll_filter=m.Filter(should=conditions),
+                limit=MISSING_PAGE,
+                with_payload=["terms"],
             )
-        return bool(points)
+        held = [set(p.payload["terms"]) for p in points]
+        seen = {u for u in units if any(_holds(terms, u) for terms in held)}
+        return seen, len(points) < MISSING_PAGE
+
+    def _unit_condition(self, unit: tuple[str, str]) -> Any:
+        kind, text = unit
+        if kind == "run":
+            return self._cjk(text)
+        return _prefix(self.m, text) if kind == "prefix" else _term(self.m, text)
+
+
+def _holds(terms: set[str], unit: tuple[str, str]) -> bool:
+    kind, text = unit
+    if kind == "term":
+        return text in terms
+    if kind == "prefix":
+        return any(t.startswith(text) for t in terms)
+    grams = bigrams(text)
+    if grams:
+        return all(_CJK + g in terms for g in grams)
+    return any(t.startswith(_CJK) and text in t for t in terms)
 
 
 def collection_name(spec: dict[str, Any], owner: str, ws_id: int) -> str:
