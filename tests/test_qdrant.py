@@ -213,3 +213,38 @@ def test_a_chunk_whose_vector_comes_after_a_later_ones_is_mirrored_then(tmp_path
             assert fresh.mirror(conn) == 1 and fresh.pending == set()
         held, _ = fresh.client.scroll(fresh.name, limit=100)
         assert {int(p.id) for p in held} == live_chunks(engine)
+
+
+def test_points_are_mirrored_as_a_fill_stores_them_not_only_after(tmp_path, monkeypatch):
+    """A reader in another process sees a long fill's vectors as their batches are stored:
+    the writer mirrors between batches (at most every MIRROR_EVERY_S), not only at the end."""
+    monkeypatch.setattr("autodoc.semantic.FILL_BATCH", 2)
+    monkeypatch.setattr("autodoc.engine.indexing.MIRROR_EVERY_S", 0.0)
+    files = {f"d{i}.md": f"# D{i}\n\nnotes on document {i}\n" for i in range(3)}
+    with qdrant_vault(tmp_path, files) as (engine, root):
+        for i in range(3, 9):
+            write(root, f"d{i}.md", f"# D{i}\n\nnotes on document {i}\n")
+        seen: list[tuple[int, int]] = []
+        engine.index_run("v", embed_progress=lambda done, total: seen.append(
+            (done, len(points(engine)))))  # fmt: skip
+        assert len(seen) >= 3
+        for done, held in seen:  # every stored batch is a point by the next one's report
+            assert held >= 3 + done
+        assert set(points(engine)) == live_chunks(engine)
+
+
+def test_points_of_chunks_purged_before_a_mirror_marked_them_are_swept(tmp_path):
+    """A chunk mirrored, then retired and purged before any mirror marked it (a writer
+    killed between its purge and its mirror) leaves a point no chunk owns: the next mirror
+    sees more points than chunks and deletes it."""
+    files = {f"d{i}.md": f"# D{i}\n\nfirst version of document {i}\n" for i in range(3)}
+    with qdrant_vault(tmp_path, files) as (engine, root):
+        ws = engine.workspace("v")
+        first = live_chunks(engine)
+        write(root, "d0.md", "# D0\n\nsecond version of document 0\n")
+        Indexer(engine.store, engine.lexical(ws), ws).run(paths=["d0.md"])  # no mirror yet
+        Indexer(engine.store, engine.lexical(ws), ws).purge_retired(grace=0)
+        orphans = first - live_chunks(engine)
+        assert orphans and orphans <= set(points(engine))  # their points outlived them
+        engine.embed_run("v")
+        assert set(points(engine)) == live_chunks(engine)

@@ -30,6 +30,7 @@ from .errors import invalid_params
 DENSE = "dense"
 SPARSE = "bm25"
 MIRROR_BATCH = 1024  # chunks upserted per call
+SWEEP_PAGE = 10_000  # point ids read per call when orphans are swept
 OVERSAMPLING = 2.0  # binary-quantized candidates rescored per hit wanted
 KINDS = ("embedded", "qdrant")
 # A server's address (url, api_key_env, timeout) or a local folder (path); the collection, made
@@ -104,6 +105,8 @@ def client_for(spec: dict[str, Any]) -> tuple[Any, Any]:
 
 class QdrantVectors:
     """A workspace's vectors of one model in a Qdrant collection (vector_index.Vectors)."""
+
+    remote = True
 
     def __init__(
         self, spec: dict[str, Any], dim: int, owner: str, ws_id: int, model_fp: str
@@ -187,6 +190,7 @@ class QdrantVectors:
         self.pending |= {c for c in waiting if c <= above}
         self.mirrored = above
         self._retire(conn)
+        self._sweep(conn)
         return written
 
     def _upsert(self, rows: list, fresh: bool = False) -> int:
@@ -237,6 +241,35 @@ class QdrantVectors:
         if gone:
             with self.lock:
                 self.client.delete(self.name, points_selector=m.PointIdsList(points=gone))
+
+    def _sweep(self, conn) -> int:
+        """Delete the points of chunks purged before a mirror marked them retired (a chunk
+        written and purged between two mirrors, a writer killed between purge and mirror): when
+        the collection holds more of the workspace's points than it has chunks, every point id
+        is checked against the store. Returns how many went."""
+        with self.lock:
+            held = self.client.count(self.name, count_filter=self.m.Filter(must=self._mine()))
+        if held.count <= queries.chunk_count(conn, self.ws_id):
+            return 0
+        gone: list[Any] = []
+        offset = None
+        while True:
+            with self.lock:
+                page, offset = self.client.scroll(
+                    self.name,
+                    scroll_filter=self.m.Filter(must=self._mine()),
+                    limit=SWEEP_PAGE,
+                    offset=offset,
+                    with_payload=False,
+                )
+            ids = [int(p.id) for p in page]
+            gone += sorted(set(ids) - queries.existing_chunk_ids(conn, ids)) if ids else []
+            if offset is None:
+                break
+        if gone:
+            with self.lock:
+                self.client.delete(self.name, points_selector=self.m.PointIdsList(points=gone))
+        return len(gone)
 
     def drop(self) -> None:
         """The workspace's points go (the workspace was removed)."""

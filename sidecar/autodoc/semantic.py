@@ -41,10 +41,12 @@ def fill(
     progress: Progress | None = None,
     stop: threading.Event | None = None,
     among: list[int] | None = None,
+    stored: Callable[[], None] | None = None,
 ) -> int:
     """Embed every visible chunk text that has no vector for this model; resumable.
     `among`: only these chunk ids can be missing (a long-lived process knows them from its
-    incremental coverage), so a save does not scan the whole workspace."""
+    incremental coverage), so a save does not scan the whole workspace. `stored`: called after
+    each batch's vectors are committed."""
     if among is not None and not among:
         return 0
     with store.snapshot() as conn:
@@ -71,6 +73,8 @@ def fill(
                 ],
             )
         done += len(rows)
+        if stored:
+            stored()
         if progress:
             progress(min(done, total), total)
     return done

@@ -51,7 +51,11 @@ HASH_WIDTH = 64  # a sha256 text hash in hex
 
 class Vectors(Protocol):
     """What the semantic stage searches: a VectorIndex here, or a Qdrant collection
-    (qdrant_store.py). Either mirrors SQLite's vectors; SQLite decides what a reader sees."""
+    (qdrant_store.py). Either mirrors SQLite's vectors; SQLite decides what a reader sees.
+    `remote`: other processes read it only as the writer's refresh mirrors it, so the writer
+    refreshes it as a fill goes, not only after."""
+
+    remote: bool
 
     def refresh(self, conn, ws_id: int, model_fp: str, epoch: int, *, build: bool = False) -> None:
         """Catch up with this vector epoch; `build`: the writer's call, after a fill."""
@@ -176,6 +180,8 @@ class _Ranked(Sequence[tuple[str, float]]):
 
 class VectorIndex:
     """The sign index, float32 rows and (past HNSW_ABOVE) graph of one vector set."""
+
+    remote = False  # every process reads SQLite's rows since the saved index itself
 
     def __init__(self, dim: int, path: Path | None, owner: str) -> None:
         self.dim = dim

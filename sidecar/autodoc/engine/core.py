@@ -25,6 +25,7 @@ log = logging.getLogger("autodoc.engine")
 
 NO_EMBEDDER = "no embedding model configured"
 COLLECT_EVERY_S = 600.0  # a long-lived process drops unused vectors at most this often
+MIRROR_EVERY_S = 2.0  # a fill mirrors to a remote vector store at most this often
 FILLING = "a new embedding model is filling"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .. import facets, protocol
@@ -17,7 +18,7 @@ from ..indexer import Indexer, Progress
 from ..semantic import collect_unused, fill
 from ..stages.semantic import semantic_coverage, semantic_missing
 from ..store import Workspace, read_epochs
-from .core import COLLECT_EVERY_S, EngineCore, lexical_store, log
+from .core import COLLECT_EVERY_S, MIRROR_EVERY_S, EngineCore, lexical_store, log
 
 
 class Indexing(EngineCore):
@@ -50,7 +51,9 @@ class Indexing(EngineCore):
                 kept = f" ({embedded:,} already stored)" if embedded else ""
                 notice(f"embedding {total - embedded:,} of {total:,} chunks{kept}")
         try:
-            done = fill(self.store, ws, target, progress, self._stop, among)
+            done = fill(
+                self.store, ws, target, progress, self._stop, among, self._mirror(ws, target)
+            )
         except Exception as exc:  # the provider failed: the lexical index stands, say why
             error = str(getattr(exc, "message", exc))
             done = -1  # unknown: the batches stored before the error are counted in coverage
@@ -80,6 +83,27 @@ class Indexing(EngineCore):
             "seconds": round(seconds, 3),
             "per_second": round(done / seconds, 1) if done > 0 and seconds else None,
         }
+
+    def _mirror(self, ws: Workspace, target: Embedder) -> Callable[[], None] | None:
+        """For a remote vector store, a call that mirrors what a fill stored so far, at most
+        every MIRROR_EVERY_S: readers in other processes see vectors as they are stored, not
+        only when a long fill ends. (The embedded index's readers read SQLite's rows since.)"""
+        signs = self.signs(ws, target)
+        if not signs.remote:
+            return None
+        last = time.monotonic()
+
+        def mirror() -> None:
+            nonlocal last
+            if time.monotonic() - last < MIRROR_EVERY_S:
+                return
+            with self.store.snapshot() as conn:
+                epochs = read_epochs(conn, ws.id)
+                if epochs is not None:
+                    signs.refresh(conn, ws.id, target.model_fp, epochs[1], build=True)
+            last = time.monotonic()
+
+        return mirror
 
     def _activate(self, ws: Workspace, embedder: Embedder, spec: dict[str, Any]) -> None:
         with self.store.transaction() as conn:

@@ -372,6 +372,14 @@ def retired_chunk_ids(conn: sqlite3.Connection, ws_id: int) -> list[int]:
     return [r[0] for r in rows]
 
 
+def chunk_count(conn: sqlite3.Connection, ws_id: int) -> int:
+    """Every chunk of the workspace, retired or not: a remote store holding more of its
+    points than this holds orphans."""
+    return conn.execute("SELECT count(*) FROM chunks WHERE workspace_id = ?", (ws_id,)).fetchone()[
+        0
+    ]
+
+
 def existing_chunk_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     """Those of these chunk ids still in the store (retired or not)."""
     return set(Store.column(conn, "SELECT id FROM chunks WHERE id IN ({marks})", list(ids)))
