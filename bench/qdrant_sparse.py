@@ -5,9 +5,10 @@ once with `embedding.store: {kind: qdrant}` so the lexical stage runs on sparse 
 Qdrant collection (qdrant_lexical.py; qdrant-client's local mode, in-process). Both are queried
 through `search.query` with the lexical stage alone, the same queries and qrels, documents
 counted once at their best chunk. Local mode is exact brute force in Python, not a server: its
-latency says nothing about one.
+latency says nothing about one (seconds a query at 10k chunks: `--queries` takes the first N).
 
-    python bench/qdrant_sparse.py ../shared/bench/scifact ../shared/bench/emanual [--json OUT]
+    python bench/qdrant_sparse.py ../shared/bench/scifact ../shared/bench/emanual \
+        [--queries 100] [--json OUT]
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ def served(engine: Engine, name: str, judged, names) -> tuple[list[float], list[
     return scores, ms
 
 
-def run(dataset: Path, work: Path) -> dict:
+def run(dataset: Path, work: Path, most: int | None = None) -> dict:
     split = beir_split(dataset, None)
     corpus, judged = load_beir(dataset, split)
+    judged = judged[:most] if most else judged  # local mode costs seconds a query on 10k chunks
     names = write_corpus(corpus, work / "vault")
     engine = Engine(work / "autodoc.db")
     refused = [q for q in judged if len(q.text.split()) > MAX_QUERY_WORDS]
@@ -65,6 +67,7 @@ def run(dataset: Path, work: Path) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("datasets", type=Path, nargs="+")
+    ap.add_argument("--queries", type=int, help="the first N judged queries of each set")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     out = []
@@ -73,7 +76,7 @@ def main() -> int:
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for dataset in args.datasets:
         with tempfile.TemporaryDirectory() as tmp:
-            r = run(dataset, Path(tmp))
+            r = run(dataset, Path(tmp), args.queries)
         out.append(r)
         print(
             f"| {r['dataset']} ({r['split']}) | {r['queries']}"

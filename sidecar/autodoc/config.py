@@ -107,7 +107,7 @@ OPTIONS: dict[str, Option] = {
         {"provider": "bundled"},
         dict,
         doc="embedding provider: bundled (default), onnx, openai or none; `store` {kind:"
-        " qdrant, url, api_key_env} keeps its vectors in Qdrant (doc/scale.md)",
+        " qdrant, url, api_key_env} keeps its vectors and lexical index in Qdrant (doc/scale.md)",
         check=_embedding,
     ),
     "ranker": Option(

@@ -34,8 +34,9 @@ from . import store as queries
 # Past this many vectors the writer builds an HNSW graph and the shortlist comes from it: at
 # 108k cpp-docs vectors (real queries' top 50 against exact float32) the exact sign scan's 600
 # reached recall 0.83 in 3.3 ms, the graph's 400 reached 0.96 in 2.1 ms (/tmp sweep, then
-# bench/vector_scale.py: doc/benchmarks/performance.md §2); below it the scan costs under ~2 ms.
-HNSW_ABOVE = 50_000
+# bench/vector_scale.py: doc/benchmarks/performance.md §0.2). On subsets the graph was as fast
+# from 10k on and found more (0.996 against 0.910 at 10k); below it the scan costs ~0.5 ms.
+HNSW_ABOVE = 10_000
 # M 32, ef_add 128: at M 16 / ef_add 64 the same search effort reached 0.92 instead of 0.96.
 HNSW_CONNECTIVITY = 32
 HNSW_EXPANSION_ADD = 128

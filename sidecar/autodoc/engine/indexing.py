@@ -40,16 +40,7 @@ class Indexing(EngineCore):
             self._activate(ws, target, spec)
         started = time.perf_counter()
         error = ""
-        among = None
-        if incremental:
-            with self.store.snapshot() as conn:
-                among = sorted(semantic_missing(conn, self.store, ws, target.model_fp))
-        elif notice is not None:  # say what is left, and what an earlier run already stored
-            with self.store.snapshot() as conn:
-                embedded, total = semantic_coverage(conn, self.store, ws, target.model_fp)
-            if embedded < total:
-                kept = f" ({embedded:,} already stored)" if embedded else ""
-                notice(f"embedding {total - embedded:,} of {total:,} chunks{kept}")
+        among = self._to_embed(ws, target, incremental, notice)
         try:
             done = fill(
                 self.store, ws, target, progress, self._stop, among, self._mirror(ws, target)
@@ -67,12 +58,8 @@ class Indexing(EngineCore):
         if not error and (switched or (current and (not incremental or due))):
             collect_unused(self.store, ws, {target.model_fp})
             self._collected[ws.id] = time.monotonic()
-        with self.store.snapshot() as conn:  # bring the saved sign index up to date
-            signs = self.signs(ws, target)
-            epochs = read_epochs(conn, ws.id)
-            assert epochs is not None  # the workspace exists: this run holds the writer
-            signs.refresh(conn, ws.id, target.model_fp, epochs[1], build=True)
-        signs.save()
+        self._catch_up(ws, target)  # bring the saved vector index up to date
+        self.signs(ws, target).save()
         seconds = time.perf_counter() - started
         return {
             "model": target.name,
@@ -83,6 +70,28 @@ class Indexing(EngineCore):
             "seconds": round(seconds, 3),
             "per_second": round(done / seconds, 1) if done > 0 and seconds else None,
         }
+
+    def _to_embed(
+        self, ws: Workspace, target: Embedder, incremental: bool, notice
+    ) -> list[int] | None:
+        """The chunks a fill may find missing (None: any); a notice of what is left."""
+        if incremental:
+            with self.store.snapshot() as conn:
+                return sorted(semantic_missing(conn, self.store, ws, target.model_fp))
+        if notice is not None:  # say what is left, and what an earlier run already stored
+            with self.store.snapshot() as conn:
+                embedded, total = semantic_coverage(conn, self.store, ws, target.model_fp)
+            if embedded < total:
+                kept = f" ({embedded:,} already stored)" if embedded else ""
+                notice(f"embedding {total - embedded:,} of {total:,} chunks{kept}")
+        return None
+
+    def _catch_up(self, ws: Workspace, target: Embedder) -> None:
+        """The writer's refresh of the vector index: rows added, a graph built, a mirror."""
+        with self.store.snapshot() as conn:
+            epochs = read_epochs(conn, ws.id)
+            assert epochs is not None  # the workspace exists: this run holds the writer
+            self.signs(ws, target).refresh(conn, ws.id, target.model_fp, epochs[1], build=True)
 
     def _mirror(self, ws: Workspace, target: Embedder) -> Callable[[], None] | None:
         """For a remote vector store, a call that mirrors what a fill stored so far, at most
@@ -95,13 +104,9 @@ class Indexing(EngineCore):
 
         def mirror() -> None:
             nonlocal last
-            if time.monotonic() - last < MIRROR_EVERY_S:
-                return
-            with self.store.snapshot() as conn:
-                epochs = read_epochs(conn, ws.id)
-                if epochs is not None:
-                    signs.refresh(conn, ws.id, target.model_fp, epochs[1], build=True)
-            last = time.monotonic()
+            if time.monotonic() - last >= MIRROR_EVERY_S:
+                self._catch_up(ws, target)
+                last = time.monotonic()
 
         return mirror
 
