@@ -177,6 +177,10 @@ class QdrantLexical:
             for key, schema in {**indexes, "words": text}.items():
                 with _quiet():  # local mode: "payload indexes have no effect"
                     self.client.create_payload_index(self.name, key, schema)
+        # Made now, so of this format (as a fresh Tantivy index is); a collection made empty
+        # where SQLite holds chunks is refilled by the reconcile (fewer entries than chunks).
+        self.lengths = _Lengths()
+        self._save(format_=FORMAT)
 
     def drop(self) -> None:
         """The collection goes (the workspace was removed)."""
@@ -237,7 +241,6 @@ class QdrantLexical:
 
     def delete_all(self) -> None:
         self.drop()
-        self.lengths = _Lengths()
         self._ensure()
 
     def commit(self) -> None:
