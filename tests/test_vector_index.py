@@ -182,3 +182,21 @@ def test_a_walk_that_comes_back_short_gives_way_to_the_exact_scan(graphed, monke
     assert sorted(int(k) for k in got) == everything
     found, _ = candidates(engine, "lease writer")
     assert same(found, brute_force(engine, "lease writer", None))
+
+
+def test_the_graphs_shortlist_widens_as_it_grows_to_its_cap():
+    """400 up to HNSW_WIDEN_FROM, growing with the graph (its recall for the same effort falls
+    with size), 1,000 at a million vectors and no more past it."""
+    widths = [vector_index.hnsw_shortlist(n) for n in (10_000, 250_000, 500_000, 1_000_000)]
+    assert widths[0] == widths[1] == vector_index.HNSW_SHORTLIST == 400
+    assert 400 < widths[2] < widths[3] == vector_index.HNSW_SHORTLIST_MAX == 1_000
+    assert vector_index.hnsw_shortlist(3_000_000) == 1_000
+
+
+def test_the_stage_asks_a_large_graph_for_its_wider_shortlist(graphed, monkeypatch):
+    engine, _ = graphed
+    signs = plan(engine)[1].signs
+    assert signs.graph is not None and signs.shortlist_size(50) == 400
+    monkeypatch.setattr(vector_index, "HNSW_WIDEN_FROM", 3)  # this graph is "large" now
+    assert signs.shortlist_size(50) > 400
+    assert signs.shortlist_size(50) == vector_index.hnsw_shortlist(len(signs.graph))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import threading
 from collections.abc import Sequence
@@ -44,6 +45,14 @@ HNSW_EXPANSION_ADD = 128
 # search's candidate list as long: the effort that sets both speed and recall.
 HNSW_SHORTLIST = 400
 HNSW_EXPANSION_SEARCH = HNSW_SHORTLIST
+# A larger graph keeps less of the top 50 for the same effort (400 neighbours: 0.96 at 111k,
+# 0.89 at 1M), so past HNSW_WIDEN_FROM vectors the shortlist grows with the graph, to
+# HNSW_SHORTLIST_MAX at 1M: there, 1,000 kept 0.956 in 4.97 ms a cold search against 0.888 in
+# 2.15 ms for 400 (performance.md §0.2). A search searches `shortlist` deep (USearch walks
+# max(expansion_search, count)).
+HNSW_WIDEN_FROM = 250_000
+HNSW_SHORTLIST_MAX = 1_000
+_WIDEN_POWER = math.log(HNSW_SHORTLIST_MAX / HNSW_SHORTLIST) / math.log(1_000_000 / HNSW_WIDEN_FROM)
 # A saved graph is rewritten when it misses this share of the rows (a one-paragraph save does
 # not rewrite a million-vector file; readers add the rows since from SQLite).
 RESAVE_SHARE = 0.02
@@ -96,6 +105,14 @@ def _mapped(path: Path, dtype, shape: tuple[int, ...]) -> np.ndarray:
 def _signs_index(dim: int) -> Index:
     # A b1 index only scanned exactly: the graph is never walked, so build it cheaply.
     return Index(ndim=dim, metric="hamming", dtype="b1", connectivity=2, expansion_add=1)
+
+
+def hnsw_shortlist(vectors: int) -> int:
+    """The graph's shortlist for a graph of this many vectors (see HNSW_WIDEN_FROM)."""
+    if vectors <= HNSW_WIDEN_FROM:
+        return HNSW_SHORTLIST
+    wider = HNSW_SHORTLIST * (vectors / HNSW_WIDEN_FROM) ** _WIDEN_POWER
+    return min(HNSW_SHORTLIST_MAX, round(wider))
 
 
 def _graph_index(dim: int) -> Index:
@@ -426,7 +443,8 @@ class VectorIndex:
     # -- the query path ------------------------------------------------------------------------
 
     def shortlist_size(self, need: int) -> int:
-        return max(HNSW_SHORTLIST if self.graph is not None else SHORTLIST, need * 2)
+        base = hnsw_shortlist(len(self.graph)) if self.graph is not None else SHORTLIST
+        return max(base, need * 2)
 
     def shortlist(self, qvec: np.ndarray, qbits: np.ndarray, k: int) -> np.ndarray:
         """The embedding ids nearest the query: the graph's, else the exact sign scan's."""
