@@ -175,6 +175,9 @@ def test_stemming_and_trailing_prefix(kb):
     hits, _ = top(kb, "startu*")
     assert hits[0][0] == "notes/migrations.md"
     assert parse_query("migr*").items[-1].prefix
+    # A whole word typed as a prefix finds its own stem too (`migrations` → `migrat`).
+    assert top(kb, "migrations*")[0][0][0] == "notes/migrations.md"
+    assert top(kb, "retries*")[0][0][0] == "adr/0001-lease.md"
 
 
 def test_all_words_first_then_any_word_fallback(kb):
@@ -378,6 +381,22 @@ def test_a_cjk_word_is_marked_inside_its_run(cjk):
     hit = cjk.call("search.query", ["kb", "エンジン 検索", {"stages": ["lexical"]}])["hits"][0]
     assert "全文検索エンジンを" in hit["snippet"]
     assert [hit["snippet"][a:b] for a, b in hit["highlights"]] == ["検索", "エンジン"]  # in order
+
+
+def test_every_cjk_run_of_a_word_is_required_and_a_name_is_not_a_run(rpc, vault):
+    """`数据库-检索` is one word of two runs: a chunk holding one run is not a match. A
+    one-character word is found inside a run of the text, not inside an alias."""
+    write(vault, "both.md", "# 甲\n\n数据库的检索。\n")
+    write(vault, "one.md", "# 乙\n\n只有数据库。\n")
+    write(vault, "alias.md", "---\naliases: [数据库]\n---\n# Alias only\n\nnothing here\n")
+    lexical_workspace(rpc, vault, "kb")
+
+    def paths(query):
+        hits = rpc.call("search.query", ["kb", query, {"stages": ["lexical"]}])["hits"]
+        return sorted({h["path"] for h in hits})
+
+    assert paths("数据库-检索") == ["both.md"]
+    assert paths("库") == ["both.md", "one.md"]
 
 
 def test_a_cjk_word_found_nowhere_is_missing(cjk):

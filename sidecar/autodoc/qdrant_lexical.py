@@ -173,7 +173,8 @@ class QdrantLexical:
                 lowercase=False,
                 phrase_matching=True,
             )
-            indexes = {"doc": m.PayloadSchemaType.INTEGER, "terms": keyword, "names": keyword}
+            indexes = {"doc": m.PayloadSchemaType.INTEGER, "terms": keyword, "names": keyword,
+                       "grams": keyword}  # fmt: skip
             for key, schema in {**indexes, "words": text}.items():
                 with _quiet():  # local mode: "payload indexes have no effect"
                     self.client.create_payload_index(self.name, key, schema)
@@ -219,13 +220,18 @@ class QdrantLexical:
         m = self.m
         every = sparse_weights(words, avg, WEIGHTS)
         names = sparse_weights(words, avg, NAME_FIELDS)
-        in_order = "\n".join(" ".join(found) for found in words.values() if found)
+        in_order = "\n".join(
+            " ".join(found) for name, found in words.items() if found and name != CJK_FIELD
+        )
         return m.PointStruct(
             id=d.chunk_id,
             vector={BM25: _sparse(m, every), NAMES: _sparse(m, names)},
             payload={
                 "doc": d.document_id,
-                "terms": sorted({w for found in words.values() for w in found}),
+                "terms": sorted(
+                    {w for name, found in words.items() if name != CJK_FIELD for w in found}
+                ),
+                "grams": sorted({w.removeprefix(_CJK) for w in words[CJK_FIELD]}),
                 "names": sorted({w for name in NAME_FIELDS for w in words[name]}),
                 "words": in_order,
             },
@@ -309,25 +315,23 @@ class QdrantLexical:
         tokens = analyze(item.text)
         if not tokens:
             return [], None
-        either: list[Any] = []
         scored = [term_id(t) for t in tokens]
+        # The words as analyzed (a term, or a phrase of them), or else (as Tantivy's phrase
+        # prefix) the words before the last and a word starting with the last as typed.
+        whole = _term(m, tokens[0]) if len(tokens) == 1 else _phrase(m, tokens)
+        either = [whole]
         if item.prefix:
             tail = UNSTEMMED.analyze(normalise_numbers(item.text))[-1:]
-            words = [_term(m, t) for t in tokens[:-1]]
-            tip = [_prefix(m, tail[0])] if tail else [_term(m, tokens[-1])]
-            scored += [term_id(t) for t in tail]
-            either.append(m.Filter(must=words + tip))
-        elif len(tokens) == 1:
-            either.append(_term(m, tokens[0]))
-            if _HEX.match(tokens[0]):  # a short commit prefix finds the full hash
-                either.append(_prefix(m, tokens[0]))
-        else:
-            words_in_a_row = m.MatchPhrase(phrase=" ".join(tokens))
-            either.append(m.FieldCondition(key="words", match=words_in_a_row))
-        for run in cjk_runs(item.text):
-            cjk = self._cjk(run)
-            scored += [term_id(_CJK + g) for g in bigrams(run)]
-            either.append(cjk)
+            if tail:
+                words = [_term(m, t) for t in tokens[:-1]]
+                either.append(m.Filter(must=[*words, _prefix(m, tail[0])]))
+                scored += [term_id(t) for t in tail]
+        elif len(tokens) == 1 and _HEX.match(tokens[0]):  # a short commit prefix: the hash
+            either.append(_prefix(m, tokens[0]))
+        runs = cjk_runs(item.text)
+        if runs:  # every run of the item, each as its bigrams (Tantivy's CJK field)
+            either.append(m.Filter(must=[self._cjk(run) for run in runs]))
+            scored += [term_id(_CJK + g) for run in runs for g in bigrams(run)]
         return scored, either[0] if len(either) == 1 else m.Filter(should=either)
 
     def _cjk(self, run: str) -> Any:
@@ -335,8 +339,8 @@ class QdrantLexical:
         m = self.m
         grams = bigrams(run)
         if not grams:
-            return m.FieldCondition(key="terms", match=m.MatchSubstring(substring=run))
-        return m.Filter(must=[_term(m, _CJK + g) for g in grams])
+            return m.FieldCondition(key="grams", match=m.MatchSubstring(substring=run))
+        return m.Filter(must=[_gram(m, g) for g in grams])
 
     def build_names(
         self,
@@ -411,6 +415,9 @@ class QdrantLexical:
             pending -= seen
             if short:
                 break
+            if not seen:  # a full page that holds none of them (it cannot, by `_holds`):
+                pending.clear()  # count them present rather than ask for ever
+                break
         return [w for w, found in units.items() if not found or any(u in pending for u in found)]
 
     def _units(self, word: str, prefix: bool) -> list[tuple[str, str]]:
@@ -432,10 +439,10 @@ class QdrantLexical:
                 self.name,
                 scroll_filter=m.Filter(should=conditions),
                 limit=MISSING_PAGE,
-                with_payload=["terms"],
+                with_payload=["terms", "grams"],
             )
-        held = [set(p.payload["terms"]) for p in points]
-        seen = {u for u in units if any(_holds(terms, u) for terms in held)}
+        held = [(set(p.payload["terms"]), set(p.payload["grams"])) for p in points]
+        seen = {u for u in units if any(_holds(h, u) for h in held)}
         return seen, len(points) < MISSING_PAGE
 
     def _unit_condition(self, unit: tuple[str, str]) -> Any:
@@ -445,16 +452,18 @@ class QdrantLexical:
         return _prefix(self.m, text) if kind == "prefix" else _term(self.m, text)
 
 
-def _holds(terms: set[str], unit: tuple[str, str]) -> bool:
+def _holds(held: tuple[set[str], set[str]], unit: tuple[str, str]) -> bool:
+    """Whether a chunk of these (terms, CJK bigrams) holds the unit: as its filter asks."""
+    terms, grams = held
     kind, text = unit
     if kind == "term":
         return text in terms
     if kind == "prefix":
         return any(t.startswith(text) for t in terms)
-    grams = bigrams(text)
-    if grams:
-        return all(_CJK + g in terms for g in grams)
-    return any(t.startswith(_CJK) and text in t for t in terms)
+    wanted = bigrams(text)
+    if wanted:
+        return all(g in grams for g in wanted)
+    return any(text in g for g in grams)
 
 
 def collection_name(spec: dict[str, Any], owner: str, ws_id: int) -> str:
@@ -472,6 +481,14 @@ def _open_ended(item: QueryItem) -> bool:
 
 def _term(m: Any, word: str) -> Any:
     return m.FieldCondition(key="terms", match=m.MatchValue(value=word))
+
+
+def _gram(m: Any, gram: str) -> Any:
+    return m.FieldCondition(key="grams", match=m.MatchValue(value=gram))
+
+
+def _phrase(m: Any, tokens: list[str]) -> Any:
+    return m.FieldCondition(key="words", match=m.MatchPhrase(phrase=" ".join(tokens)))
 
 
 def _prefix(m: Any, start: str) -> Any:
