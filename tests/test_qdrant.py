@@ -248,3 +248,20 @@ def test_points_of_chunks_purged_before_a_mirror_marked_them_are_swept(tmp_path)
         assert orphans and orphans <= set(points(engine))  # their points outlived them
         engine.embed_run("v")
         assert set(points(engine)) == live_chunks(engine)
+
+
+def test_a_sweep_from_an_older_snapshot_keeps_the_points_written_since(tmp_path):
+    """A mirror reading an older snapshot than another's writes (two fills in one process)
+    sees more points than its chunks; it must not take the newer chunks' points for orphans."""
+    files = {f"d{i}.md": f"# D{i}\n\nnotes on document {i}\n" for i in range(2)}
+    with qdrant_vault(tmp_path, files) as (engine, root):
+        ws = engine.workspace("v")
+        vectors = engine.semantic_plan(ws).signs
+        with engine.store.snapshot() as older:
+            assert older.execute("SELECT count(*) FROM chunks").fetchone()[0]  # pinned here
+            write(root, "d9.md", "# D9\n\nnotes written after that snapshot\n")
+            writer = threading.Thread(target=lambda: engine.index_run("v"))
+            writer.start()  # indexed, embedded and mirrored meanwhile (its own connection)
+            writer.join()
+            swept = vectors._sweep(older)
+        assert swept == 0 and set(points(engine)) == live_chunks(engine)

@@ -112,7 +112,7 @@ def test_a_reader_snapshot_never_sees_another_generation(kb):
 def test_a_lost_collection_is_rebuilt_from_sqlite(kb):
     engine, _ = kb
     lex = lexical_of(engine)
-    lex.client.delete_collection(lex.name)  # a server wiped, a collection dropped by hand
+    lex.client.delete_collection(lex._current())  # a server wiped, dropped by hand
     lex._ensure()
     assert paths(engine, "okapi") == []
     engine.index_run("v")  # the reconcile sees fewer entries than live chunks
@@ -144,9 +144,10 @@ def test_a_workspace_moves_to_qdrant_and_back_answering_at_once(tmp_path):
 def test_a_removed_workspace_takes_its_collection(kb):
     engine, _ = kb
     lex = lexical_of(engine)
-    assert lex.client.collection_exists(lex.name)
+    held = lex._current()
+    assert held is not None and lex.client.collection_exists(held)
     engine.workspace_remove("v")
-    assert not lex.client.collection_exists(lex.name)
+    assert not lex.client.collection_exists(held) and lex._aliased() is None
 
 
 def test_the_lexical_option_is_checked(tmp_path):
@@ -184,3 +185,66 @@ def test_missing_words_are_found_over_pages_of_chunks(kb, monkeypatch, page):
     words = [("zebra", False), ("giraffe", False), ("nothere", False), ("oka", True),
              ("gnu", True), ("notes", False)]  # fmt: skip
     assert lexical_of(engine).missing(words) == ["nothere", "gnu"]
+
+
+def collections_of(lex: QdrantLexical) -> list[str]:
+    return sorted(c.name for c in lex.client.get_collections().collections
+                  if c.name.startswith(lex.name + "-g"))  # fmt: skip
+
+
+def test_a_rebuild_fills_a_new_collection_while_readers_keep_the_old_one(kb):
+    engine, _ = kb
+    ws = engine.workspace("v")
+    lex = lexical_of(engine)
+    before = collections_of(lex)
+    lex.delete_all()  # a rebuild under way: nothing is added yet
+    assert paths(engine, "okapi") == ["a.md"]  # the alias still names the full collection
+    lex.close()  # abandoned (a writer's rollback): its collection goes
+    assert collections_of(lex) == before
+    Indexer(engine.store, lex, ws).rebuild_lexical()
+    after = collections_of(lex)
+    assert len(after) == 1 and after != before  # the new one took the alias, the old went
+    assert point_ids(engine) == live(engine) and paths(engine, "okapi") == ["a.md"]
+
+
+def test_a_move_drops_the_index_it_leaves_so_a_cut_short_move_back_is_refilled(
+    tmp_path, monkeypatch
+):
+    root = tmp_path / "vault"
+    write(root, "a.md", "# Alpha\n\nzebra okapi notes\n")
+    engine = Engine(tmp_path / "autodoc.db")
+    try:
+        engine.workspace_add("v", str(root))
+        engine.workspace_configure("v", {"embedding": "none"})
+        engine.index_run("v")
+        tantivy = engine.store.lexical_root / str(engine.workspace("v").id)
+        assert (tantivy / "meta.json").exists()
+        engine.workspace_configure("v", LEXICAL_ONLY)
+        assert not tantivy.exists()  # left: gone, not kept stale beside the store
+        lex = lexical_of(engine)
+        write(root, "a.md", "# Alpha\n\nzebra quokka notes\n")
+        engine.index_run("v")
+
+        def cut_short(self):
+            raise RuntimeError("killed during the move back")
+
+        monkeypatch.setattr(Indexer, "rebuild_lexical", cut_short)
+        with pytest.raises(RuntimeError):
+            engine.workspace_configure("v", {"embedding": "none"})
+        monkeypatch.undo()
+        assert collections_of(lex) == [] and lex._aliased() is None  # the collection went
+        engine.index_run("v")  # the reconcile finds Tantivy short of the live chunks
+        assert paths(engine, "quokka") == ["a.md"] and paths(engine, "okapi") == []
+    finally:
+        engine.close()
+
+
+def test_a_store_field_that_does_not_move_the_index_does_not_rebuild_it(kb, monkeypatch):
+    engine, _ = kb
+    rebuilt = []
+    original = Indexer.rebuild_lexical
+    monkeypatch.setattr(Indexer, "rebuild_lexical", lambda s: rebuilt.append(1) or original(s))
+    engine.workspace_configure(
+        "v", {"embedding": {"provider": "none", "store": {**LOCAL, "timeout": 30}}}
+    )
+    assert rebuilt == [] and paths(engine, "okapi") == ["a.md"]

@@ -138,7 +138,8 @@ class QdrantLexical:
         self.m = models
         self.spec = spec
         self.client, self.lock = client_for(spec)
-        self.name = collection_name(spec, owner, ws_id)
+        self.name = collection_name(spec, owner, ws_id)  # an alias of the collection in use
+        self.building: str | None = None  # the collection a rebuild fills, until its commit
         self.state_path = local / _STATE_FILE
         local.mkdir(parents=True, exist_ok=True)
         self.lengths = self._load_lengths()
@@ -153,41 +154,75 @@ class QdrantLexical:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return _Lengths()
 
+    def _aliased(self) -> str | None:
+        for alias in self.client.get_aliases().aliases:
+            if alias.alias_name == self.name:
+                return str(alias.collection_name)
+        return None
+
+    def _current(self) -> str | None:
+        """The collection the alias names (None: none yet, or it was deleted under it)."""
+        name = self._aliased()
+        return name if name is not None and self.client.collection_exists(name) else None
+
     def _ensure(self) -> None:
-        m = self.m
         with self.lock:
-            if self.client.collection_exists(self.name):
+            if self._current() is not None:
                 return
-            sparse = m.SparseVectorParams(modifier=m.Modifier.IDF)
-            self.client.create_collection(
-                self.name,
-                vectors_config={},
-                sparse_vectors_config={BM25: sparse, NAMES: sparse},
-                shard_number=self.spec.get("shards", 1),
-                replication_factor=self.spec.get("replicas", 1),
-            )
-            keyword = m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, prefix=True)
-            text = m.TextIndexParams(
-                type=m.TextIndexType.TEXT,
-                tokenizer=m.TokenizerType.WHITESPACE,  # the words are analyzed already
-                lowercase=False,
-                phrase_matching=True,
-            )
-            indexes = {"doc": m.PayloadSchemaType.INTEGER, "terms": keyword, "names": keyword,
-                       "grams": keyword}  # fmt: skip
-            for key, schema in {**indexes, "words": text}.items():
-                with _quiet():  # local mode: "payload indexes have no effect"
-                    self.client.create_payload_index(self.name, key, schema)
+            first = f"{self.name}-g1"
+            if self.client.collection_exists(first):  # made by a process killed before its alias
+                self.client.delete_collection(first)
+            self._create(first)
+            self._point_alias_at(first)
         # Made now, so of this format (as a fresh Tantivy index is); a collection made empty
         # where SQLite holds chunks is refilled by the reconcile (fewer entries than chunks).
         self.lengths = _Lengths()
         self._save(format_=FORMAT)
 
+    def _create(self, name: str) -> None:
+        m = self.m
+        sparse = m.SparseVectorParams(modifier=m.Modifier.IDF)
+        self.client.create_collection(
+            name,
+            vectors_config={},
+            sparse_vectors_config={BM25: sparse, NAMES: sparse},
+            shard_number=self.spec.get("shards", 1),
+            replication_factor=self.spec.get("replicas", 1),
+        )
+        keyword = m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, prefix=True)
+        text = m.TextIndexParams(
+            type=m.TextIndexType.TEXT,
+            tokenizer=m.TokenizerType.WHITESPACE,  # the words are analyzed already
+            lowercase=False,
+            phrase_matching=True,
+        )
+        indexes = {"doc": m.PayloadSchemaType.INTEGER, "terms": keyword, "names": keyword,
+                   "grams": keyword, "words": text}  # fmt: skip
+        for key, schema in indexes.items():
+            with _quiet():  # local mode: "payload indexes have no effect"
+                self.client.create_payload_index(name, key, schema)
+
+    def _point_alias_at(self, collection: str) -> None:
+        """One request: readers see the old collection or the new one, never neither."""
+        m = self.m
+        change: list[Any] = []
+        if self._aliased():
+            change.append(_delete_alias(m, self.name))
+        create = m.CreateAlias(collection_name=collection, alias_name=self.name)
+        change.append(m.CreateAliasOperation(create_alias=create))
+        self.client.update_collection_aliases(change_aliases_operations=change)
+
     def drop(self) -> None:
-        """The collection goes (the workspace was removed)."""
+        """The collections go (the workspace was removed, or moved off Qdrant)."""
         with self.lock:
-            if self.client.collection_exists(self.name):
-                self.client.delete_collection(self.name)
+            current = self._current()
+            if self._aliased() is not None:
+                delete = _delete_alias(self.m, self.name)
+                self.client.update_collection_aliases(change_aliases_operations=[delete])
+            for name in {current, self.building} - {None}:
+                if self.client.collection_exists(name):
+                    self.client.delete_collection(name)
+        self.building = None
         self.state_path.unlink(missing_ok=True)
 
     # -- writing (the writer, under the store's lease) ----------------------------------------
@@ -213,7 +248,7 @@ class QdrantLexical:
         avg = self.lengths.average()
         points = [self._point(d, w, avg) for d, w in zip(docs, words, strict=True)]
         with self.lock:
-            self.client.upsert(self.name, points, wait=True)
+            self.client.upsert(self._target(), points, wait=True)
         return len(points)
 
     def _point(self, d: LexicalDoc, words: dict[str, list[str]], avg: dict[str, float]) -> Any:
@@ -242,19 +277,44 @@ class QdrantLexical:
         for start in range(0, len(ids), DELETE_BATCH):
             part = ids[start : start + DELETE_BATCH]
             with self.lock:
-                self.client.delete(self.name, points_selector=self.m.PointIdsList(points=part))
+                selector = self.m.PointIdsList(points=part)
+                self.client.delete(self._target(), points_selector=selector)
         return len(ids)
 
+    def _target(self) -> str:
+        return self.building or self.name
+
     def delete_all(self) -> None:
-        self.drop()
-        self._ensure()
+        """A rebuild fills a new collection; readers keep the one the alias names until the
+        commit moves the alias (Tantivy's readers keep theirs until its commit, too)."""
+        with self.lock:
+            current = self._current() or f"{self.name}-g0"
+            number = int(current.rsplit("-g", 1)[1]) + 1 if "-g" in current else 1
+            self.building = f"{self.name}-g{number}"
+            if self.client.collection_exists(self.building):  # left by a killed rebuild
+                self.client.delete_collection(self.building)
+            self._create(self.building)
+        self.lengths = _Lengths()
 
     def commit(self) -> None:
-        """Points are written as they come (wait=True); what is kept here is the lengths."""
+        """Points are written as they come (wait=True). A rebuild's collection takes the alias
+        and the old one goes; the lengths are kept."""
+        if self.building is not None:
+            with self.lock:
+                old = self._current()
+                self._point_alias_at(self.building)
+                if old is not None and old != self.building:
+                    self.client.delete_collection(old)
+            self.building = None
         self._save(format_=self._saved_format())
 
     def close(self) -> None:
-        return None
+        """An uncommitted rebuild's collection goes, as Tantivy's rollback drops its adds."""
+        if self.building is not None:
+            with self.lock:
+                if self.client.collection_exists(self.building):
+                    self.client.delete_collection(self.building)
+            self.building = None
 
     def _saved_format(self) -> str:
         try:
@@ -477,6 +537,10 @@ def _open_ended(item: QueryItem) -> bool:
     tokens = analyze(item.text)
     one_character = any(not bigrams(run) for run in cjk_runs(item.text))
     return item.prefix or one_character or (len(tokens) == 1 and bool(_HEX.match(tokens[0])))
+
+
+def _delete_alias(m: Any, alias: str) -> Any:
+    return m.DeleteAliasOperation(delete_alias=m.DeleteAlias(alias_name=alias))
 
 
 def _term(m: Any, word: str) -> Any:

@@ -122,6 +122,7 @@ class QdrantVectors:
         self.name = spec.get("collection") or f"autodoc-{owner[:12]}-{model_fp[:12]}"
         self.mirrored = 0  # every chunk up to this id is a point, or waiting in `pending`
         self.pending: set[int] = set()  # chunks up to `mirrored` still without a vector
+        self.mirroring = threading.Lock()
         self._ensure()
 
     def _ensure(self) -> None:
@@ -167,7 +168,13 @@ class QdrantVectors:
     def mirror(self, conn) -> int:
         """Upsert the chunks whose vector is not mirrored yet, mark the retired, delete the
         purged; returns how many points were written. A process's first mirror asks the
-        collection which chunks it holds already instead of sending them again."""
+        collection which chunks it holds already instead of sending them again. One mirror
+        at a time: two fills of one process (the background worker, a foreground run) would
+        otherwise move the watermark past each other's chunks."""
+        with self.mirroring:
+            return self._mirror(conn)
+
+    def _mirror(self, conn) -> int:
         written = 0
         if self.pending:  # chunks below the watermark that were waiting for their vector
             rows = queries.chunks_to_mirror(
@@ -249,7 +256,8 @@ class QdrantVectors:
         is checked against the store. Returns how many went."""
         with self.lock:
             held = self.client.count(self.name, count_filter=self.m.Filter(must=self._mine()))
-        if held.count <= queries.chunk_count(conn, self.ws_id):
+        chunks, highest = queries.chunk_extent(conn, self.ws_id)
+        if held.count <= chunks:
             return 0
         gone: list[Any] = []
         offset = None
@@ -262,7 +270,7 @@ class QdrantVectors:
                     offset=offset,
                     with_payload=False,
                 )
-            ids = [int(p.id) for p in page]
+            ids = [int(p.id) for p in page if int(p.id) <= highest]  # above: written since
             gone += sorted(set(ids) - queries.existing_chunk_ids(conn, ids)) if ids else []
             if offset is None:
                 break

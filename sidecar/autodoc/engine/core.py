@@ -37,10 +37,19 @@ def lexical_store(ws: Workspace) -> dict[str, Any] | None:
     return where
 
 
+def lexical_home(ws: Workspace) -> tuple[Any, ...] | None:
+    """What picks a workspace's lexical index: Tantivy (None), or where its Qdrant collection
+    is. Other store fields (a timeout, the key's variable) do not move it."""
+    where = lexical_store(ws)
+    if where is None:
+        return None
+    return (where.get("url"), where.get("path"), where.get("collection"))
+
+
 class EngineCore:
     def __init__(self, db_path: Path | str | None = None) -> None:
         self.store = Store(db_path)
-        self._lexical: dict[int, tuple[dict[str, Any] | None, Lexical]] = {}
+        self._lexical: dict[int, tuple[tuple[Any, ...] | None, Lexical]] = {}
         self._signs: dict[tuple[int, str], Vectors] = {}
         self._lock = threading.RLock()
         self._workers: dict[str, threading.Thread] = {}
@@ -67,23 +76,25 @@ class EngineCore:
     def lexical(self, ws: Workspace) -> Lexical:
         """The workspace's lexical index: Tantivy beside the store, or sparse vectors in the
         configured Qdrant (a changed store opens the other one)."""
-        where = lexical_store(ws)
+        home = lexical_home(ws)
         with self._lock:
             held = self._lexical.get(ws.id)
-            if held is not None and held[0] == where:
+            if held is not None and held[0] == home:
                 return held[1]
             if held is not None:
                 held[1].close()
-            local = self.store.lexical_root / str(ws.id)
-            lex: Lexical
-            if where is None:
-                lex = LexicalIndex(local)
-            else:
-                from ..qdrant_lexical import QdrantLexical  # the optional qdrant-client
-
-                lex = QdrantLexical(where, local, self.store.store_id, ws.id)
-            self._lexical[ws.id] = (where, lex)
+            lex = self._open_lexical(ws)
+            self._lexical[ws.id] = (home, lex)
             return lex
+
+    def _open_lexical(self, ws: Workspace) -> Lexical:
+        where = lexical_store(ws)
+        if where is None:
+            return LexicalIndex(self.store.lexical_root / str(ws.id))
+        from ..qdrant_lexical import QdrantLexical  # the optional qdrant-client
+
+        local = self.store.lexical_root / f"{ws.id}.qdrant"  # its lengths and format
+        return QdrantLexical(where, local, self.store.store_id, ws.id)
 
     def workspace(self, name: Any) -> Workspace:
         return self.store.workspace(name)

@@ -11,7 +11,7 @@ from .. import config, facets, protocol
 from ..indexer import Indexer
 from ..lexical import LexicalIndex
 from ..store import Workspace
-from .core import lexical_store
+from .core import lexical_home, lexical_store
 from .indexing import Indexing
 
 
@@ -58,9 +58,9 @@ class Workspaces(Indexing):
             if held is not None:
                 held[1].close()
         if lexical_store(ws) is not None:  # its collection goes, opened here or not
-            self.lexical(ws).drop()
-            self._lexical.pop(ws.id, None)
-        LexicalIndex.destroy(self.store.lexical_root / str(ws.id))
+            self._open_lexical(ws).drop()
+        for local in (str(ws.id), f"{ws.id}.qdrant"):
+            LexicalIndex.destroy(self.store.lexical_root / local)
         self._drop_remote_vectors(ws)
         for path in self.store.vectors_root.glob(f"{ws.id}-*"):
             path.unlink(missing_ok=True)
@@ -92,11 +92,10 @@ class Workspaces(Indexing):
             (config.OPTIONS[k].rechunk or config.OPTIONS[k].rescan) and ws.options.get(k) != v
             for k, v in clean.items()
         )
-        lexical_before = lexical_store(ws)
+        before = ws
         ws = self.store.set_options(ws, clean)
-        if lexical_store(ws) != lexical_before and ws.indexed_at is not None:
-            self.store.writer()  # the lexical index moved (to Qdrant or back): fill it now
-            Indexer(self.store, self.lexical(ws), ws).rebuild_lexical()
+        if lexical_home(ws) != lexical_home(before) and ws.indexed_at is not None:
+            self._move_lexical(before, ws)
         summary = None
         if rechunk and ws.indexed_at is not None:
             summary = self.index_run(ws.name, wait=wait)
@@ -110,6 +109,16 @@ class Workspaces(Indexing):
         if "schema" in clean:
             out["schema"] = self._load_schema(self.workspace(ws.name))
         return out
+
+    def _move_lexical(self, before: Workspace, after: Workspace) -> None:
+        """The lexical index moved (to Qdrant, back, or to another one): the old one goes
+        first, so a move cut short never leaves a stale index to come back to; the new one is
+        filled now (a reconcile refills it if this is cut short)."""
+        self.store.writer()
+        with self._lock:
+            held = self._lexical.pop(before.id, None)
+        (held[1] if held is not None else self._open_lexical(before)).drop()
+        Indexer(self.store, self.lexical(after), after).rebuild_lexical()
 
     def _load_schema(self, ws: Workspace) -> protocol.SchemaLoaded:
         """Load the schema the option names and rebuild the facets it types, before the answer:

@@ -372,12 +372,13 @@ def retired_chunk_ids(conn: sqlite3.Connection, ws_id: int) -> list[int]:
     return [r[0] for r in rows]
 
 
-def chunk_count(conn: sqlite3.Connection, ws_id: int) -> int:
-    """Every chunk of the workspace, retired or not: a remote store holding more of its
-    points than this holds orphans."""
-    return conn.execute("SELECT count(*) FROM chunks WHERE workspace_id = ?", (ws_id,)).fetchone()[
-        0
-    ]
+def chunk_extent(conn: sqlite3.Connection, ws_id: int) -> tuple[int, int]:
+    """(every chunk of the workspace, retired or not; the highest chunk id of the store): a
+    remote store holding more of its points than the first holds orphans, and a point above
+    the second was written after this snapshot."""
+    count = conn.execute("SELECT count(*) FROM chunks WHERE workspace_id = ?", (ws_id,))
+    highest = conn.execute("SELECT coalesce(max(id), 0) FROM chunks")
+    return count.fetchone()[0], highest.fetchone()[0]
 
 
 def existing_chunk_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
