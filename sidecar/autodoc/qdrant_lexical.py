@@ -25,14 +25,12 @@ two of a vault's words merges their weights, rare at 2^32).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import re
-import warnings
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +50,7 @@ from .lexical import (
     is_stopword,
     normalise_numbers,
 )
-from .qdrant_store import client_for
+from .qdrant_store import client_for, is_local, quiet
 from .query import ParsedQuery, QueryItem
 
 BM25, NAMES = "bm25", "names"
@@ -138,6 +136,7 @@ class QdrantLexical:
         self.m = models
         self.spec = spec
         self.client, self.lock = client_for(spec)
+        self.local = is_local(spec)
         self.name = collection_name(spec, owner, ws_id)  # an alias of the collection in use
         self.building: str | None = None  # the collection a rebuild fills, until its commit
         self.state_path = local / _STATE_FILE
@@ -199,7 +198,7 @@ class QdrantLexical:
         indexes = {"doc": m.PayloadSchemaType.INTEGER, "terms": keyword, "names": keyword,
                    "grams": keyword, "words": text}  # fmt: skip
         for key, schema in indexes.items():
-            with _quiet():  # local mode: "payload indexes have no effect"
+            with quiet(self.local):  # local mode: "payload indexes have no effect"
                 self.client.create_payload_index(name, key, schema)
 
     def _point_alias_at(self, collection: str) -> None:
@@ -439,7 +438,7 @@ class QdrantLexical:
         m = self.m
         keys = sorted(q.vector)
         flt = m.Filter(must=q.must or None, must_not=q.must_not or None)
-        with self.lock, _quiet():
+        with self.lock, quiet(self.local):
             points = self.client.query_points(
                 self.name,
                 query=m.SparseVector(indices=keys, values=[float(q.vector[k]) for k in keys]),
@@ -575,11 +574,3 @@ def _without_stops(query: ParsedQuery) -> ParsedQuery:
     stopwords only."""
     items = [QueryItem(i.text, phrase=True, prefix=i.prefix) for i in query.items]
     return dataclasses.replace(query, items=items)
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """Local mode warns that indexes and search parameters have no effect there."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield

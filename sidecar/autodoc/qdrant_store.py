@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,6 @@ from .embed import api_key, check_spec_fields
 from .errors import invalid_params
 
 DENSE = "dense"
-SPARSE = "bm25"
 MIRROR_BATCH = 1024  # chunks upserted per call
 SWEEP_PAGE = 10_000  # point ids read per call when orphans are swept
 OVERSAMPLING = 2.0  # binary-quantized candidates rescored per hit wanted
@@ -81,6 +81,23 @@ def validate_store(spec: Any) -> dict[str, Any]:
     return dict(spec)
 
 
+@contextlib.contextmanager
+def quiet(local: bool) -> Iterator[None]:
+    """Local mode warns that indexes and search parameters have no effect there; a server's
+    client does not, and the warning filters are the process's: left alone then."""
+    if not local:
+        yield
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def is_local(spec: dict[str, Any]) -> bool:
+    """qdrant-client's in-process local mode (a folder, or ":memory:"), not a server."""
+    return bool(spec.get("path")) or spec.get("url") == ":memory:"
+
+
 def client_for(spec: dict[str, Any]) -> tuple[Any, Any]:
     """One client per server (or local folder) per process, and the lock its calls take: local
     mode allows one client and is not safe for concurrent calls (the vector set and the lexical
@@ -116,6 +133,7 @@ class QdrantVectors:
         self.m = models
         self.spec = spec
         self.client, self.lock = client_for(spec)
+        self.local = is_local(spec)
         self.dim = dim
         self.ws_id = ws_id
         self.model_fp = model_fp
@@ -141,13 +159,11 @@ class QdrantVectors:
                 },
                 shard_number=self.spec.get("shards", 1),
                 replication_factor=self.spec.get("replicas", 1),
-                sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
                 quantization_config=m.BinaryQuantization(
                     binary=m.BinaryQuantizationConfig(always_ram=True)
                 ),
             )
-            with warnings.catch_warnings():  # local mode: "payload indexes have no effect"
-                warnings.simplefilter("ignore")
+            with quiet(self.local):  # local mode: "payload indexes have no effect"
                 for key in ("ws", "doc", "state"):
                     self.client.create_payload_index(self.name, key, m.PayloadSchemaType.INTEGER)
 
@@ -300,8 +316,7 @@ class QdrantVectors:
         params = m.SearchParams(
             quantization=m.QuantizationSearchParams(rescore=True, oversampling=OVERSAMPLING)
         )
-        with self.lock, warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # local mode: "search_params has no effect"
+        with self.lock, quiet(self.local):  # local mode: "search_params has no effect"
             return self.client.query_points(
                 self.name,
                 query=qvec.tolist(),
