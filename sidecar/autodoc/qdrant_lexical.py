@@ -12,8 +12,11 @@ lexical.analyze): stemming, number normalising, codes' numbers and CJK bigrams s
   Length normalisation uses the workspace's running average field lengths (kept beside the
   store, in `qdrant.json`); points written earlier keep the average of their day.
 - Payload: `doc`, `terms` (its distinct words, a keyword index with prefixes: required words and
-  `word*`), `names` (the title's and path's words: a number naming a record) and `words` (the
-  analyzed words in order, a text index with phrases: a quoted or multi-word item).
+  `word*`), `grams` (its CJK bigrams), `names` (the title's and path's words: a number naming a
+  record) and `words` (the analyzed words in order, a text index with phrases: a quoted or
+  multi-word item).
+- Readers search an alias; a rebuild fills a new collection (`…-g<n>`) and its commit moves the
+  alias in one request, so readers see the old index or the new one, never neither.
 
 Queries mirror LexicalIndex.build: every non-stopword item required (a filter), then any word;
 the names pass requires its numbers in `names`. What differs from Tantivy, by design: a phrase
