@@ -120,25 +120,30 @@ def test_a_lost_collection_is_rebuilt_from_sqlite(kb):
     assert paths(engine, "okapi") == ["a.md"]
 
 
-def test_a_workspace_moves_to_qdrant_and_back_answering_at_once(tmp_path):
+@pytest.fixture
+def on_tantivy(tmp_path):
+    """One note indexed into workspace "v" on Tantivy (no embeddings): a workspace to move."""
     root = tmp_path / "vault"
     write(root, "a.md", "# Alpha\n\nzebra okapi notes\n")
     engine = Engine(tmp_path / "autodoc.db")
-    try:
-        engine.workspace_add("v", str(root))
-        engine.workspace_configure("v", {"embedding": "none"})
-        engine.index_run("v")
-        assert engine.index_status("v")["lexical"]["engine"] == "tantivy"
-        engine.workspace_configure("v", LEXICAL_ONLY)
-        assert engine.index_status("v")["lexical"] == {"engine": "qdrant", "entries": 1}
-        assert paths(engine, "okapi") == ["a.md"]
-        write(root, "b.md", "# Beta\n\nokapi again\n")
-        engine.index_run("v")
-        engine.workspace_configure("v", {"embedding": "none"})  # back: Tantivy refilled
-        assert engine.index_status("v")["lexical"] == {"engine": "tantivy", "entries": 2}
-        assert sorted(paths(engine, "okapi")) == ["a.md", "b.md"]
-    finally:
-        engine.close()
+    engine.workspace_add("v", str(root))
+    engine.workspace_configure("v", {"embedding": "none"})
+    engine.index_run("v")
+    yield engine, root
+    engine.close()
+
+
+def test_a_workspace_moves_to_qdrant_and_back_answering_at_once(on_tantivy):
+    engine, root = on_tantivy
+    assert engine.index_status("v")["lexical"]["engine"] == "tantivy"
+    engine.workspace_configure("v", LEXICAL_ONLY)
+    assert engine.index_status("v")["lexical"] == {"engine": "qdrant", "entries": 1}
+    assert paths(engine, "okapi") == ["a.md"]
+    write(root, "b.md", "# Beta\n\nokapi again\n")
+    engine.index_run("v")
+    engine.workspace_configure("v", {"embedding": "none"})  # back: Tantivy refilled
+    assert engine.index_status("v")["lexical"] == {"engine": "tantivy", "entries": 2}
+    assert sorted(paths(engine, "okapi")) == ["a.md", "b.md"]
 
 
 def test_a_removed_workspace_takes_its_collection(kb):
@@ -208,35 +213,27 @@ def test_a_rebuild_fills_a_new_collection_while_readers_keep_the_old_one(kb):
 
 
 def test_a_move_drops_the_index_it_leaves_so_a_cut_short_move_back_is_refilled(
-    tmp_path, monkeypatch
+    on_tantivy, monkeypatch
 ):
-    root = tmp_path / "vault"
-    write(root, "a.md", "# Alpha\n\nzebra okapi notes\n")
-    engine = Engine(tmp_path / "autodoc.db")
-    try:
-        engine.workspace_add("v", str(root))
+    engine, root = on_tantivy
+    tantivy = engine.store.lexical_root / str(engine.workspace("v").id)
+    assert (tantivy / "meta.json").exists()
+    engine.workspace_configure("v", LEXICAL_ONLY)
+    assert not tantivy.exists()  # left: gone, not kept stale beside the store
+    lex = lexical_of(engine)
+    write(root, "a.md", "# Alpha\n\nzebra quokka notes\n")
+    engine.index_run("v")
+
+    def cut_short(self):
+        raise RuntimeError("killed during the move back")
+
+    monkeypatch.setattr(Indexer, "rebuild_lexical", cut_short)
+    with pytest.raises(RuntimeError):
         engine.workspace_configure("v", {"embedding": "none"})
-        engine.index_run("v")
-        tantivy = engine.store.lexical_root / str(engine.workspace("v").id)
-        assert (tantivy / "meta.json").exists()
-        engine.workspace_configure("v", LEXICAL_ONLY)
-        assert not tantivy.exists()  # left: gone, not kept stale beside the store
-        lex = lexical_of(engine)
-        write(root, "a.md", "# Alpha\n\nzebra quokka notes\n")
-        engine.index_run("v")
-
-        def cut_short(self):
-            raise RuntimeError("killed during the move back")
-
-        monkeypatch.setattr(Indexer, "rebuild_lexical", cut_short)
-        with pytest.raises(RuntimeError):
-            engine.workspace_configure("v", {"embedding": "none"})
-        monkeypatch.undo()
-        assert collections_of(lex) == [] and lex._aliased() is None  # the collection went
-        engine.index_run("v")  # the reconcile finds Tantivy short of the live chunks
-        assert paths(engine, "quokka") == ["a.md"] and paths(engine, "okapi") == []
-    finally:
-        engine.close()
+    monkeypatch.undo()
+    assert collections_of(lex) == [] and lex._aliased() is None  # the collection went
+    engine.index_run("v")  # the reconcile finds Tantivy short of the live chunks
+    assert paths(engine, "quokka") == ["a.md"] and paths(engine, "okapi") == []
 
 
 def test_a_store_field_that_does_not_move_the_index_does_not_rebuild_it(kb, monkeypatch):

@@ -61,7 +61,8 @@ _CJK_RUN = re.compile(
 LEXICAL_FORMAT = "7"
 _FORMAT_FILE = "autodoc-format"
 
-_HEX = re.compile(r"^(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")
+# A word that may be a short commit hash: a prefix finds the full one.
+HEX_WORD = re.compile(r"^(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")
 
 
 def _analyzer(stem: bool) -> tantivy.TextAnalyzer:
@@ -132,6 +133,21 @@ def path_words(path: str) -> str:
     """A file's path as the words of its folders and stem (`.md` off), for the path field."""
     stem = path[:-3] if path.lower().endswith(".md") else path
     return name_words(_DATE.sub(r"\1 \1\2\3", stem))
+
+
+def naming_words(
+    numbers: list[str], query: ParsedQuery, whole: bool
+) -> tuple[set[str], set[str]] | None:
+    """For a names pass (`build_names`): (the words that name the document, the query's other
+    words); None when the numbers hold none. `whole`: each code as written, every word of it;
+    else each number's digits without their zeros (`ADR-0042` is 42)."""
+    if whole:
+        digits = {t for w in numbers for t in analyze(w)}
+    else:
+        digits = {str(int(m[-1])) for w in numbers if (m := re.findall(r"\d+", w))}
+    if not digits:
+        return None
+    return digits, {t for item in query.items for t in analyze(item.text)} - digits
 
 
 def is_stopword(word: str) -> bool:
@@ -366,14 +382,11 @@ class LexicalIndex:
         and a record that only mentions ADR 58 in its text is not among them. `whole`: each
         code as written (`c1083`, `adr-42`: every word of it), for a code inside a longer
         query, where a bare number (`sha256`'s 256) would name a record by accident."""
-        if whole:
-            digits = {t for w in numbers for t in analyze(w)}
-        else:
-            digits = {str(int(m[-1])) for w in numbers if (m := re.findall(r"\d+", w))}
-        if not digits:
+        named = naming_words(numbers, query, whole)
+        if named is None:
             return None
+        digits, others = named
         required = [self._in_fields(token) for token in sorted(digits)]
-        others = {t for item in query.items for t in analyze(item.text)} - digits
         # A code names the page; the other words choose its section (`lnk2019 linking 32-bit
         # library into 64-bit code`), so they score in every field. A number's other words
         # choose between records (`jabref 0058`): only in the names.
@@ -421,7 +434,7 @@ class LexicalIndex:
             if prefix_tail:
                 words: list[str | tuple[int, str]] = [*tokens[:-1], prefix_tail]
                 alternatives.append(Query.phrase_prefix_query(self.schema, name, words))
-            elif len(tokens) == 1 and _HEX.match(tokens[0]):
+            elif len(tokens) == 1 and HEX_WORD.match(tokens[0]):
                 # A short commit prefix should find the full hash.
                 alternatives.append(Query.phrase_prefix_query(self.schema, name, phrase))
             q = (
@@ -434,13 +447,13 @@ class LexicalIndex:
         return Query.disjunction_max_query(per_field, TIE_BREAKER)
 
     def missing(self, words: list[tuple[str, bool]]) -> list[str]:
-        """Of (word, is a prefix), those no chunk holds in any field."""
-        return [word for word, prefix in words if not self.holds(word, prefix)]
+        """Of (word, is a prefix), those no chunk holds in any field, read from one searcher."""
+        searcher = self.index.searcher()
+        return [word for word, prefix in words if not self._holds(searcher, word, prefix)]
 
-    def holds(self, word: str, prefix: bool) -> bool:
+    def _holds(self, searcher: tantivy.Searcher, word: str, prefix: bool) -> bool:
         """Whether some chunk holds `word` in any field (`prefix`: some word starts with it; a
         CJK word: its runs). A chunk retired seconds ago may still count."""
-        searcher = self.index.searcher()
         if cjk_runs(word):  # words without spaces: a run of the text holds them
             q = self._cjk_query(word)
             return bool(q) and bool(searcher.search(q[0], 1, count=False).hits)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import zlib
 from collections import Counter
 from collections.abc import Iterable
@@ -43,6 +42,7 @@ from .lexical import (
     CJK_FIELD,
     CJK_WEIGHT,
     FIELD_WEIGHTS,
+    HEX_WORD,
     LEXICAL_FORMAT,
     NAME_FIELDS,
     UNSTEMMED,
@@ -51,6 +51,7 @@ from .lexical import (
     cjk_runs,
     field_texts,
     is_stopword,
+    naming_words,
     normalise_numbers,
 )
 from .qdrant_store import client_for, is_local, quiet
@@ -65,7 +66,6 @@ MISSING_PAGE = 64  # chunks a request for the query's missing words reads
 FORMAT = f"{LEXICAL_FORMAT}.q1"  # bumped when what a point holds changes: the writer rebuilds
 _STATE_FILE = "qdrant.json"
 _CJK = "cjk:"  # a CJK bigram's term: no analyzed word holds a colon
-_HEX = re.compile(r"^(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")
 
 
 def term_id(word: str) -> int:
@@ -74,12 +74,9 @@ def term_id(word: str) -> int:
 
 def chunk_words(d: LexicalDoc) -> dict[str, list[str]]:
     """The chunk's analyzed words per field, as Tantivy indexes them (CJK: bigram terms)."""
-    words = {
-        name: [w for text in texts for w in analyze(text)]
-        for name, texts in field_texts(d).items()
-        if name != CJK_FIELD
-    }
-    words[CJK_FIELD] = [_CJK + g for run in field_texts(d)[CJK_FIELD] for g in bigrams(run)]
+    texts = field_texts(d)
+    words = {name: [w for t in values for w in analyze(t)] for name, values in texts.items()}
+    words[CJK_FIELD] = [_CJK + g for run in texts[CJK_FIELD] for g in bigrams(run)]
     return words
 
 
@@ -354,11 +351,13 @@ class QdrantLexical:
         vector: Counter = Counter()
         required: list[Any] = []
         optional: list[Any] = []
+        open_ended = False
         for item in query.items:
-            scored, condition = self._item(item)
+            scored, condition, unscored = self._item(item)
             if condition is None:
                 continue
             vector.update(scored)
+            open_ended |= unscored
             stop = not item.phrase and not item.prefix and is_stopword(item.text)
             (optional if stop or not all_words else required).append(condition)
         if all_words and not required and optional:  # stopwords only: require them all
@@ -367,34 +366,35 @@ class QdrantLexical:
             return None
         # Any word: some item matched as a whole (a phrase's words in a row, a run's bigrams).
         must = required if all_words else [self.m.Filter(should=optional)]
-        q = SparseQuery(BM25, vector, must=must)
-        q.fill = any(_open_ended(item) for item in query.items)
-        return _restricted(q, restrict)
+        return _restricted(SparseQuery(BM25, vector, must=must, fill=open_ended), restrict)
 
-    def _item(self, item: QueryItem) -> tuple[list[int], Any]:
-        """(the item's scored term ids, the condition a chunk holding it passes)."""
+    def _item(self, item: QueryItem) -> tuple[list[int], Any, bool]:
+        """(the item's scored term ids, the condition a chunk holding it passes, whether it may
+        match words it does not score as: a `word*`, a short commit hash, a one-character CJK
+        run)."""
         m = self.m
         tokens = analyze(item.text)
         if not tokens:
-            return [], None
+            return [], None, False
         scored = [term_id(t) for t in tokens]
         # The words as analyzed (a term, or a phrase of them), or else (as Tantivy's phrase
         # prefix) the words before the last and a word starting with the last as typed.
         whole = _term(m, tokens[0]) if len(tokens) == 1 else _phrase(m, tokens)
         either = [whole]
-        if item.prefix:
-            tail = UNSTEMMED.analyze(normalise_numbers(item.text))[-1:]
-            if tail:
-                words = [_term(m, t) for t in tokens[:-1]]
-                either.append(m.Filter(must=[*words, _prefix(m, tail[0])]))
-                scored += [term_id(t) for t in tail]
-        elif len(tokens) == 1 and _HEX.match(tokens[0]):  # a short commit prefix: the hash
+        tail = UNSTEMMED.analyze(normalise_numbers(item.text))[-1:] if item.prefix else []
+        if tail:
+            words = [_term(m, t) for t in tokens[:-1]]
+            either.append(m.Filter(must=[*words, _prefix(m, tail[0])]))
+            scored += [term_id(t) for t in tail]
+        hex_word = not item.prefix and len(tokens) == 1 and bool(HEX_WORD.match(tokens[0]))
+        if hex_word:  # a short commit prefix: the full hash
             either.append(_prefix(m, tokens[0]))
         runs = cjk_runs(item.text)
         if runs:  # every run of the item, each as its bigrams (Tantivy's CJK field)
             either.append(m.Filter(must=[self._cjk(run) for run in runs]))
             scored += [term_id(_CJK + g) for run in runs for g in bigrams(run)]
-        return scored, either[0] if len(either) == 1 else m.Filter(should=either)
+        unscored = bool(tail) or hex_word or any(not bigrams(run) for run in runs)
+        return scored, either[0] if len(either) == 1 else m.Filter(should=either), unscored
 
     def _cjk(self, run: str) -> Any:
         """Every bigram of the run held (a one-character run: some bigram holding it)."""
@@ -413,13 +413,10 @@ class QdrantLexical:
     ) -> SparseQuery | None:
         """As LexicalIndex.build_names: the numbers (`whole`: the codes as written) required in
         a title or path; the other words score in the names (`whole`: everywhere)."""
-        if whole:
-            digits = {t for w in numbers for t in analyze(w)}
-        else:
-            digits = {str(int(m[-1])) for w in numbers if (m := re.findall(r"\d+", w))}
-        if not digits:
+        named = naming_words(numbers, query, whole)
+        if named is None:
             return None
-        others = {t for item in query.items for t in analyze(item.text)} - digits
+        digits, others = named
         required = [
             self.m.FieldCondition(key="names", match=self.m.MatchValue(value=d))
             for d in sorted(digits)
@@ -531,14 +528,6 @@ def _holds(held: tuple[set[str], set[str]], unit: tuple[str, str]) -> bool:
 def collection_name(spec: dict[str, Any], owner: str, ws_id: int) -> str:
     base = spec.get("collection") or f"autodoc-{owner[:12]}"
     return f"{base}-lexical-{ws_id}"
-
-
-def _open_ended(item: QueryItem) -> bool:
-    """A `word*`, a short commit hash or a one-character CJK run: it may match words it does
-    not score as."""
-    tokens = analyze(item.text)
-    one_character = any(not bigrams(run) for run in cjk_runs(item.text))
-    return item.prefix or one_character or (len(tokens) == 1 and bool(_HEX.match(tokens[0])))
 
 
 def _delete_alias(m: Any, alias: str) -> Any:

@@ -29,10 +29,15 @@ MIRROR_EVERY_S = 2.0  # a fill mirrors to a remote vector store at most this oft
 FILLING = "a new embedding model is filling"
 
 
+def store_spec(ws: Workspace) -> dict[str, Any]:
+    """Where a workspace's vectors (and, for Qdrant, its lexical index) are kept."""
+    return ws.options.get("embedding", {}).get("store") or {"kind": "embedded"}
+
+
 def lexical_store(ws: Workspace) -> dict[str, Any] | None:
     """The Qdrant store a workspace's lexical index lives in (None: Tantivy on this machine)."""
-    where = ws.options.get("embedding", {}).get("store") or {}
-    if where.get("kind") != "qdrant" or where.get("lexical", "qdrant") != "qdrant":
+    where = store_spec(ws)
+    if where["kind"] != "qdrant" or where.get("lexical", "qdrant") != "qdrant":
         return None
     return where
 
@@ -128,7 +133,7 @@ class EngineCore:
             key = (ws.id, embedder.model_fp)
             index = self._signs.get(key)
             if index is None:
-                where = ws.options["embedding"].get("store") or {"kind": "embedded"}
+                where = store_spec(ws)
                 if where["kind"] == "qdrant":
                     from ..qdrant_store import QdrantVectors  # the optional qdrant-client
 

@@ -11,7 +11,7 @@ from .. import config, facets, protocol
 from ..indexer import Indexer
 from ..lexical import LexicalIndex
 from ..store import Workspace
-from .core import lexical_home, lexical_store
+from .core import lexical_home, lexical_store, store_spec
 from .indexing import Indexing
 
 
@@ -69,8 +69,7 @@ class Workspaces(Indexing):
     def _drop_remote_vectors(self, ws: Workspace) -> None:
         """A removed workspace's vectors in Qdrant go too, whether or not this process had
         opened them (a one-shot `--call workspace.remove`)."""
-        where = ws.options.get("embedding", {}).get("store") or {}
-        if where.get("kind") == "qdrant":
+        if store_spec(ws)["kind"] == "qdrant":
             embedder, _ = self.embedder(ws)
             if embedder is not None:
                 self.signs(ws, embedder)  # opened if it was not
