@@ -50,7 +50,37 @@ class Fused:
         """Equal scores: the better rank in the first stage (lexical), then the next; the
         chunk id only last. Ids differ between two stores of the same files, ranks do not, so
         a rebuilt index answers in the same order (found by tests/test_reliability.py)."""
-        return (-self.score, *(r or 1 << 30 for r in self.ranks), self.chunk_id)
+        return (-self.score, *[r or _UNRANKED for r in self.ranks], self.chunk_id)
+
+
+_UNRANKED = 1 << 30  # a stage that did not find the hit: after every rank it gave
+
+
+def _fused(
+    ranked: Sequence[tuple[str, Sequence[tuple[int, int]]]],
+    gains: Sequence[Sequence[float]],
+) -> list[Fused]:
+    """One Fused a chunk, its score the sum of `gains[n][i]` (the n-th stage's i-th item's
+    share), best first by `Fused.tie_key`. Ranks are filled in place, once per hit."""
+    fused: dict[int, Fused] = {}
+    ranks: dict[int, list[int]] = {}
+    stages = len(ranked)
+    for n, ((stage, items), gain) in enumerate(zip(ranked, gains, strict=True)):
+        for rank, ((chunk_id, document_id), g) in enumerate(zip(items, gain, strict=True), 1):
+            f = fused.get(chunk_id)
+            if f is None:
+                f = fused[chunk_id] = Fused(chunk_id, document_id)
+                ranks[chunk_id] = [0] * stages
+            f.score += g
+            f.via.append(stage)
+            ranks[chunk_id][n] = rank
+    for chunk_id, f in fused.items():
+        f.ranks = tuple(ranks[chunk_id])
+    return sorted(fused.values(), key=_tie_key)
+
+
+def _tie_key(f: Fused) -> tuple:
+    return f.tie_key
 
 
 def rrf(
@@ -60,17 +90,12 @@ def rrf(
 ) -> list[Fused]:
     """`ranked`: (stage, [(chunk_id, document_id), ...] best first); `weights`: one per stage
     (default 1). Ties: `Fused.tie_key`."""
-    fused: dict[int, Fused] = {}
     weights = list(weights) if weights is not None else [1.0] * len(ranked)
-    for n, (stage, items) in enumerate(ranked):
-        for rank, (chunk_id, document_id) in enumerate(items, 1):
-            f = fused.get(chunk_id)
-            if f is None:
-                f = fused[chunk_id] = Fused(chunk_id, document_id, ranks=(0,) * len(ranked))
-            f.score += weights[n] / (k + rank)
-            f.via.append(stage)
-            f.ranks = (*f.ranks[:n], rank, *f.ranks[n + 1 :])
-    return sorted(fused.values(), key=lambda f: f.tie_key)
+    gains = [
+        [weights[n] / (k + rank) for rank in range(1, len(items) + 1)]
+        for n, (_, items) in enumerate(ranked)
+    ]
+    return _fused(ranked, gains)
 
 
 def convex(
@@ -88,22 +113,14 @@ def convex(
     the documents a query's number names, then the chunks holding every word, then those
     holding some, each pass by BM25; a later pass's raw score may be higher, never its place.
     Ties: `Fused.tie_key`."""
-    fused: dict[int, Fused] = {}
-    for n, (stage, items) in enumerate(ranked):
+    gains = []
+    for n in range(len(ranked)):
         capped = list(itertools.accumulate(scores[n], min))
         floor = floors[n]
-        top = capped[0] if capped else floor
-        span = top - floor
-        pairs = zip(items, capped, strict=True)
-        for rank, ((chunk_id, document_id), score) in enumerate(pairs, 1):
-            f = fused.get(chunk_id)
-            if f is None:
-                f = fused[chunk_id] = Fused(chunk_id, document_id, ranks=(0,) * len(ranked))
-            if span > 0:
-                f.score += weights[n] * max(0.0, score - floor) / span
-            f.via.append(stage)
-            f.ranks = (*f.ranks[:n], rank, *f.ranks[n + 1 :])
-    return sorted(fused.values(), key=lambda f: f.tie_key)
+        span = (capped[0] if capped else floor) - floor
+        w = weights[n]
+        gains.append([w * max(0.0, x - floor) / span if span > 0 else 0.0 for x in capped])
+    return _fused(ranked, gains)
 
 
 def relevance(score: float, active_weight: float, k: int = RRF_K) -> float:
@@ -156,11 +173,16 @@ def link_factor(inbound: int) -> float:
 
 def apply_boosts(hits: list[Fused], tagged: set[int], inbound: dict[int, int]) -> list[Fused]:
     """Tag ×1.2 for documents in `tagged` (a tag among the query's words); links; re-sort."""
+    links: dict[int, float] = {}
     for h in hits:
-        if h.document_id in tagged:
+        d = h.document_id
+        if d in tagged:
             h.score *= TAG_BOOST
-        h.score *= link_factor(inbound.get(h.document_id, 0))
-    return sorted(hits, key=lambda f: f.tie_key)
+        x = links.get(d)
+        if x is None:
+            x = links[d] = link_factor(inbound.get(d, 0))
+        h.score *= x
+    return sorted(hits, key=_tie_key)
 
 
 RECENCY_FLOOR = 0.5  # with a recency boost, a very old document keeps half its score
@@ -197,7 +219,7 @@ def apply_recency(
     }
     for h in hits:
         h.score *= weights.get(h.document_id, RECENCY_FLOOR)
-    return sorted(hits, key=lambda f: f.tie_key)
+    return sorted(hits, key=_tie_key)
 
 
 def demote_superseded(
