@@ -478,7 +478,7 @@ def live_chunks_with_texts(
     return Store.rows(
         conn,
         # INDEXED BY: without statistics SQLite would rather scan (workspace, state).
-        "SELECT c.id, c.document_id, c.text_hash FROM chunks c INDEXED BY chunks_by_text"
+        "SELECT c.id, c.document_id, c.text_hash FROM chunks c INDEXED BY chunks_by_hash"
         f" WHERE c.text_hash IN ({{marks}}) AND c.workspace_id = ? AND c.state = {LIVE}",
         hashes,
         ws_id,

@@ -76,10 +76,7 @@ CREATE TABLE IF NOT EXISTS chunks(
 CREATE INDEX IF NOT EXISTS chunks_by_document_hash ON chunks(document_id, state, text_hash);
 DROP INDEX IF EXISTS chunks_by_document;
 CREATE INDEX IF NOT EXISTS chunks_by_state ON chunks(workspace_id, state);
--- a text's chunks with their state and document: the semantic stage checks a shortlist's
--- visibility from the index alone, reading no chunk row (0.43 -> 0.29 ms for 100 texts)
-DROP INDEX IF EXISTS chunks_by_hash;
-CREATE INDEX IF NOT EXISTS chunks_by_text ON chunks(workspace_id, text_hash, state, document_id);
+CREATE INDEX IF NOT EXISTS chunks_by_hash ON chunks(workspace_id, text_hash);
 -- retired chunks waiting to be purged: few, looked up after every write
 CREATE INDEX IF NOT EXISTS chunks_retired ON chunks(workspace_id, retired_at) WHERE state = 2;
 CREATE TABLE IF NOT EXISTS embeddings(
