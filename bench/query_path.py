@@ -7,8 +7,11 @@ machine's drift touches each alike:
 1. before: the query embedded first, then the exact sign scan, rescoring read from SQLite (the
    code before issue 26, kept here as a patch);
 2. + the float32 rows memory-mapped (vector_index.py), rescoring a numpy gather;
-3. + the HNSW graph the writer builds past HNSW_ABOVE vectors (what ships);
-4. and 5. + the query embedded on a worker while the lexical stage runs, on the query session's
+3. + the HNSW graph the writer builds past HNSW_ABOVE vectors, as first shipped (ef_add 128,
+   400 neighbours rescored);
+4. + the graph built with the shipped settings (GRAPH_BUILD: ef_add 256), 400 neighbours;
+5. the same graph with the shipped shortlist (HNSW_SHORTLIST: 300), what ships;
+6. and 7. + the query embedded on a worker while the lexical stage runs, on the query session's
    two threads, then on a one-thread session (SemanticStage.overlap: off by default).
 
 Reports p50/p95 per step, the ratio to step 1, the stage medians, and how many of step 1's
@@ -33,17 +36,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hybrid_latency import pct
 from lexical_latency import live_chunks, make_queries
 
+from autodoc import vector_index
 from autodoc.engine import Engine
 from autodoc.stages.semantic import SemanticStage
 from autodoc.store import read_epochs
 from autodoc.vector_index import VectorIndex
 
+SHIPPED = vector_index.HNSW_SHORTLIST
+# (label, rows mapped, query embedded beside the lexical stage, graph, graph shortlist)
 STEPS = [
-    ("before: embed, then sign scan, rescore read from SQLite", False, False, False),
-    ("+ float32 rows memory-mapped", True, False, False),
-    ("+ HNSW graph (shipped)", True, False, True),
-    ("+ query embedded beside the lexical stage, two threads", True, "two", True),
-    ("+ ... on one thread", True, True, True),
+    ("before: embed, then sign scan, rescore read from SQLite", False, False, None, 0),
+    ("+ float32 rows memory-mapped", True, False, None, 0),
+    ("+ HNSW graph, ef_add 128, shortlist 400 (first shipped)", True, False, "first", 400),
+    ("+ HNSW graph, ef_add 256, shortlist 400", True, False, "shipped", 400),
+    ("+ ... shortlist 300 (shipped)", True, False, "shipped", SHIPPED),
+    ("+ query embedded beside the lexical stage, two threads", True, "two", "shipped", SHIPPED),
+    ("+ ... on one thread", True, True, "shipped", SHIPPED),
 ]
 PARTS = ("embed_ms", "embed_wait_ms", "lexical_ms", "semantic_ms")
 
@@ -97,16 +105,19 @@ def main() -> int:
         t0 = time.perf_counter()
         signs.refresh(conn, ws.id, plan.model_fp, epoch, build=True)  # as the writer does
     built = None if loaded else time.perf_counter() - t0
-    graph = signs.graph
+    graphs = {"shipped": signs.graph, "first": first_graph(signs)}
     mapped, old = VectorIndex.rescore, sqlite_rescore(db)
     opts = {"stages": ["lexical", "semantic"], "limit": 10}
 
     def run(step, q: str) -> tuple[float, dict]:
-        _, rows, overlap, use_graph = step
+        _, rows, overlap, use_graph, shortlist = step
         VectorIndex.rescore = mapped if rows else old  # type: ignore[method-assign]
         SemanticStage.overlap = bool(overlap)
         SemanticStage.beside = overlap is True
-        signs.graph = graph if use_graph else None
+        signs.graph = graphs[use_graph] if use_graph else None
+        if signs.graph is not None:  # the stage asks for, and walks, this many
+            vector_index.HNSW_SHORTLIST = shortlist
+            signs.graph.expansion_search = shortlist  # type: ignore[misc]
         times = []
         for _ in range(3):
             t1 = time.perf_counter()
@@ -132,6 +143,18 @@ def main() -> int:
             kept[step[0]].append(len(set(top) & set(first)) / max(len(first), 1))
     report(args, ws, queries, signs, built, total, parts, kept)
     return 0
+
+
+def first_graph(signs: VectorIndex):
+    """The graph as first shipped (ef_add 128), built here over the same rows."""
+    shipped, settings = signs.graph, vector_index.GRAPH_BUILD
+    vector_index.GRAPH_BUILD = {**settings, "expansion_add": 128}
+    try:
+        signs.graph = None
+        signs._build_graph(len(signs.rows))
+        return signs.graph
+    finally:
+        vector_index.GRAPH_BUILD, signs.graph = settings, shipped
 
 
 def report(args, ws, queries, signs, built, total, parts, kept) -> None:

@@ -9,7 +9,8 @@ for their top 50; truth: exact float32 over the whole set (numpy). Both methods 
 VectorIndex code the stage uses (no SQLite: visibility costs the same on both).
 
     python bench/vector_scale.py --db /tmp/cpp --golden bench/golden/cpp-docs.jsonl \
-        --sizes 111000,1000000,3000000 [--json OUT]
+        --sizes 111000,1000000,3000000 [--hnsw-shortlists auto,800] [--expansion-add 128,256]
+        [--json OUT]
 """
 
 from __future__ import annotations
@@ -81,28 +82,42 @@ def index_of(matrix: np.ndarray, graph: bool) -> tuple[VectorIndex, float]:
     return vi, time.perf_counter() - t0
 
 
-def measure(vi: VectorIndex, qs: np.ndarray, want: list[set[int]]) -> dict:
-    lat, cold, rec = [], [], []
-    k = vi.shortlist_size(K)
-    for q, t in zip(qs, want, strict=True):
+def measure_all(
+    configs: list[tuple[VectorIndex, int]], qs: np.ndarray, want: list[set[int]]
+) -> list[dict]:
+    """Each (index, shortlist) on every query, interleaved query by query (the order turned
+    each query) so the machine's drift touches them alike: four searches each, the first the
+    cold one (the graph's pages not yet warm for that query), the median of the rest warm."""
+    lat: list[list[float]] = [[] for _ in configs]
+    cold: list[list[float]] = [[] for _ in configs]
+    rec: list[list[float]] = [[] for _ in configs]
+    for n, (q, t) in enumerate(zip(qs, want, strict=True)):
         bits = sign_bits(q)
-        runs = []
-        for _ in range(4):
-            t0 = time.perf_counter()
-            keys = vi.shortlist(q, bits, k)
-            ids, _, m = vi.rows.gather(np.asarray(keys, np.uint64))
-            top = ids[np.argsort(-(m @ q), kind="stable")[:K]]
-            runs.append((time.perf_counter() - t0) * 1000)
-        cold.append(runs[0])  # the query's first search: the graph's pages not yet warm
-        lat.append(statistics.median(runs[1:]))
-        rec.append(len({int(i) for i in top} & t) / K)
-    lat.sort()
-    return {
-        "p50": statistics.median(lat),
-        "p95": lat[int(0.95 * (len(lat) - 1))],
-        "cold_p50": statistics.median(cold),
-        "recall": statistics.fmean(rec),
-    }
+        turn = n % len(configs)
+        for c in [*range(turn, len(configs)), *range(turn)]:
+            vi, k = configs[c]
+            if vi.graph is not None:
+                vi.graph.expansion_search = k  # type: ignore[misc]
+            runs = []
+            for _ in range(4):
+                t0 = time.perf_counter()
+                keys = vi.shortlist(q, bits, k)
+                ids, _, m = vi.rows.gather(np.asarray(keys, np.uint64))
+                top = ids[np.argsort(-(m @ q), kind="stable")[:K]]
+                runs.append((time.perf_counter() - t0) * 1000)
+            cold[c].append(runs[0])
+            lat[c].append(statistics.median(runs[1:]))
+            rec[c].append(len({int(i) for i in top} & t) / K)
+    out = []
+    for c in range(len(configs)):
+        lat[c].sort()
+        out.append({
+            "p50": statistics.median(lat[c]),
+            "p95": lat[c][int(0.95 * (len(lat[c]) - 1))],
+            "cold_p50": statistics.median(cold[c]),
+            "recall": statistics.fmean(rec[c]),
+        })  # fmt: skip
+    return out
 
 
 def qdrant_local(matrix: np.ndarray, qs: np.ndarray, want: list[set[int]]) -> tuple[dict, float]:
@@ -152,6 +167,12 @@ def main() -> int:
         default=["auto", 800],
         help="graph neighbours rescored, one row each; auto: the shipped rule (hnsw_shortlist)",
     )
+    ap.add_argument(
+        "--expansion-add",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[vector_index.HNSW_EXPANSION_ADD],
+        help="graphs to build, one for each (the build's candidate list); default: the shipped",
+    )
     ap.add_argument("--qdrant-upto", type=int, default=200_000, help="local mode up to this size")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -160,7 +181,7 @@ def main() -> int:
     rows = []
     vi = vector_index
     print(
-        f"HNSW: i8, M {vi.HNSW_CONNECTIVITY}, ef_add {vi.HNSW_EXPANSION_ADD}, ef"
+        f"HNSW: i8, M {vi.HNSW_CONNECTIVITY}, ef_add {args.expansion_add}, ef"
         f" {vi.HNSW_EXPANSION_SEARCH}, shortlist {vi.HNSW_SHORTLIST}; sign scan shortlist"
         f" {vi.SHORTLIST}; {len(qs)} queries",
         flush=True,
@@ -168,32 +189,40 @@ def main() -> int:
     print("| vectors | method | recall@50 | p50 ms | p95 ms | p50 / scan | cold p50 ms | build s |"
           " index MB |")  # fmt: skip
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
-    widen_from, shortlist = vector_index.HNSW_WIDEN_FROM, vector_index.HNSW_SHORTLIST
+    shipped_build = dict(vector_index.GRAPH_BUILD)
     for n in (int(s) for s in args.sizes.split(",")):
         matrix = grown(real, n)
         want = truth(matrix, qs)
+        built = [(*index_of(matrix, False), "exact sign scan + f32 (baseline)", 0)]
+        many = len(args.expansion_add) > 1
+        for ef_add in args.expansion_add:
+            vector_index.GRAPH_BUILD = {**shipped_build, "expansion_add": ef_add}
+            label = f"HNSW ef_add {ef_add} + f32" if many else "HNSW + f32"
+            built.append((*index_of(matrix, True), label, ef_add))
+        vector_index.GRAPH_BUILD = shipped_build
+        configs, names = [], []
+        for vi, build, label, _ in built:
+            mb = (vi.graph.memory_usage if vi.graph else vi.index.memory_usage) / 2**20
+            if vi.graph is None:
+                configs.append((vi, vi.shortlist_size(K)))
+                names.append((f"{label}, shortlist {configs[-1][1]}", build, mb))
+                continue
+            for short in args.hnsw_shortlists:
+                k = vector_index.hnsw_shortlist(len(vi.graph)) if short == "auto" else short
+                configs.append((vi, max(k, 2 * K)))
+                rule = " (rule)" if short == "auto" else ""
+                names.append((f"{label}, shortlist {configs[-1][1]}{rule}", build, mb))
         base = None
-        for label, graph in (("exact sign scan + f32 (baseline)", False), ("HNSW + f32", True)):
-            vi, build = index_of(matrix, graph)
-            mb = (vi.graph.memory_usage if graph and vi.graph else vi.index.memory_usage) / 2**20
-            for short in args.hnsw_shortlists if graph else [vi.shortlist_size(K)]:
-                if graph and vi.graph is not None:  # the search effort: how many it returns
-                    fixed = short != "auto"
-                    vector_index.HNSW_WIDEN_FROM = 10**12 if fixed else widen_from
-                    vector_index.HNSW_SHORTLIST = short if fixed else shortlist
-                    short = vi.shortlist_size(K)  # what the stage asks the graph for
-                    vi.graph.expansion_search = short  # type: ignore[misc]
-                got = measure(vi, qs, want)
-                base = base or got["p50"]
-                name = f"{label}, shortlist {short}" + ("" if not graph or fixed else " (rule)")
-                rows.append({"n": n, "method": name, "build_s": build, "index_mb": mb, **got})
-                print(
-                    f"| {n:,} | {name} | {got['recall']:.3f} | {got['p50']:.2f} |"
-                    f" {got['p95']:.2f} | {got['p50'] / base:.2f}× | {got['cold_p50']:.2f} |"
-                    f" {build:.1f} | {mb:.0f} |",
-                    flush=True,
-                )
-            del vi
+        for (name, build, mb), got in zip(names, measure_all(configs, qs, want), strict=True):
+            base = base or got["p50"]
+            rows.append({"n": n, "method": name, "build_s": build, "index_mb": mb, **got})
+            print(
+                f"| {n:,} | {name} | {got['recall']:.3f} | {got['p50']:.2f} |"
+                f" {got['p95']:.2f} | {got['p50'] / base:.2f}× | {got['cold_p50']:.2f} |"
+                f" {build:.1f} | {mb:.0f} |",
+                flush=True,
+            )
+        del built, configs
         if n <= args.qdrant_upto:
             got, build = qdrant_local(matrix, qs, want)
             label = "Qdrant local mode (in-process, exact: not a server)"

@@ -124,6 +124,40 @@ def test_a_saved_graph_is_loaded_and_kept_in_step(graphed, monkeypatch):
         reopened.close()
 
 
+def test_a_graph_saved_with_other_build_settings_is_built_again_and_saved(graphed):
+    """A graph an older version built (its .json names no build settings, or others) is not
+    loaded: readers use the exact scan until the writer builds and saves one as this version
+    builds it."""
+    engine, _ = graphed
+    db = engine.store.path
+    _, p = plan(engine)
+    meta = p.signs.path.with_suffix(".json")
+    saved = json.loads(meta.read_text())
+    assert saved["graph_build"] == vector_index.GRAPH_BUILD
+    del saved["graph_build"]  # as an older version wrote it
+    meta.write_text(json.dumps(saved))
+    engine.close()
+    engine = Engine(db)
+    try:
+        _, p = plan(engine)
+        assert p.signs.graph is None  # not loaded
+        found, _ = candidates(engine, "lease writer")
+        assert same(found, brute_force(engine, "lease writer", None))  # the exact scan
+        engine.embed_run("v")  # the writer catches up: builds the graph, saves it
+        assert graph_keys(engine) == vector_ids(engine)
+        again = json.loads(meta.read_text())
+        assert again["graph"] and again["graph_build"] == vector_index.GRAPH_BUILD
+        assert again["graph_seq"] > saved["graph_seq"]  # a new graph file, not the old one
+    finally:
+        engine.close()
+    reopened = Engine(db)
+    try:
+        _, p = plan(reopened)
+        assert p.signs.graph is not None  # this one is loaded
+    finally:
+        reopened.close()
+
+
 def test_a_writer_killed_before_its_json_leaves_the_last_complete_set(tmp_path, monkeypatch):
     """The files of a save are written first and the .json naming them last: killed between,
     the old .json still names complete files (the new ones are left unnamed), and the next
@@ -185,18 +219,18 @@ def test_a_walk_that_comes_back_short_gives_way_to_the_exact_scan(graphed, monke
 
 
 def test_the_graphs_shortlist_widens_as_it_grows_to_its_cap():
-    """400 up to HNSW_WIDEN_FROM, growing with the graph (its recall for the same effort falls
-    with size), 1,000 at a million vectors and no more past it."""
+    """300 up to HNSW_WIDEN_FROM, growing with the graph (its recall for the same effort falls
+    with size), 800 at a million vectors and no more past it."""
     widths = [vector_index.hnsw_shortlist(n) for n in (10_000, 250_000, 500_000, 1_000_000)]
-    assert widths[0] == widths[1] == vector_index.HNSW_SHORTLIST == 400
-    assert 400 < widths[2] < widths[3] == vector_index.HNSW_SHORTLIST_MAX == 1_000
-    assert vector_index.hnsw_shortlist(3_000_000) == 1_000
+    assert widths[0] == widths[1] == vector_index.HNSW_SHORTLIST == 300
+    assert 450 < widths[2] < 530 and widths[3] == vector_index.HNSW_SHORTLIST_MAX == 800
+    assert vector_index.hnsw_shortlist(3_000_000) == 800
 
 
 def test_the_stage_asks_a_large_graph_for_its_wider_shortlist(graphed, monkeypatch):
     engine, _ = graphed
     signs = plan(engine)[1].signs
-    assert signs.graph is not None and signs.shortlist_size(50) == 400
+    assert signs.graph is not None and signs.shortlist_size(50) == 300
     monkeypatch.setattr(vector_index, "HNSW_WIDEN_FROM", 3)  # this graph is "large" now
-    assert signs.shortlist_size(50) > 400
+    assert signs.shortlist_size(50) > 300
     assert signs.shortlist_size(50) == vector_index.hnsw_shortlist(len(signs.graph))

@@ -38,20 +38,27 @@ from . import store as queries
 # bench/vector_scale.py: doc/benchmarks/performance.md §0.2). On subsets the graph was as fast
 # from 10k on and found more (0.996 against 0.910 at 10k); below it the scan costs ~0.5 ms.
 HNSW_ABOVE = 10_000
-# M 32, ef_add 128: at M 16 / ef_add 64 the same search effort reached 0.92 instead of 0.96.
+# M 32: at M 16 the same search effort reached 0.92 of the top 50 instead of 0.96. ef_add 256
+# (the build's candidate list) rather than 128: a graph built with more care keeps more for the
+# same shortlist (111k: 0.971 against 0.944 with 300; 1M: 0.971 against 0.942 with 800), for
+# ~30% more time a walk of the same length and twice the build (one run: vector_scale.py,
+# performance.md §0.2). Fewer neighbours from the better graph match the first one's speed with
+# more recall (cpp-docs hybrid p50 9.87 against 9.93 ms; query_path.py).
 HNSW_CONNECTIVITY = 32
-HNSW_EXPANSION_ADD = 128
+HNSW_EXPANSION_ADD = 256
+# What a saved graph was built with: one built otherwise (an older version's) is built again.
+GRAPH_BUILD = {"connectivity": HNSW_CONNECTIVITY, "expansion_add": HNSW_EXPANSION_ADD}
 # Graph neighbours rescored in float32 (the sign scan's shortlist is SHORTLIST, below), and the
 # search's candidate list as long: the effort that sets both speed and recall.
-HNSW_SHORTLIST = 400
+HNSW_SHORTLIST = 300
 HNSW_EXPANSION_SEARCH = HNSW_SHORTLIST
-# A larger graph keeps less of the top 50 for the same effort (400 neighbours: 0.96 at 111k,
-# 0.89 at 1M), so past HNSW_WIDEN_FROM vectors the shortlist grows with the graph, to
-# HNSW_SHORTLIST_MAX at 1M: there, 1,000 kept 0.956 in 4.97 ms a cold search against 0.888 in
-# 2.15 ms for 400 (performance.md §0.2). A search searches `shortlist` deep (USearch walks
+# A larger graph keeps less of the top 50 for the same effort (300 neighbours: 0.971 at 111k,
+# 0.935 at 500k, 0.908 at 1M), so past HNSW_WIDEN_FROM vectors the shortlist grows with the
+# graph, to HNSW_SHORTLIST_MAX at 1M: there 800 kept 0.971 in 0.29x the exact sign scan's time
+# (performance.md §0.2). A search searches `shortlist` deep (USearch walks
 # max(expansion_search, count)).
 HNSW_WIDEN_FROM = 250_000
-HNSW_SHORTLIST_MAX = 1_000
+HNSW_SHORTLIST_MAX = 800
 _WIDEN_POWER = math.log(HNSW_SHORTLIST_MAX / HNSW_SHORTLIST) / math.log(1_000_000 / HNSW_WIDEN_FROM)
 # A saved graph is rewritten when it misses this share of the rows (a one-paragraph save does
 # not rewrite a million-vector file; readers add the rows since from SQLite).
@@ -120,8 +127,8 @@ def _graph_index(dim: int) -> Index:
         ndim=dim,
         metric="cos",
         dtype="i8",
-        connectivity=HNSW_CONNECTIVITY,
-        expansion_add=HNSW_EXPANSION_ADD,
+        connectivity=GRAPH_BUILD["connectivity"],
+        expansion_add=GRAPH_BUILD["expansion_add"],
         expansion_search=HNSW_EXPANSION_SEARCH,
     )
 
@@ -242,6 +249,9 @@ class VectorIndex:
             hashes = _mapped(self._file(f".r{gen}.hashes"), f"S{HASH_WIDTH}", (count,))
             base = _mapped(self._file(f".r{gen}.f32"), np.float32, (count, self.dim))
             graph = None
+            if saved.get("graph") and saved.get("graph_build") != GRAPH_BUILD:
+                # built with other settings (an older version's): built again, then saved
+                saved = {**saved, "graph": False}
             if saved.get("graph"):
                 graph = Index.restore(str(self._file(f".{saved['graph_seq']}.hnsw")))
                 if graph is not None:  # the file does not keep the search expansion
@@ -284,7 +294,7 @@ class VectorIndex:
                 "owner": self.owner, "max_id": self.max_id, "collected": self.collected,
                 "seq": seq, "rows": len(self.rows), "rows_gen": self._gen,
                 "graph": self.graph is not None, "graph_seq": graph_seq,
-                "graph_rows": self._graph_rows,
+                "graph_rows": self._graph_rows, "graph_build": GRAPH_BUILD,
             }  # fmt: skip
             self._atomic(lambda p: p.write_text(json.dumps(saved)), self._file(".json"))
             self._saved = saved
