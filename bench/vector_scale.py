@@ -173,6 +173,12 @@ def main() -> int:
         default=[vector_index.HNSW_EXPANSION_ADD],
         help="graphs to build, one for each (the build's candidate list); default: the shipped",
     )
+    ap.add_argument(
+        "--connectivity",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[vector_index.HNSW_CONNECTIVITY],
+        help="graphs to build, one for each (M, times each --expansion-add); default: shipped",
+    )
     ap.add_argument("--qdrant-upto", type=int, default=200_000, help="local mode up to this size")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -181,7 +187,7 @@ def main() -> int:
     rows = []
     vi = vector_index
     print(
-        f"HNSW: i8, M {vi.HNSW_CONNECTIVITY}, ef_add {args.expansion_add}, ef"
+        f"HNSW: i8, M {args.connectivity}, ef_add {args.expansion_add}, ef"
         f" {vi.HNSW_EXPANSION_SEARCH}, shortlist {vi.HNSW_SHORTLIST}; sign scan shortlist"
         f" {vi.SHORTLIST}; {len(qs)} queries",
         flush=True,
@@ -194,10 +200,14 @@ def main() -> int:
         matrix = grown(real, n)
         want = truth(matrix, qs)
         built = [(*index_of(matrix, False), "exact sign scan + f32 (baseline)", 0)]
-        many = len(args.expansion_add) > 1
-        for ef_add in args.expansion_add:
-            vector_index.GRAPH_BUILD = {**shipped_build, "expansion_add": ef_add}
-            label = f"HNSW ef_add {ef_add} + f32" if many else "HNSW + f32"
+        graphs = [(m, e) for m in args.connectivity for e in args.expansion_add]
+        for m, ef_add in graphs:
+            vector_index.GRAPH_BUILD = {"connectivity": m, "expansion_add": ef_add}
+            label = "HNSW + f32"
+            if len(args.connectivity) > 1:
+                label = f"HNSW M {m}, ef_add {ef_add} + f32"
+            elif len(args.expansion_add) > 1:
+                label = f"HNSW ef_add {ef_add} + f32"
             built.append((*index_of(matrix, True), label, ef_add))
         vector_index.GRAPH_BUILD = shipped_build
         configs, names = [], []

@@ -38,12 +38,13 @@ from . import store as queries
 # bench/vector_scale.py: doc/benchmarks/performance.md §0.2). On subsets the graph was as fast
 # from 10k on and found more (0.996 against 0.910 at 10k); below it the scan costs ~0.5 ms.
 HNSW_ABOVE = 10_000
-# M 32: at M 16 the same search effort reached 0.92 of the top 50 instead of 0.96. ef_add 256
-# (the build's candidate list) rather than 128: a graph built with more care keeps more for the
-# same shortlist (111k: 0.971 against 0.944 with 300; 1M: 0.971 against 0.942 with 800), for
-# ~30% more time a walk of the same length and twice the build (one run: vector_scale.py,
-# performance.md §0.2). Fewer neighbours from the better graph match the first one's speed with
-# more recall (cpp-docs hybrid p50 9.87 against 9.93 ms; query_path.py).
+# M 32: at M 16 / ef_add 64 the same search effort kept 0.92 of the top 50 instead of 0.96.
+# ef_add 256 (the build's candidate list) rather than 128: a graph built with more care keeps
+# more for the same shortlist (111k: 0.971 against 0.944 with 300; 1M: 0.971 against 0.942
+# with 800), for ~30% more time a walk of the same length and twice the build (one run:
+# vector_scale.py, performance.md §0.2). Fewer neighbours from the better graph match the first
+# one's speed with more recall (cpp-docs hybrid p50 9.87 / 10.47 ms against 9.93 / 10.13 in
+# two runs of bench/query_path.py: noise).
 HNSW_CONNECTIVITY = 32
 HNSW_EXPANSION_ADD = 256
 # What a saved graph was built with: one built otherwise (an older version's) is built again.
