@@ -170,13 +170,13 @@ def main() -> int:
     ap.add_argument(
         "--expansion-add",
         type=lambda v: [int(x) for x in v.split(",")],
-        default=[vector_index.HNSW_EXPANSION_ADD],
+        default=[vector_index.GRAPH_BUILD["expansion_add"]],
         help="graphs to build, one for each (the build's candidate list); default: the shipped",
     )
     ap.add_argument(
         "--connectivity",
         type=lambda v: [int(x) for x in v.split(",")],
-        default=[vector_index.HNSW_CONNECTIVITY],
+        default=[vector_index.GRAPH_BUILD["connectivity"]],
         help="graphs to build, one for each (M, times each --expansion-add); default: shipped",
     )
     ap.add_argument("--qdrant-upto", type=int, default=200_000, help="local mode up to this size")
@@ -185,11 +185,10 @@ def main() -> int:
     real = real_vectors(args.db / "autodoc.db")
     qs = queries_of(args.golden, args.n_queries)
     rows = []
-    vi = vector_index
     print(
         f"HNSW: i8, M {args.connectivity}, ef_add {args.expansion_add}, ef"
-        f" {vi.HNSW_EXPANSION_SEARCH}, shortlist {vi.HNSW_SHORTLIST}; sign scan shortlist"
-        f" {vi.SHORTLIST}; {len(qs)} queries",
+        f" {vector_index.HNSW_EXPANSION_SEARCH}, shortlist {vector_index.HNSW_SHORTLIST};"
+        f" sign scan shortlist {vector_index.SHORTLIST}; {len(qs)} queries",
         flush=True,
     )
     print("| vectors | method | recall@50 | p50 ms | p95 ms | p50 / scan | cold p50 ms | build s |"

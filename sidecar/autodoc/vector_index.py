@@ -45,10 +45,8 @@ HNSW_ABOVE = 10_000
 # vector_scale.py, performance.md §0.2). Fewer neighbours from the better graph match the first
 # one's speed with more recall (cpp-docs hybrid p50 9.87 / 10.47 ms against 9.93 / 10.13 in
 # two runs of bench/query_path.py: noise).
-HNSW_CONNECTIVITY = 32
-HNSW_EXPANSION_ADD = 256
-# What a saved graph was built with: one built otherwise (an older version's) is built again.
-GRAPH_BUILD = {"connectivity": HNSW_CONNECTIVITY, "expansion_add": HNSW_EXPANSION_ADD}
+# A saved graph records these: one built otherwise (an older version's) is built again.
+GRAPH_BUILD = {"connectivity": 32, "expansion_add": 256}
 # Graph neighbours rescored in float32 (the sign scan's shortlist is SHORTLIST, below), and the
 # search's candidate list as long: the effort that sets both speed and recall.
 HNSW_SHORTLIST = 300
