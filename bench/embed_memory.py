@@ -31,11 +31,11 @@ SETTINGS = [
 
 
 def texts_from(corpus: Path, n: int) -> list[str]:
-    from autodoc import config
-    from autodoc.chunking import Chunker
-    from autodoc.document import parse_document
+    from autodoc.parse.chunking import Chunker
+    from autodoc.parse.document import parse_document
+    from autodoc.wire import workspace_options
 
-    options = config.defaults()
+    options = workspace_options.defaults()
     chunker = Chunker(options["section_tokens"], options["abstract_chunk"])
     out: list[str] = []
     for path in sorted(corpus.rglob("*.md")):
@@ -54,7 +54,7 @@ def rss_mb() -> float:
 
 
 def child(args) -> None:
-    from autodoc.embed import load_embedder
+    from autodoc.models.embedders import load_embedder
 
     texts = json.loads(Path(args.texts_file).read_text())
     embedder = load_embedder({"provider": "bundled"})

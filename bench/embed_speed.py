@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autodoc.embed import bundled_embedder
+from autodoc.models.embedders import bundled_embedder
 
 
 def main() -> int:

@@ -61,7 +61,7 @@ def sample(db: Path, n: int, seed: int) -> list[str]:
 
 def build(label: str):
     """The bundled embedder with one setting applied."""
-    from autodoc.embed import bundled_embedder
+    from autodoc.models.embedders import bundled_embedder
 
     cfg = dict(SETTINGS[label])
     batch_tokens = cfg.pop("batch_tokens", None)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from tantivy import Occur, Query
 
-from autodoc import lexical
+from autodoc.bm25 import analyzer
 from autodoc.engine import Engine
-from autodoc.evaluate import load_beir, ndcg_at, write_corpus
+from autodoc.evaluation.beir import load_beir, ndcg_at, write_corpus
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -31,7 +31,7 @@ VARIANTS = [
     ("sum", {"title": 1.5, "breadcrumb": 1.2, "body": 1.0}),
     ("max", {"title": 2.0, "breadcrumb": 1.5, "body": 1.0}),
     ("max", {"title": 1.5, "breadcrumb": 1.2, "body": 1.0}),
-    ("max", dict(lexical.FIELD_WEIGHTS)),  # shipped
+    ("max", dict(analyzer.FIELD_WEIGHTS)),  # shipped
     ("max", {"title": 1.1, "breadcrumb": 1.05, "body": 1.0}),
     ("sum", {"body": 1.0}),
 ]
@@ -39,11 +39,11 @@ VARIANTS = [
 
 def item_query(combine: str):
     def build(self, item):
-        tokens = lexical.analyze(item.text)
+        tokens = analyzer.analyze(item.text)
         if not tokens:
             return None
         per_field = []
-        for name, weight in lexical.FIELD_WEIGHTS.items():
+        for name, weight in analyzer.FIELD_WEIGHTS.items():
             if len(tokens) == 1:
                 q = Query.term_query(self.schema, name, tokens[0])
             else:
@@ -61,7 +61,7 @@ def main() -> int:
     ap.add_argument("--datasets", default="scifact:train,emanual:dev,cosqa:dev")
     ap.add_argument("--queries", type=int, default=400, help="first N queries of each split")
     args = ap.parse_args()
-    shipped = dict(lexical.FIELD_WEIGHTS)
+    shipped = dict(analyzer.FIELD_WEIGHTS)
     work = Path(tempfile.mkdtemp(prefix="autodoc-fields-"))
     sets = {}
     for spec in args.datasets.split(","):
@@ -82,11 +82,11 @@ def main() -> int:
         + " |"
     )
     print("|---|---|" + "---:|" * len(sets))
-    original = lexical.LexicalIndex._item_query
+    original = analyzer.LexicalIndex._item_query
     for combine, weights in VARIANTS:
-        lexical.FIELD_WEIGHTS.clear()
-        lexical.FIELD_WEIGHTS.update(weights)
-        lexical.LexicalIndex._item_query = item_query(combine)
+        analyzer.FIELD_WEIGHTS.clear()
+        analyzer.FIELD_WEIGHTS.update(weights)
+        analyzer.LexicalIndex._item_query = item_query(combine)
         cells = []
         for name, (engine, queries, qrels, names) in sets.items():
             scores = []
@@ -98,7 +98,7 @@ def main() -> int:
         label = " / ".join(f"{weights.get(f, 0):g}" for f in ("title", "breadcrumb", "body"))
         mark = " (shipped)" if combine == "max" and weights == shipped else ""
         print(f"| {combine}{mark} | {label} | " + " | ".join(cells) + " |", flush=True)
-    lexical.LexicalIndex._item_query = original
+    analyzer.LexicalIndex._item_query = original
     print(json.dumps({"queries_per_set": args.queries}), file=sys.stderr)
     return 0
 

@@ -30,16 +30,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hybrid_latency import pct
 
-from autodoc import lookup
-from autodoc.dispatcher import Dispatcher
 from autodoc.engine import Engine
+from autodoc.index import names
+from autodoc.serve.dispatcher import Dispatcher
 
 WORDS_ONLY = {"stages": ["lexical"]}
 FIXED = ["strcpy_s", "CWnd", "CWnd::Create", "GetWindowText", "malloc", "CString", "printf"]
 
 
 def forms(name: str) -> dict[str, tuple[str, dict]]:
-    words = lookup.subwords(name)
+    words = names.subwords(name)
     out = {
         "exact": (name, {"exact": True}),
         "whole": (name, {}),

@@ -22,7 +22,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from autodoc.evaluate import beir_split, load_beir, ndcg_at
+from autodoc.evaluation.beir import beir_split, load_beir, ndcg_at
 
 DATASETS = ["scifact", "emanual", "cosqa", "gorilla-huggingface", "gorilla-torchhub"]
 TOP = 50
@@ -30,10 +30,10 @@ TOP = 50
 
 def capture(work_root: Path, bench: Path, out: Path) -> None:
     from autodoc.engine import Engine
-    from autodoc.query import parse_query
-    from autodoc.semantic import _visible, sign_bits
-    from autodoc.stages.semantic import semantic_coverage
+    from autodoc.parse.query_parser import parse_query
+    from autodoc.query.stages.semantic import semantic_coverage
     from autodoc.store import read_epochs
+    from autodoc.vectors.embedding_cache import _visible, sign_bits
 
     lists = {}
     for name in DATASETS:
@@ -129,12 +129,12 @@ def weights_from_scores(row, sharp=4.0, base=0.5):
 def confidence_weighted(row):
     """The shipped method (`fuse.confidence_weights`, k = `fuse.CONFIDENCE_K`): RRF with
     per-query weights from the semantic top cosine and the lexical BM25 gap."""
-    from autodoc import fuse
+    from autodoc.query import fusion
 
-    w_lex, w_sem = fuse.confidence_weights(
+    w_lex, w_sem = fusion.confidence_weights(
         [x for _, _, x in row["lex"]], [x for _, _, x in row["sem"]]
     )
-    return rrf(row, k=fuse.CONFIDENCE_K, w_lex=w_lex, w_sem=w_sem)
+    return rrf(row, k=fusion.CONFIDENCE_K, w_lex=w_lex, w_sem=w_sem)
 
 
 def all_words_gate(row, weak=0.3):

@@ -22,10 +22,11 @@ import sys
 import time
 from pathlib import Path
 
-from autodoc import evaluate as ev
-from autodoc import fuse, golden
-from autodoc.dispatcher import Dispatcher
 from autodoc.engine import Engine
+from autodoc.evaluation import beir as ev
+from autodoc.evaluation import golden
+from autodoc.query import fusion
+from autodoc.serve.dispatcher import Dispatcher
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = ["scifact", "emanual", "cosqa", "gorilla-huggingface", "gorilla-torchhub"]
@@ -122,12 +123,12 @@ def main() -> int:
     alphas = [float(a) for a in args.alphas.split(",")]
     floors = [float(f) for f in args.floors.split(",")]
     rows: dict[str, dict[str, dict[str, float]]] = {}
-    defaults = {k: getattr(fuse, k) for k in ("CONVEX_SEMANTIC", "CONVEX_FLOORS")}
-    for label, fusion, consts in settings(alphas, floors):
+    defaults = {k: getattr(fusion, k) for k in ("CONVEX_SEMANTIC", "CONVEX_FLOORS")}
+    for label, method, consts in settings(alphas, floors):
         t0 = time.perf_counter()
         for k, v in {**defaults, **consts}.items():
-            setattr(fuse, k, v)
-        rows[label] = {t.label: t.run(t, fusion) for t in targets}
+            setattr(fusion, k, v)
+        rows[label] = {t.label: t.run(t, method) for t in targets}
         print(f"{label}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     for t in targets:
         t.engine.close()

@@ -27,9 +27,9 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from autodoc.bm25.analyzer import is_stopword
 from autodoc.engine import Engine
-from autodoc.lexical import is_stopword
-from autodoc.query import parse_query
+from autodoc.parse.query_parser import parse_query
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = "../shared/corpora/cpp-docs"

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from autodoc.engine import Engine
-from autodoc.evaluate import DEPTH, beir_split, load_beir, ndcg_at, write_corpus
-from autodoc.limits import MAX_QUERY_WORDS
+from autodoc.evaluation.beir import DEPTH, beir_split, load_beir, ndcg_at, write_corpus
+from autodoc.wire.limits import MAX_QUERY_WORDS
 
 LOCAL = {"kind": "qdrant", "url": ":memory:"}
 

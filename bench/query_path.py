@@ -36,13 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hybrid_latency import pct
 from lexical_latency import live_chunks, make_queries
 
-from autodoc import vector_index
 from autodoc.engine import Engine
-from autodoc.stages.semantic import SemanticStage
+from autodoc.query.stages.semantic import SemanticStage
 from autodoc.store import read_epochs
-from autodoc.vector_index import VectorIndex
+from autodoc.vectors import usearch_index
+from autodoc.vectors.usearch_index import VectorIndex
 
-SHIPPED = vector_index.HNSW_SHORTLIST
+SHIPPED = usearch_index.HNSW_SHORTLIST
 # (label, rows mapped, query embedded beside the lexical stage, graph, graph shortlist)
 STEPS = [
     ("before: embed, then sign scan, rescore read from SQLite", False, False, None, 0),
@@ -116,7 +116,7 @@ def main() -> int:
         SemanticStage.beside = overlap is True
         signs.graph = graphs[use_graph] if use_graph else None
         if signs.graph is not None:  # the stage asks for, and walks, this many
-            vector_index.HNSW_SHORTLIST = shortlist
+            usearch_index.HNSW_SHORTLIST = shortlist
             signs.graph.expansion_search = shortlist  # type: ignore[misc]
         times = []
         for _ in range(3):
@@ -147,14 +147,14 @@ def main() -> int:
 
 def first_graph(signs: VectorIndex):
     """The graph as first shipped (ef_add 128), built here over the same rows."""
-    shipped, settings = signs.graph, vector_index.GRAPH_BUILD
-    vector_index.GRAPH_BUILD = {**settings, "expansion_add": 128}
+    shipped, settings = signs.graph, usearch_index.GRAPH_BUILD
+    usearch_index.GRAPH_BUILD = {**settings, "expansion_add": 128}
     try:
         signs.graph = None
         signs._build_graph(len(signs.rows))
         return signs.graph
     finally:
-        vector_index.GRAPH_BUILD, signs.graph = settings, shipped
+        usearch_index.GRAPH_BUILD, signs.graph = settings, shipped
 
 
 def report(args, ws, queries, signs, built, total, parts, kept) -> None:

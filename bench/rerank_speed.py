@@ -34,7 +34,7 @@ def minilm_cross_encoder(folder: Path) -> Path:
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    from autodoc.embed import bundled_files
+    from autodoc.models.embedders import bundled_files
 
     model_path, tokenizer = bundled_files()
     model = onnx.load(str(model_path))
@@ -64,11 +64,11 @@ def minilm_cross_encoder(folder: Path) -> Path:
 
 
 def passages(corpus: Path, n: int) -> list[str]:
-    from autodoc import config
-    from autodoc.chunking import Chunker
-    from autodoc.document import parse_document
+    from autodoc.parse.chunking import Chunker
+    from autodoc.parse.document import parse_document
+    from autodoc.wire import workspace_options
 
-    options = config.defaults()
+    options = workspace_options.defaults()
     chunker = Chunker(options["section_tokens"], options["abstract_chunk"])
     out: list[str] = []
     for path in sorted(corpus.rglob("*.md")):
@@ -95,7 +95,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--windows", default="10,20,40,100")
     args = p.parse_args()
-    from autodoc.rerank import OnnxRanker
+    from autodoc.models.rankers import OnnxRanker
     from tests.fake_rankers import tiny_cross_encoder
 
     work = Path(tempfile.mkdtemp(prefix="autodoc-rerank-"))

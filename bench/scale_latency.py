@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-import onnxruntime  # noqa: F401 - before usearch (see autodoc.embed)
+import onnxruntime  # noqa: F401 - before usearch (see autodoc.models.embedders)
 from usearch.index import Index
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -41,10 +41,10 @@ from hybrid_latency import pct
 from lexical_latency import make_queries
 from vector_recall import synthetic
 
-from autodoc.embed import bundled_embedder
-from autodoc.lexical import LexicalDoc, LexicalIndex
-from autodoc.query import parse_query
-from autodoc.semantic import SHORTLIST, sign_bits
+from autodoc.bm25.analyzer import LexicalDoc, LexicalIndex
+from autodoc.models.embedders import bundled_embedder
+from autodoc.parse.query_parser import parse_query
+from autodoc.vectors.embedding_cache import SHORTLIST, sign_bits
 
 TOP = 50
 

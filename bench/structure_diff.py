@@ -31,8 +31,8 @@ SHARED = REPO.parent / "shared" / "corpora"
 def dump(src: Path, corpus: Path) -> None:
     """Child mode: one JSON line a file with its sections and chunks, read by `src`'s code."""
     sys.path.insert(0, str(src / "sidecar"))
-    from autodoc.chunking import Chunker, find_sections
-    from autodoc.document import parse_document
+    from autodoc.parse.chunking import Chunker, find_sections
+    from autodoc.parse.document import parse_document
 
     chunker = Chunker()
     for path in sorted(corpus.rglob("*.md")):
@@ -80,7 +80,7 @@ def why(doc, line: int, added: bool) -> str:
 
 def compare(name: str, before: dict[str, dict], after: dict[str, dict], args) -> list[str]:
     sys.path.insert(0, str(REPO / "sidecar"))
-    from autodoc.document import parse_document
+    from autodoc.parse.document import parse_document
 
     root = SHARED / name
     reasons: collections.Counter[str] = collections.Counter()

@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-import onnxruntime  # noqa: F401 - before usearch (see autodoc.embed)
+import onnxruntime  # noqa: F401 - before usearch (see autodoc.models.embedders)
 from usearch.index import Index
 
-from autodoc.embed import bundled_embedder
-from autodoc.semantic import sign_bits
+from autodoc.models.embedders import bundled_embedder
+from autodoc.vectors.embedding_cache import sign_bits
 
 K = 50
 

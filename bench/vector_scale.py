@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from autodoc import vector_index
-from autodoc.embed import bundled_embedder
-from autodoc.vector_index import VectorIndex, sign_bits
+from autodoc.models.embedders import bundled_embedder
+from autodoc.vectors import usearch_index
+from autodoc.vectors.usearch_index import VectorIndex, sign_bits
 
 K = 50
 
@@ -170,13 +170,13 @@ def main() -> int:
     ap.add_argument(
         "--expansion-add",
         type=lambda v: [int(x) for x in v.split(",")],
-        default=[vector_index.GRAPH_BUILD["expansion_add"]],
+        default=[usearch_index.GRAPH_BUILD["expansion_add"]],
         help="graphs to build, one for each (the build's candidate list); default: the shipped",
     )
     ap.add_argument(
         "--connectivity",
         type=lambda v: [int(x) for x in v.split(",")],
-        default=[vector_index.GRAPH_BUILD["connectivity"]],
+        default=[usearch_index.GRAPH_BUILD["connectivity"]],
         help="graphs to build, one for each (M, times each --expansion-add); default: shipped",
     )
     ap.add_argument("--qdrant-upto", type=int, default=200_000, help="local mode up to this size")
@@ -187,28 +187,28 @@ def main() -> int:
     rows = []
     print(
         f"HNSW: i8, M {args.connectivity}, ef_add {args.expansion_add}, ef"
-        f" {vector_index.HNSW_EXPANSION_SEARCH}, shortlist {vector_index.HNSW_SHORTLIST};"
-        f" sign scan shortlist {vector_index.SHORTLIST}; {len(qs)} queries",
+        f" {usearch_index.HNSW_EXPANSION_SEARCH}, shortlist {usearch_index.HNSW_SHORTLIST};"
+        f" sign scan shortlist {usearch_index.SHORTLIST}; {len(qs)} queries",
         flush=True,
     )
     print("| vectors | method | recall@50 | p50 ms | p95 ms | p50 / scan | cold p50 ms | build s |"
           " index MB |")  # fmt: skip
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
-    shipped_build = dict(vector_index.GRAPH_BUILD)
+    shipped_build = dict(usearch_index.GRAPH_BUILD)
     for n in (int(s) for s in args.sizes.split(",")):
         matrix = grown(real, n)
         want = truth(matrix, qs)
         built = [(*index_of(matrix, False), "exact sign scan + f32 (baseline)", 0)]
         graphs = [(m, e) for m in args.connectivity for e in args.expansion_add]
         for m, ef_add in graphs:
-            vector_index.GRAPH_BUILD = {"connectivity": m, "expansion_add": ef_add}
+            usearch_index.GRAPH_BUILD = {"connectivity": m, "expansion_add": ef_add}
             label = "HNSW + f32"
             if len(args.connectivity) > 1:
                 label = f"HNSW M {m}, ef_add {ef_add} + f32"
             elif len(args.expansion_add) > 1:
                 label = f"HNSW ef_add {ef_add} + f32"
             built.append((*index_of(matrix, True), label, ef_add))
-        vector_index.GRAPH_BUILD = shipped_build
+        usearch_index.GRAPH_BUILD = shipped_build
         configs, names = [], []
         for vi, build, label, _ in built:
             mb = (vi.graph.memory_usage if vi.graph else vi.index.memory_usage) / 2**20
@@ -217,7 +217,7 @@ def main() -> int:
                 names.append((f"{label}, shortlist {configs[-1][1]}", build, mb))
                 continue
             for short in args.hnsw_shortlists:
-                k = vector_index.hnsw_shortlist(len(vi.graph)) if short == "auto" else short
+                k = usearch_index.hnsw_shortlist(len(vi.graph)) if short == "auto" else short
                 configs.append((vi, max(k, 2 * K)))
                 rule = " (rule)" if short == "auto" else ""
                 names.append((f"{label}, shortlist {configs[-1][1]}{rule}", build, mb))

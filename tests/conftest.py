@@ -11,8 +11,8 @@ from typing import NoReturn
 
 import pytest
 
-from autodoc.dispatcher import Dispatcher
 from autodoc.engine import Engine
+from autodoc.serve.dispatcher import Dispatcher
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("AUTODOC_SHARED", REPO.parent / "shared"))

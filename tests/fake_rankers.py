@@ -63,7 +63,7 @@ class FakeRanker(LocalJsonServer):
 
 
 def bundled_tokenizer() -> Path:
-    from autodoc.embed import bundled_files
+    from autodoc.models.embedders import bundled_files
 
     return bundled_files()[1]
 

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from autodoc.chunking import Chunker, estimate_tokens, is_stub
-from autodoc.document import parse_document
+from autodoc.parse.chunking import Chunker, estimate_tokens, is_stub
+from autodoc.parse.document import parse_document
 
 
 def chunks_of(text: str, tokens: int = 350, abstract: bool = True, path: str = "doc.md"):

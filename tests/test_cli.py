@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from autodoc.cli import main
+from autodoc.serve.cli import main
 
 from .conftest import EXAMPLE_VAULT
 
@@ -109,7 +109,7 @@ def test_hidden_folders_are_counted_and_can_be_let_in(cli, tmp_path):
 
 
 def test_ctrl_c_says_how_far_it_got_and_the_next_run_resumes(cli, tmp_path, monkeypatch):
-    from autodoc import cli as cli_module
+    from autodoc.serve import cli as cli_module
 
     vault = tmp_path / "v"
     vault.mkdir()
@@ -143,7 +143,7 @@ def test_ctrl_c_says_how_far_it_got_and_the_next_run_resumes(cli, tmp_path, monk
 def test_progress_shows_rate_elapsed_and_estimate_on_a_terminal(monkeypatch):
     import io
 
-    from autodoc.cli import _Progress
+    from autodoc.serve.cli import _Progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -171,7 +171,7 @@ def test_progress_shows_rate_elapsed_and_estimate_on_a_terminal(monkeypatch):
 def test_ctrl_c_while_embedding_keeps_the_vectors_stored_and_says_what_is_left(
     cli, tmp_path, monkeypatch
 ):
-    from autodoc import cli as cli_module
+    from autodoc.serve import cli as cli_module
 
     vault = tmp_path / "v"
     vault.mkdir()
@@ -187,7 +187,9 @@ def test_ctrl_c_while_embedding_keeps_the_vectors_stored_and_says_what_is_left(
             raise KeyboardInterrupt  # at the first stored batch of vectors
 
     monkeypatch.setattr(cli_module._Progress, "__call__", interrupted)
-    monkeypatch.setattr("autodoc.semantic.FILL_BATCH", 64)  # several batches of a small vault
+    monkeypatch.setattr(
+        "autodoc.vectors.embedding_cache.FILL_BATCH", 64
+    )  # several batches of a small vault
     code, _, err = cli("index", str(vault))
     m = re.search(r"interrupted while embedding, (\d+) of (\d+) chunks embedded; run", err)
     assert code == 130 and m, err

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from autodoc.confidence import FAR_COSINE, NEAR_COSINE, content_words, level
-from autodoc.query import parse_query
+from autodoc.parse.query_parser import parse_query
+from autodoc.query.confidence import FAR_COSINE, NEAR_COSINE, content_words, level
 
 from .conftest import lexical_workspace, write
 

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autodoc.confine import (
+from autodoc.engine import Engine
+from autodoc.files.confine import (
     MAX_LINKS,
     MISSING,
     OUTSIDE,
@@ -21,9 +22,8 @@ from autodoc.confine import (
     read_inside,
     read_lines,
 )
-from autodoc.dispatcher import Dispatcher
-from autodoc.engine import Engine
-from autodoc.errors import RpcError
+from autodoc.serve.dispatcher import Dispatcher
+from autodoc.wire.errors import RpcError
 
 from .conftest import lexical_workspace, long_count, write
 
@@ -173,7 +173,7 @@ def test_reading_lines_in_blocks_equals_splitting_the_whole_file(
 ):
     """Block boundaries anywhere (inside a line, on a newline, inside a UTF-8 sequence): the
     window, the line count and `cut` are those of reading the whole file and capping it."""
-    import autodoc.confine as confine
+    import autodoc.files.confine as confine
 
     root = tmp_path_factory.mktemp("lines")
     (root / "f.md").write_bytes(data)
@@ -294,7 +294,7 @@ def test_a_file_that_grows_while_it_is_read_is_refused_on_both_read_paths(tmp_pa
     """The size is checked on the descriptor first; a file that grows past the limit between
     that check and the last block (here: an fstat that reports the size before it grew) is
     refused rather than read past the limit."""
-    import autodoc.confine as confine
+    import autodoc.files.confine as confine
 
     root = tmp_path / "vault"
     write(root, "g.md", "z" * 100)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from autodoc.errors import RpcError
+from autodoc.wire.errors import RpcError
 
 from .conftest import lexical_workspace, write
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from autodoc.engine import Engine
-from autodoc.errors import INVALID_PARAMS, METHOD_NOT_FOUND, STORE_BUSY, RpcError
+from autodoc.wire.errors import INVALID_PARAMS, METHOD_NOT_FOUND, STORE_BUSY, RpcError
 
 from .conftest import write
 
@@ -131,9 +131,9 @@ def test_store_is_wal_and_one_file(ws, db_path):
 def test_second_writer_gets_a_clear_error(ws, db_path, vault):
     code = (
         "import json, sys\n"
-        "from autodoc.dispatcher import Dispatcher\n"
+        "from autodoc.serve.dispatcher import Dispatcher\n"
         "from autodoc.engine import Engine\n"
-        "from autodoc.errors import RpcError\n"
+        "from autodoc.wire.errors import RpcError\n"
         f"d = Dispatcher(Engine({str(db_path)!r}))\n"
         "out = {'read': len(d.call('search.query', ['kb', 'beta'])['hits'])}\n"
         "try:\n"

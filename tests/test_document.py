@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autodoc.document import parse_document
+from autodoc.parse.document import parse_document
 
 
 def parse(text: str, path: str = "notes/x.md"):

@@ -9,7 +9,13 @@ import threading
 import numpy as np
 import pytest
 
-from autodoc.embed import BATCH_TOKENS, CHECK_TEXTS, MAX_BATCH, bundled_embedder, token_batches
+from autodoc.models.embedders import (
+    BATCH_TOKENS,
+    CHECK_TEXTS,
+    MAX_BATCH,
+    bundled_embedder,
+    token_batches,
+)
 
 WORDS = (
     "index vault chunk heading store reader writer lease vector query rerank section compiler "

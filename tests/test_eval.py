@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from autodoc import golden
-from autodoc.cli import main
-from autodoc.evaluate import mrr_at, ndcg_at, recall_at
+from autodoc.evaluation import golden
+from autodoc.evaluation.beir import mrr_at, ndcg_at, recall_at
+from autodoc.serve.cli import main
 
 from .conftest import EXAMPLE_VAULT, write
 from .fake_rankers import tiny_cross_encoder

@@ -16,11 +16,11 @@ from urllib.parse import unquote
 import pytest
 import yaml
 
-from autodoc import facets
-from autodoc.cli import main
-from autodoc.errors import RpcError
-from autodoc.facets import SchemaError, parse_schema
-from autodoc.query import FacetToken, parse_query
+from autodoc.parse import frontmatter_schema
+from autodoc.parse.frontmatter_schema import SchemaError, parse_schema
+from autodoc.parse.query_parser import FacetToken, parse_query
+from autodoc.serve.cli import main
+from autodoc.wire.errors import RpcError
 
 from .conftest import REPO, corpus, corpus_workspace, lexical_workspace, write
 
@@ -73,7 +73,7 @@ def test_a_schema_declares_typed_facets():
     assert "tag" in schema.facets  # always: frontmatter tags and inline #tags
     assert schema.type_of("decisions/0001.md", {}) == "adr"  # by path
     assert schema.type_of("notes/x.md", {"type": "Meeting"}) == "meeting"  # by field
-    assert facets.Schema.from_json(schema.to_json()).to_json() == schema.to_json()
+    assert frontmatter_schema.Schema.from_json(schema.to_json()).to_json() == schema.to_json()
 
 
 @pytest.mark.parametrize(
@@ -105,7 +105,7 @@ def test_values_are_coerced_to_the_declared_type():
     schema = parse_schema(SCHEMA)
 
     def value(name, raw):
-        m = facets.coerce(schema, name, raw, source="query")
+        m = frontmatter_schema.coerce(schema, name, raw, source="query")
         return m.value + ("*" if m.prefix else "")
 
     assert value("number", "007") == "7"
@@ -118,7 +118,7 @@ def test_values_are_coerced_to_the_declared_type():
     for name, raw in [("number", "1.5"), ("reviewed", "perhaps"), ("date", "2024-02-30"),
                       ("date", "March"), ("status", "bogus"), ("weight", "heavy")]:  # fmt: skip
         with pytest.raises(RpcError) as info:
-            facets.coerce(schema, name, raw, source="query")
+            frontmatter_schema.coerce(schema, name, raw, source="query")
         err = info.value
         assert err.code == -32602 and err.data["field"] == name and err.data["value"] == raw
 
@@ -127,7 +127,9 @@ def test_stored_values_are_normalised_like_queries():
     schema = parse_schema(SCHEMA)
     meta = {"Status": "Accepted", "number": 7, "weight": 2.0, "reviewed": True,
             "date": "2024-03-05T10:00:00", "title": "A  Title", "other": "x"}  # fmt: skip
-    rows = facets.document_facets(schema, "decisions/1.md", meta, ["project/autodoc", "db"])
+    rows = frontmatter_schema.document_facets(
+        schema, "decisions/1.md", meta, ["project/autodoc", "db"]
+    )
     assert set(rows) == {
         ("status", "accepted"), ("number", "7"), ("weight", "2"), ("reviewed", "true"),
         ("date", "2024-03-05"), ("title", "a title"), ("type", "adr"),

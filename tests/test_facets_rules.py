@@ -15,12 +15,19 @@ import time
 import pytest
 import yaml
 
-from autodoc import facets
-from autodoc.dispatcher import Dispatcher
 from autodoc.engine import Engine
-from autodoc.errors import RpcError
-from autodoc.facets import DocumentSet, FacetFilter, Match, Schema, SchemaError, parse_schema
+from autodoc.parse import frontmatter_schema
+from autodoc.parse.frontmatter_schema import (
+    DocumentSet,
+    FacetFilter,
+    Match,
+    Schema,
+    SchemaError,
+    parse_schema,
+)
+from autodoc.serve.dispatcher import Dispatcher
 from autodoc.store import Store
+from autodoc.wire.errors import RpcError
 
 from .conftest import lexical_workspace, write
 
@@ -290,9 +297,9 @@ def _browse(kb, query: str, limit: int, **opts) -> tuple[list[str], int]:
     ws = kb.engine.workspace("kb")
     store = kb.engine.store
     with store.snapshot() as conn:
-        schema = facets.stored_schema(conn, ws.id)
+        schema = frontmatter_schema.stored_schema(conn, ws.id)
         inline = [(f, v, False) for f, v in (t.split(":") for t in query.split())]
-        flt = facets.build_filter(schema, inline, opts.get("facets"), opts.get("tags"))
+        flt = frontmatter_schema.build_filter(schema, inline, opts.get("facets"), opts.get("tags"))
         ids, matched = flt.browse(conn, ws.id, limit)
         by_id = dict(conn.execute("SELECT id, path FROM documents WHERE deleted = 0"))
     return [by_id[i] for i in ids], matched
@@ -351,7 +358,7 @@ def big_store(tmp_path_factory):
                 if path != "gone.md":
                     groups.setdefault((ws_id, group), set()).add(cur.lastrowid)
                     rows.append((cur.lastrowid, path, {"group": group}, []))
-            facets.write_facets(conn, ws_id, schema, rows)
+            frontmatter_schema.write_facets(conn, ws_id, schema, rows)
     yield store, groups
     store.close()
 
@@ -395,11 +402,15 @@ def test_a_kept_set_stays_the_kept_ids_unless_it_is_big_and_most(big_store, ws_i
 def test_a_small_kept_set_of_most_documents_stays_the_kept_ids(kb):
     ws = kb.engine.workspace("kb")
     with kb.engine.store.snapshot() as conn:
-        flt = facets.build_filter(facets.stored_schema(conn, ws.id), [], tags=["-ops"])
+        flt = frontmatter_schema.build_filter(
+            frontmatter_schema.stored_schema(conn, ws.id), [], tags=["-ops"]
+        )
         ids = {r[0] for r in conn.execute("SELECT id FROM documents WHERE deleted = 0")}
         zero = conn.execute("SELECT id FROM documents WHERE path = 'decisions/0000.md'").fetchone()
         assert flt.select(conn, ws.id) == DocumentSet(1, drop=ids - {zero[0]})
-        flt = facets.build_filter(facets.stored_schema(conn, ws.id), [], tags=["ops"])
+        flt = frontmatter_schema.build_filter(
+            frontmatter_schema.stored_schema(conn, ws.id), [], tags=["ops"]
+        )
         assert flt.select(conn, ws.id) == DocumentSet(5, keep=ids - {zero[0]})
 
 
@@ -432,11 +443,13 @@ def test_the_stored_json_gives_back_the_same_schema():
         again.facets
         == schema.facets
         == {
-            "team": facets.Field("team", "string"),
-            "status": facets.Field("status", "enum", ("draft", "final"), True),
-            "kind": facets.Field("kind", "enum", ("adr",)),
-            "tag": facets.Field("tag", "list"),
-            "modified": facets.Field("modified", facets.BUILT_IN),  # every workspace has it
+            "team": frontmatter_schema.Field("team", "string"),
+            "status": frontmatter_schema.Field("status", "enum", ("draft", "final"), True),
+            "kind": frontmatter_schema.Field("kind", "enum", ("adr",)),
+            "tag": frontmatter_schema.Field("tag", "list"),
+            "modified": frontmatter_schema.Field(
+                "modified", frontmatter_schema.BUILT_IN
+            ),  # every workspace has it
         }
     )
     assert again.types == schema.types and again.match == {"adr": ("decisions/*",)}
@@ -470,10 +483,10 @@ def test_the_stored_json_gives_back_the_same_schema():
 )
 def test_each_declared_field_is_one_facet(text, expected):
     schema = parse_schema(text)
-    want = {n: facets.Field(n, t, v) for n, (t, v) in expected.items()}
+    want = {n: frontmatter_schema.Field(n, t, v) for n, (t, v) in expected.items()}
     built_in = {
-        "tag": facets.Field("tag", "list"),
-        "modified": facets.Field("modified", "file mtime"),
+        "tag": frontmatter_schema.Field("tag", "list"),
+        "modified": frontmatter_schema.Field("modified", "file mtime"),
     }
     assert schema.facets == {**built_in, **want}
 
@@ -487,8 +500,8 @@ def test_a_type_comes_from_the_type_field_or_the_path():
     assert schema.type_of("x.md", {"type": ["Other", "NOTE"]}) == "note"  # a list: the first type
     assert schema.type_of("decisions/a/b.md", {"type": "other"}) == "adr"
     assert schema.type_of("x.md", {"type": "other"}) is None
-    team = {"team": facets.Field("team", "string")}
-    assert schema.fields_for("adr") == {**team, "n": facets.Field("n", "integer")}
+    team = {"team": frontmatter_schema.Field("team", "string")}
+    assert schema.fields_for("adr") == {**team, "n": frontmatter_schema.Field("n", "integer")}
     assert schema.fields_for(None) == schema.fields_for("nope") == team
 
 
@@ -588,7 +601,7 @@ def test_a_bad_schema_gets_its_exact_line_and_message(text, line, message):
     ],
 )
 def test_a_frontmatter_value_is_stored_canonical(value, stored):
-    assert facets.canonical(value) == stored
+    assert frontmatter_schema.canonical(value) == stored
 
 
 def test_only_plain_values_of_declared_fields_become_facet_rows():
@@ -596,7 +609,7 @@ def test_only_plain_values_of_declared_fields_become_facet_rows():
         "common:\n  owner: string\n  team: string\n  weight: number\n  status: [a, b]\n"
     )  # no owner below: the fields after it still count
     meta = {"Team": {"core": 1}, "weight": float("nan"), "status": [["a"], "B", None], "x": "y"}
-    assert facets.document_facets(schema, "n.md", meta, ["#Ops/Infra"]) == [
+    assert frontmatter_schema.document_facets(schema, "n.md", meta, ["#Ops/Infra"]) == [
         ("status", "b"),
         ("tag", "ops"),
         ("tag", "ops/infra"),
@@ -605,8 +618,8 @@ def test_only_plain_values_of_declared_fields_become_facet_rows():
 
 def test_a_workspace_without_a_stored_schema_has_the_empty_one(kb):
     with kb.engine.store.snapshot() as conn:
-        assert facets.stored_schema(conn, 999) is facets.EMPTY
-        assert facets.stored_schema(conn, kb.engine.workspace("kb").id).to_json() == (
+        assert frontmatter_schema.stored_schema(conn, 999) is frontmatter_schema.EMPTY
+        assert frontmatter_schema.stored_schema(conn, kb.engine.workspace("kb").id).to_json() == (
             parse_schema(SCHEMA).to_json()
         )
 
@@ -673,7 +686,9 @@ def test_write_facets_takes_frontmatter_and_tags_as_objects_or_json(tmp_path):
         for path in docs:
             cur = conn.execute("INSERT INTO documents(workspace_id, path) VALUES (1, ?)", (path,))
             ids[path] = cur.lastrowid
-        facets.write_facets(conn, 1, schema, [(ids[p], p, m, t) for p, (m, t) in docs.items()])
+        frontmatter_schema.write_facets(
+            conn, 1, schema, [(ids[p], p, m, t) for p, (m, t) in docs.items()]
+        )
     expected = [
         ("d/1.md", "owner", "ana"), ("d/1.md", "tag", "x"), ("d/1.md", "tag", "x/y"),
         ("d/1.md", "type", "adr"), ("d/2.md", "owner", "bo"), ("d/2.md", "tag", "z"),
@@ -681,6 +696,8 @@ def test_write_facets_takes_frontmatter_and_tags_as_objects_or_json(tmp_path):
     ]  # fmt: skip
     assert _rows(store, 1) == expected
     with store.transaction() as conn:  # written again: the new rows replace the old
-        facets.write_facets(conn, 1, schema, [(ids["d/1.md"], "d/1.md", {"owner": "Cy"}, [])])
+        frontmatter_schema.write_facets(
+            conn, 1, schema, [(ids["d/1.md"], "d/1.md", {"owner": "Cy"}, [])]
+        )
     assert _rows(store, 1) == [("d/1.md", "owner", "cy"), ("d/1.md", "type", "adr"), *expected[4:]]
     store.close()

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from autodoc import fuse
-from autodoc.fuse import Fused
+from autodoc.query import fusion
+from autodoc.query.fusion import Fused
 
 
 def test_rrf_scores_ranks_and_stages_of_every_chunk():
@@ -16,7 +16,7 @@ def test_rrf_scores_ranks_and_stages_of_every_chunk():
         ("lexical", [(10, 1), (11, 2), (12, 3)]),
         ("semantic", [(12, 3), (13, 4), (10, 1)]),
     ]
-    fused = {f.chunk_id: f for f in fuse.rrf(ranked, k=20, weights=(1.5, 0.5))}
+    fused = {f.chunk_id: f for f in fusion.rrf(ranked, k=20, weights=(1.5, 0.5))}
     assert fused[10].score == pytest.approx(1.5 / 21 + 0.5 / 23)
     assert fused[11].score == pytest.approx(1.5 / 22)
     assert fused[12].score == pytest.approx(1.5 / 23 + 0.5 / 21)
@@ -25,25 +25,25 @@ def test_rrf_scores_ranks_and_stages_of_every_chunk():
         10: (1, 3), 11: (2, 0), 12: (3, 1), 13: (0, 2)
     }  # fmt: skip
     assert fused[12].via == ["lexical", "semantic"] and fused[13].via == ["semantic"]
-    plain = fuse.rrf(ranked)  # k 60, one vote each
+    plain = fusion.rrf(ranked)  # k 60, one vote each
     assert [f.chunk_id for f in plain] == [10, 12, 11, 13]
     assert plain[0].score == pytest.approx(1 / 61 + 1 / 63)
 
 
 def test_equal_scores_are_ordered_by_the_first_stages_rank():
     ranked = [("lexical", [(1, 1), (2, 2)]), ("semantic", [(2, 2), (1, 1)])]
-    fused = fuse.rrf(ranked)
+    fused = fusion.rrf(ranked)
     assert fused[0].score == fused[1].score
     assert [f.chunk_id for f in fused] == [1, 2]  # lexical rank 1 before lexical rank 2
 
 
 def test_relevance_is_the_score_over_the_best_possible():
-    assert fuse.relevance(2 / 61, 2.0) == 1.0
-    assert fuse.relevance(1 / 61, 2.0) == pytest.approx(0.5)
-    assert fuse.relevance(1 / 30, 1.0, k=20) == pytest.approx(21 / 30)
-    assert fuse.relevance(5.0, 1.0) == 1.0  # boosts never push past 1
-    assert fuse.relevance(0.01, 0.0) == 0.0  # no stage ran
-    assert fuse.relevance(0.01, -1.0) == 0.0
+    assert fusion.relevance(2 / 61, 2.0) == 1.0
+    assert fusion.relevance(1 / 61, 2.0) == pytest.approx(0.5)
+    assert fusion.relevance(1 / 30, 1.0, k=20) == pytest.approx(21 / 30)
+    assert fusion.relevance(5.0, 1.0) == 1.0  # boosts never push past 1
+    assert fusion.relevance(0.01, 0.0) == 0.0  # no stage ran
+    assert fusion.relevance(0.01, -1.0) == 0.0
 
 
 def votes(gap: float, cosine: float) -> tuple[float, float]:
@@ -64,7 +64,7 @@ def votes(gap: float, cosine: float) -> tuple[float, float]:
     ],
 )
 def test_confidence_votes_follow_the_formula(lexical, semantic, gap, cosine):
-    got = fuse.confidence_weights(lexical, semantic)
+    got = fusion.confidence_weights(lexical, semantic)
     assert got == pytest.approx(votes(gap, cosine))
     assert sum(got) == pytest.approx(2.0)
 
@@ -72,7 +72,7 @@ def test_confidence_votes_follow_the_formula(lexical, semantic, gap, cosine):
 def test_convex_scales_each_stage_between_its_floor_and_best_then_mixes():
     ranked = [("lexical", [(1, 10), (2, 20), (3, 30)]), ("semantic", [(3, 30), (4, 40)])]
     scores = [[8.0, 4.0, 2.0], [0.9, 0.5]]
-    fused = fuse.convex(ranked, scores, weights=[0.4, 0.6], floors=[0.0, 0.1])
+    fused = fusion.convex(ranked, scores, weights=[0.4, 0.6], floors=[0.0, 0.1])
     got = {f.chunk_id: f.score for f in fused}
     assert got[1] == pytest.approx(0.4)  # best lexical, not found semantically
     assert got[2] == pytest.approx(0.4 * 4 / 8)
@@ -85,7 +85,7 @@ def test_convex_scales_each_stage_between_its_floor_and_best_then_mixes():
 
 def test_convex_scores_below_the_floor_count_zero_and_a_flat_stage_adds_nothing():
     ranked = [("lexical", [(1, 1)]), ("semantic", [(2, 2), (3, 3)])]
-    fused = fuse.convex(ranked, [[0.0], [0.05, -0.2]], weights=[0.5, 0.5], floors=[0.0, 0.1])
+    fused = fusion.convex(ranked, [[0.0], [0.05, -0.2]], weights=[0.5, 0.5], floors=[0.0, 0.1])
     assert {f.chunk_id: f.score for f in fused} == {1: 0.0, 2: 0.0, 3: 0.0}
     assert [f.chunk_id for f in fused] == [1, 2, 3]  # ties: the lexical rank first
 
@@ -93,23 +93,23 @@ def test_convex_scores_below_the_floor_count_zero_and_a_flat_stage_adds_nothing(
 def test_convex_keeps_a_stages_own_order_when_a_later_pass_scores_higher():
     # the number pass's document, then an any-word hit whose raw BM25 is higher
     ranked = [("lexical", [(1, 1), (2, 2), (3, 3)]), ("semantic", [])]
-    fused = fuse.convex(ranked, [[3.0, 9.0, 1.5], []], weights=[1.0, 0.0], floors=[0.0, 0.2])
+    fused = fusion.convex(ranked, [[3.0, 9.0, 1.5], []], weights=[1.0, 0.0], floors=[0.0, 0.2])
     assert [f.chunk_id for f in fused] == [1, 2, 3]
     assert [f.score for f in fused] == pytest.approx([1.0, 1.0, 0.5])
 
 
 def test_link_factor_values():
-    assert fuse.link_factor(0) == 1.0
-    assert fuse.link_factor(-3) == 1.0
-    assert fuse.link_factor(1) == pytest.approx(1.02)  # 1 + 0.1 × log2(2) / 5
-    assert fuse.link_factor(3) == pytest.approx(1.04)
-    assert fuse.link_factor(31) == pytest.approx(1.1)
-    assert fuse.link_factor(10_000) == pytest.approx(1.1)
+    assert fusion.link_factor(0) == 1.0
+    assert fusion.link_factor(-3) == 1.0
+    assert fusion.link_factor(1) == pytest.approx(1.02)  # 1 + 0.1 × log2(2) / 5
+    assert fusion.link_factor(3) == pytest.approx(1.04)
+    assert fusion.link_factor(31) == pytest.approx(1.1)
+    assert fusion.link_factor(10_000) == pytest.approx(1.1)
 
 
 def test_boosts_multiply_the_score_and_reorder():
     hits = [Fused(1, 1, 0.030), Fused(2, 2, 0.029), Fused(3, 3, 0.028)]
-    out = fuse.apply_boosts(hits, tagged={3}, inbound={2: 3, 9: 100})
+    out = fusion.apply_boosts(hits, tagged={3}, inbound={2: 3, 9: 100})
     assert {h.chunk_id: h.score for h in out} == pytest.approx(
         {1: 0.030, 2: 0.029 * 1.04, 3: 0.028 * 1.2}
     )
@@ -123,7 +123,7 @@ def doc_order(hits: list[Fused]) -> list[int]:
 def test_a_successor_takes_its_older_documents_place_and_the_old_one_goes_right_below():
     # old = 1, new = 2; others 3..5
     hits = [Fused(i, d) for i, d in enumerate([3, 1, 4, 2, 5, 1])]
-    moved = fuse.demote_superseded(hits, {1: 2})
+    moved = fusion.demote_superseded(hits, {1: 2})
     assert doc_order(hits) == [3, 2, 1, 1, 4, 5]
     assert [h.chunk_id for h in hits] == [0, 3, 1, 5, 2, 4]  # each document's own order kept
     assert moved == {1: 2, 5: 2}
@@ -131,19 +131,19 @@ def test_a_successor_takes_its_older_documents_place_and_the_old_one_goes_right_
 
 def test_demotion_goes_below_the_successors_last_hit():
     hits = [Fused(i, d) for i, d in enumerate([2, 2, 1, 2, 3])]
-    fuse.demote_superseded(hits, {1: 2})
+    fusion.demote_superseded(hits, {1: 2})
     assert doc_order(hits) == [2, 2, 2, 1, 3]
 
 
 def test_a_query_that_names_the_old_document_keeps_it_in_place_annotated():
     hits = [Fused(i, d) for i, d in enumerate([1, 3, 2])]
-    assert fuse.demote_superseded(hits, {1: 2}, move=False) == {0: 2}
+    assert fusion.demote_superseded(hits, {1: 2}, move=False) == {0: 2}
     assert doc_order(hits) == [1, 3, 2]
 
 
 def test_demotion_leaves_a_document_already_below_and_goes_on_to_the_next_pair():
     hits = [Fused(i, d) for i, d in enumerate([2, 3, 1, 5, 4])]
-    moved = fuse.demote_superseded(hits, {7: 8, 1: 2, 9: 4, 5: 4})
+    moved = fusion.demote_superseded(hits, {7: 8, 1: 2, 9: 4, 5: 4})
     # 7 → 8: neither present; 1 → 2: already below, only annotated; 9 → 4: the old one is
     # absent; 5 → 4: moved below 4
     assert doc_order(hits) == [2, 3, 1, 4, 5]
@@ -152,5 +152,5 @@ def test_demotion_leaves_a_document_already_below_and_goes_on_to_the_next_pair()
 
 def test_no_successor_in_the_answer_no_move():
     hits = [Fused(i, d) for i, d in enumerate([1, 3])]
-    assert fuse.demote_superseded(hits, {1: 2}) == {}
+    assert fusion.demote_superseded(hits, {1: 2}) == {}
     assert doc_order(hits) == [1, 3]

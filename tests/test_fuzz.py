@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autodoc.dispatcher import Dispatcher
 from autodoc.engine import Engine
-from autodoc.errors import INTERNAL_ERROR, RpcError
-from autodoc.query import parse_query
+from autodoc.parse.query_parser import parse_query
+from autodoc.serve.dispatcher import Dispatcher
+from autodoc.wire.errors import INTERNAL_ERROR, RpcError
 
 from .conftest import EXAMPLE_VAULT, long_count
 

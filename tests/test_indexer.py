@@ -9,9 +9,9 @@ import sqlite3
 import pytest
 import tantivy
 
+from autodoc.bm25.analyzer import LexicalDoc
 from autodoc.engine import Engine
-from autodoc.indexer import Indexer
-from autodoc.lexical import LexicalDoc
+from autodoc.index.indexer import Indexer
 from autodoc.store import PENDING
 
 from .conftest import STAGE_SETS, write
@@ -364,8 +364,8 @@ def test_hits_from_files_changed_since_indexing_are_dropped_at_answer_time(
 
 
 def test_hidden_patterns_let_in_the_same_paths_for_the_walker_saves_and_the_watcher(tmp_path):
-    from autodoc.walker import find, hidden_allowed
-    from autodoc.watch import _Handler
+    from autodoc.files.walker import find, hidden_allowed
+    from autodoc.serve.watch import _Handler
 
     include = [".notes", "*/.drafts"]
     assert hidden_allowed("a/b.md", [])

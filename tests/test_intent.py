@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from autodoc.intent import INTENTS, LEXICAL_FIRST, code_words, detect, number_words
-from autodoc.query import parse_query
+from autodoc.parse.query_parser import parse_query
+from autodoc.query.intent import (
+    INTENTS,
+    LEXICAL_FIRST,
+    code_words,
+    detect,
+    number_words,
+)
 
 CASES = [
     ("adr 42", "number", ["42"]),

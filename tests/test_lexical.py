@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from autodoc.dispatcher import Dispatcher
-from autodoc.errors import INVALID_PARAMS, UNSUPPORTED, RpcError
-from autodoc.lexical import FIELD_WEIGHTS
-from autodoc.query import parse_query
+from autodoc.bm25.analyzer import FIELD_WEIGHTS
+from autodoc.parse.query_parser import parse_query
+from autodoc.serve.dispatcher import Dispatcher
+from autodoc.wire.errors import INVALID_PARAMS, UNSUPPORTED, RpcError
 
 from .conftest import lexical_workspace, write
 
@@ -276,7 +276,7 @@ def test_a_file_left_by_a_killed_writer_does_not_block_the_next_commit(tmp_path)
     same opstamp failed with FileAlreadyExists."""
     import shutil
 
-    from autodoc.lexical import LexicalDoc, LexicalIndex
+    from autodoc.bm25.analyzer import LexicalDoc, LexicalIndex
 
     def docs(n):
         return [LexicalDoc(i, i, "T", "T", [], [], f"word {i}")
@@ -339,7 +339,7 @@ def test_a_padded_number_in_the_text_is_found_and_marked_by_the_plain_number(rec
     marked = [hit["snippet"][a:b] for a, b in hit["highlights"]]
     assert "0042" in marked and "See" in marked
     # A decimal keeps its digits: 1.05 is not 1.5.
-    from autodoc.lexical import analyze
+    from autodoc.bm25.analyzer import analyze
 
     assert analyze("ADR-0042 v1.05 2022-03-28") == ["adr", "42", "v1", "05", "2022", "3", "28"]
 
@@ -430,8 +430,8 @@ def test_a_code_in_a_sentence_names_the_document_titled_with_it(rpc, vault):
 def test_what_the_names_pass_did_not_find_scores_below_it(rpc, vault):
     """The blend with the semantic stage keeps a code's document ahead: every later hit's
     lexical score is at most NAMED_GAP × the names pass's last one."""
-    from autodoc.intent import code_words
-    from autodoc.stages.lexical import NAMED_GAP, lexical_candidates
+    from autodoc.query.intent import code_words
+    from autodoc.query.stages.lexical import NAMED_GAP, lexical_candidates
 
     write(vault, "fatal-error-c1083.md", "# Fatal Error C1083\n\nCannot open include file.\n")
     write(vault, "c1068.md", "# C1068\n\n" + "cannot open include file. " * 8 + "\n")
@@ -462,7 +462,7 @@ def test_a_name_the_title_lists_or_glosses_is_found_exactly(rpc, vault):
         hit = rpc.call("search.query", ["kb", query])["hits"][0]
         assert hit["path"] == path and "exact" in hit["via"], query
     # a title that is one name, or a sentence with commas, lists nothing
-    from autodoc.indexer import title_names
+    from autodoc.index.indexer import title_names
 
     assert title_names("Context, Reach & Prioritization") == []
     assert title_names("Use Kafka") == []
@@ -472,7 +472,7 @@ def test_a_name_the_title_lists_or_glosses_is_found_exactly(rpc, vault):
 def test_a_line_that_is_only_a_link_scores_below_the_page_it_names(rpc, vault):
     """A "See also" list repeats other pages' titles: a title query finds the page, not the
     list (LINKS_WEIGHT), and the list's words are still found."""
-    from autodoc.lexical import LINKS_WEIGHT, link_lines
+    from autodoc.bm25.analyzer import LINKS_WEIGHT, link_lines
 
     write(vault, "walkthrough.md", "# Walkthrough: compiling a native program\n\nOpen a prompt.\n")
     see_also = "".join(

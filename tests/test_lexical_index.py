@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from autodoc.lexical import (
+from autodoc.bm25.analyzer import (
     FIELD_WEIGHTS,
     STEMMED,
     UNSTEMMED,
@@ -15,7 +15,7 @@ from autodoc.lexical import (
     analyze,
     is_stopword,
 )
-from autodoc.query import parse_query
+from autodoc.parse.query_parser import parse_query
 
 
 def doc(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autodoc.document import parse_document
+from autodoc.parse.document import parse_document
 
 from .conftest import write
 
@@ -97,7 +97,7 @@ def test_a_targeted_run_resolves_links_as_a_full_run_would(engine, vault):
     def check():
         targeted = _link_state(engine)
         ws = engine.workspace("v")
-        from autodoc.indexer import Indexer
+        from autodoc.index.indexer import Indexer
 
         with engine.store.transaction() as conn:
             Indexer(engine.store, engine.lexical(ws), ws)._resolve_links(conn)
@@ -231,7 +231,7 @@ def test_record_links_resolve_by_number_in_the_folder_and_only_as_a_fallback(eng
     ],
 )
 def test_a_frontmatter_reference_written_as_a_link_names_its_target(value, target):
-    from autodoc.document import meta_target
+    from autodoc.parse.document import meta_target
 
     assert meta_target(value) == target
 

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from autodoc import lookup
-from autodoc.dispatcher import Dispatcher
 from autodoc.engine import Engine
-from autodoc.errors import RpcError
+from autodoc.index import names as name_index
+from autodoc.serve.dispatcher import Dispatcher
+from autodoc.wire.errors import RpcError
 
 from . import limits
 from .conftest import REPO, corpus, lexical_workspace, write
@@ -24,13 +24,13 @@ def names(answer: dict) -> list[tuple[str, str, str, str]]:
 
 def assert_ordered(answer: dict) -> None:
     """exact → prefix → partial, and within a tier title → alias → heading → identifier."""
-    tiers = [lookup.MATCH_NAMES.index(m["match"]) for m in answer["matches"]]
+    tiers = [name_index.MATCH_NAMES.index(m["match"]) for m in answer["matches"]]
     assert tiers == sorted(tiers)
     for tier in set(tiers):
         kinds = [
-            lookup.KIND_NAMES.index(m["kind"])
+            name_index.KIND_NAMES.index(m["kind"])
             for m in answer["matches"]
-            if lookup.MATCH_NAMES.index(m["match"]) == tier
+            if name_index.MATCH_NAMES.index(m["match"]) == tier
         ]
         assert kinds == sorted(kinds)
 
@@ -68,11 +68,11 @@ def find(rpc: Dispatcher, name: str, **opts) -> dict:
     ],
 )
 def test_names_split_into_subwords(name, words):
-    assert lookup.subwords(name) == words
+    assert name_index.subwords(name) == words
 
 
 def test_a_name_is_stored_under_each_suffix_join():
-    assert lookup.suffix_keys("placeOrderRequest") == [
+    assert name_index.suffix_keys("placeOrderRequest") == [
         (0, "placeorderrequest"),
         (1, "orderrequest"),
         (2, "request"),
@@ -96,7 +96,7 @@ def test_a_name_is_stored_under_each_suffix_join():
     ],
 )
 def test_prose_words_count_as_identifiers_only_when_shaped_like_code(token, shaped):
-    assert lookup.identifier_shaped(token) is shaped
+    assert name_index.identifier_shaped(token) is shaped
 
 
 # -- the cases of issue 11, on the fixture vault ----------------------------------------------
@@ -285,7 +285,7 @@ def test_edits_and_deletes_keep_the_dictionary_exact(rpc, tmp_path):
         ).fetchone()[0]
         keys = conn.execute("SELECT count(*) FROM symbol_keys").fetchone()[0]
         expected = sum(
-            len(lookup.suffix_keys(n)) for (n,) in conn.execute("SELECT name FROM symbols")
+            len(name_index.suffix_keys(n)) for (n,) in conn.execute("SELECT name FROM symbols")
         )
     assert orphans == 0 and keys == expected
     rpc.call("workspace.remove", ["v"])
@@ -406,10 +406,10 @@ def test_truncated_says_when_more_keys_matched_than_were_read(rpc, vault, monkey
     names = ["fooBar", "foo_bar", "FOO_BAR", "foo-bar", "foobarBaz"]
     write(vault, "a.md", "# A\n\n" + "".join(f"## {n}\n\ntext\n\n" for n in names))
     lexical_workspace(rpc, vault)
-    monkeypatch.setattr(lookup, "CANDIDATES", n)
+    monkeypatch.setattr(name_index, "CANDIDATES", n)
     answer = rpc.call("search.find", ["v", "foobar", {"exact": exact}])
     assert answer["truncated"] is False and len(answer["matches"]) == n
-    monkeypatch.setattr(lookup, "CANDIDATES", n - 1)
+    monkeypatch.setattr(name_index, "CANDIDATES", n - 1)
     answer = rpc.call("search.find", ["v", "foobar", {"exact": exact}])
     assert answer["truncated"] is True and len(answer["matches"]) == n - 1
 
@@ -434,7 +434,7 @@ def test_truncated_says_when_more_keys_matched_than_were_read(rpc, vault, monkey
     ],
 )
 def test_a_names_offset_is_its_first_whole_word_else_its_first_place(text, token, at):
-    assert lookup._offset_of(text, token) == at
+    assert name_index._offset_of(text, token) == at
 
 
 @pytest.mark.parametrize(
@@ -452,16 +452,16 @@ def test_a_names_offset_is_its_first_whole_word_else_its_first_place(text, token
     ],
 )
 def test_which_code_tokens_are_names(token, is_name):
-    assert lookup._code_name(token) is is_name
+    assert name_index._code_name(token) is is_name
 
 
 def test_code_between_prose_is_read_as_code_and_prose_after_it_as_prose():
-    from autodoc.document import parse_document
+    from autodoc.parse.document import parse_document
 
     text = "# T\n\nprose words\n\n```\nplainname = 1\n```\n\nthen fooBar here\n"
-    sites = lookup.document_symbols(parse_document(text.encode(), "t.md"))
-    assert sites["plainname"] == (lookup.KIND_CODE, 0, 6)  # not shaped like code: from code
-    assert sites["fooBar"] == (lookup.KIND_CODE, 0, 9)
+    sites = name_index.document_symbols(parse_document(text.encode(), "t.md"))
+    assert sites["plainname"] == (name_index.KIND_CODE, 0, 6)  # not shaped like code: from code
+    assert sites["fooBar"] == (name_index.KIND_CODE, 0, 9)
     assert "prose" not in sites and "then" not in sites
 
 
@@ -503,11 +503,16 @@ def test_document_symbols_are_exactly_these_names_kinds_labels_and_lines():
     the strongest kind wins (a heading over code), list-like labels split, link targets and
     URLs skipped, keywords, prose words and a fence's info string left out, the first code
     site of a name kept."""
-    from autodoc.document import parse_document
+    from autodoc.parse.document import parse_document
 
     text = SYMBOLS_DOC + "\n## " + "a" * 200 + "\n\n## " + "b" * 201 + "\n"  # the longest name
-    sites = lookup.document_symbols(parse_document(text.encode(), "o.md"))
-    t, a, h, c = lookup.KIND_TITLE, lookup.KIND_ALIAS, lookup.KIND_HEADING, lookup.KIND_CODE
+    sites = name_index.document_symbols(parse_document(text.encode(), "o.md"))
+    t, a, h, c = (
+        name_index.KIND_TITLE,
+        name_index.KIND_ALIAS,
+        name_index.KIND_HEADING,
+        name_index.KIND_CODE,
+    )
     assert sites == {
         "Orders API": (t, 10, 5),
         "alpha, beta": (a, 11, 1),
@@ -545,12 +550,12 @@ def test_document_symbols_are_exactly_these_names_kinds_labels_and_lines():
 
 
 def test_a_title_no_h1_repeats_is_sited_on_the_first_line():
-    from autodoc.document import parse_document
+    from autodoc.parse.document import parse_document
 
     text = "---\ntitle: Orders API\n---\n# Overview\n\n## Orders API\n\ntext\n"
-    sites = lookup.document_symbols(parse_document(text.encode(), "o.md"))
-    assert sites["Orders API"] == (lookup.KIND_TITLE, 10, 1)
-    assert sites["Overview"] == (lookup.KIND_HEADING, 8, 4)
+    sites = name_index.document_symbols(parse_document(text.encode(), "o.md"))
+    assert sites["Orders API"] == (name_index.KIND_TITLE, 10, 1)
+    assert sites["Overview"] == (name_index.KIND_HEADING, 8, 4)
 
 
 @pytest.mark.parametrize(
@@ -563,14 +568,14 @@ def test_a_title_no_h1_repeats_is_sited_on_the_first_line():
     ],
 )
 def test_a_fences_info_string_is_no_name(text):
-    from autodoc.document import parse_document
+    from autodoc.parse.document import parse_document
 
-    sites = lookup.document_symbols(parse_document(text.encode(), "t.md"))
+    sites = name_index.document_symbols(parse_document(text.encode(), "t.md"))
     assert "realName" in sites and not {"cpp", "title", "x"} & set(sites)
 
 
 def test_a_name_and_its_parts_keep_their_first_sites_and_links_are_no_names():
-    from autodoc.document import parse_document
+    from autodoc.parse.document import parse_document
 
     text = (
         "# T\n\nCWnd::Create first.\n\n"
@@ -578,8 +583,8 @@ def test_a_name_and_its_parts_keep_their_first_sites_and_links_are_no_names():
         "Then CWnd::Destroy later.\n"
         "Write to <mailto:someone@example.com?subject=helloWorld> then.\n"
     )
-    sites = lookup.document_symbols(parse_document(text.encode(), "t.md"))
-    c = lookup.KIND_CODE
+    sites = name_index.document_symbols(parse_document(text.encode(), "t.md"))
+    c = name_index.KIND_CODE
     assert {k: v for k, v in sites.items() if k != "T"} == {
         "CWnd::Create": (c, 0, 3),
         "CWnd": (c, 0, 3),  # not moved to line 11 by CWnd::Destroy

@@ -22,7 +22,7 @@ from pytest_lsp import (
     make_test_lsp_client,
 )
 
-from autodoc import protocol
+from autodoc.wire import protocol
 
 from .conftest import EXAMPLE_VAULT, STAGE_SETS, snippet_in, write
 
@@ -331,8 +331,8 @@ async def test_a_newer_search_supersedes_the_older(client: LanguageClient):
 
 
 def test_superseding_is_per_client_and_stops_at_the_next_stage(engine, tmp_path):
-    from autodoc.errors import Cancelled
-    from autodoc.server import AutodocServer
+    from autodoc.serve.lsp.lsp_server import AutodocServer
+    from autodoc.wire.errors import Cancelled
 
     vault = tmp_path / "v"
     shutil.copytree(EXAMPLE_VAULT, vault)
@@ -355,8 +355,8 @@ def test_superseding_is_per_client_and_stops_at_the_next_stage(engine, tmp_path)
 async def test_a_cancelled_request_stops_its_read_at_the_next_stage(engine):
     """Server side of `$/cancelRequest`: the awaiting handler is cancelled, and the read in
     the worker thread sees its token cancelled and stops instead of running to the end."""
-    from autodoc.errors import Cancelled, CancelToken
-    from autodoc.server import AutodocServer
+    from autodoc.serve.lsp.lsp_server import AutodocServer
+    from autodoc.wire.errors import Cancelled, CancelToken
 
     server = AutodocServer(engine)
     token, started, release = CancelToken(), threading.Event(), threading.Event()

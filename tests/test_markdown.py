@@ -14,10 +14,10 @@ from html.parser import HTMLParser
 
 import pytest
 
-from autodoc import lookup
-from autodoc.chunking import Chunker, estimate_tokens, find_sections
-from autodoc.document import parse_document, prose_runs
-from autodoc.markdown import STRUCTURE_FORMAT
+from autodoc.index import names
+from autodoc.parse.chunking import Chunker, estimate_tokens, find_sections
+from autodoc.parse.document import parse_document, prose_runs
+from autodoc.parse.markdown import STRUCTURE_FORMAT
 
 from . import limits
 from .conftest import LONG, REPO, corpus, lexical_workspace, missing, tool, write
@@ -253,7 +253,7 @@ def test_heading_text_keeps_the_words_a_reader_sees():
 def test_a_heading_with_code_is_found_by_lookup_and_in_breadcrumbs(rpc, vault):
     write(vault, "cli.md", "# CLI\n\n## The `--force` flag\n\nOverwrites without asking.\n")
     doc = parse_document((vault / "cli.md").read_bytes(), "cli.md")
-    assert "The --force flag" in lookup.document_symbols(doc)
+    assert "The --force flag" in names.document_symbols(doc)
     lexical_workspace(rpc, vault)
     found = rpc.call("search.find", ["v", "The --force flag"])["matches"]
     assert (found[0]["match"], found[0]["kind"], found[0]["line"]) == ("exact", "heading", 3)

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from autodoc import protocol
-from autodoc.mcp_answers import HIT_FIELDS
+from autodoc.serve.mcp.compact_answers import HIT_FIELDS
+from autodoc.wire import protocol
 
 from .conftest import REPO, STAGE_SETS, long_count, snippet_in
 from .test_fuzz import DOCUMENTED, json_value

@@ -10,7 +10,7 @@ import anyio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autodoc import mcp_wire
+from autodoc.serve.mcp import mcp_framing
 
 from .conftest import long_count
 
@@ -24,9 +24,9 @@ class _Sent:
 
 
 def _run(data: bytes, limit: int, block: int, monkeypatch) -> tuple[list[str], list]:
-    monkeypatch.setattr(mcp_wire, "MAX_REQUEST_BYTES", limit)
-    monkeypatch.setattr(mcp_wire, "BLOCK", block)
-    guard = mcp_wire.GuardedStdin(io.BytesIO(data))
+    monkeypatch.setattr(mcp_framing, "MAX_REQUEST_BYTES", limit)
+    monkeypatch.setattr(mcp_framing, "BLOCK", block)
+    guard = mcp_framing.GuardedStdin(io.BytesIO(data))
     sent = _Sent()
     guard.write = sent  # type: ignore[assignment]
 

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from autodoc import protocol
-from autodoc.dispatcher import Dispatcher
-from autodoc.errors import RpcError
-from autodoc.host import Host
+from autodoc.serve.dispatcher import Dispatcher
+from autodoc.serve.host import Host
+from autodoc.wire import protocol
+from autodoc.wire.errors import RpcError
 
 from .conftest import REPO, STAGE_SETS, fake_openai_engine, write
 from .fake_openai import FakeOpenAI
@@ -125,11 +125,13 @@ def test_conform_rejects_every_kind_of_difference(wired, change):
 def test_the_lua_types_are_generated_from_the_schema():
     committed = (REPO / "lua" / "autodoc" / "types.lua").read_text()
     generated = subprocess.run(
-        [sys.executable, "-m", "autodoc.protocol", "lua"],
+        [sys.executable, "-m", "autodoc.wire.protocol", "lua"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    assert committed == generated, "run: python -m autodoc.protocol lua > lua/autodoc/types.lua"
+    assert committed == generated, (
+        "run: python -m autodoc.wire.protocol lua > lua/autodoc/types.lua"
+    )
     for t in protocol.WIRE_TYPES:
         assert f"---@class autodoc.{t.__name__}" in committed

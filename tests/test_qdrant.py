@@ -17,11 +17,11 @@ import pytest
 pytest.importorskip("qdrant_client", reason="the qdrant extra is not installed")
 
 from autodoc.engine import Engine
-from autodoc.errors import RpcError
-from autodoc.indexer import Indexer
-from autodoc.qdrant_store import QdrantVectors
-from autodoc.semantic import semantic_candidates
+from autodoc.index.indexer import Indexer
 from autodoc.store import read_epochs
+from autodoc.vectors.embedding_cache import semantic_candidates
+from autodoc.vectors.qdrant_dense import QdrantVectors
+from autodoc.wire.errors import RpcError
 
 from .conftest import EXAMPLE_VAULT, fake_openai_engine, write
 from .fake_openai import FakeOpenAI
@@ -218,7 +218,7 @@ def test_a_chunk_whose_vector_comes_after_a_later_ones_is_mirrored_then(tmp_path
 def test_points_are_mirrored_as_a_fill_stores_them_not_only_after(tmp_path, monkeypatch):
     """A reader in another process sees a long fill's vectors as their batches are stored:
     the writer mirrors between batches (at most every MIRROR_EVERY_S), not only at the end."""
-    monkeypatch.setattr("autodoc.semantic.FILL_BATCH", 2)
+    monkeypatch.setattr("autodoc.vectors.embedding_cache.FILL_BATCH", 2)
     monkeypatch.setattr("autodoc.engine.indexing.MIRROR_EVERY_S", 0.0)
     files = {f"d{i}.md": f"# D{i}\n\nnotes on document {i}\n" for i in range(3)}
     with qdrant_vault(tmp_path, files) as (engine, root):

@@ -12,12 +12,12 @@ import pytest
 
 pytest.importorskip("qdrant_client", reason="the qdrant extra is not installed")
 
+from autodoc.bm25.qdrant_sparse import QdrantLexical
 from autodoc.engine import Engine
-from autodoc.errors import RpcError
-from autodoc.indexer import Indexer
-from autodoc.qdrant_lexical import QdrantLexical
-from autodoc.query import parse_query
-from autodoc.stages.lexical import lexical_candidates
+from autodoc.index.indexer import Indexer
+from autodoc.parse.query_parser import parse_query
+from autodoc.query.stages.lexical import lexical_candidates
+from autodoc.wire.errors import RpcError
 
 from .conftest import write
 
@@ -186,7 +186,7 @@ def test_missing_words_are_found_over_pages_of_chunks(kb, monkeypatch, page):
     for i in range(3):
         write(root, f"c{i}.md", f"# C{i}\n\nzebra notes {i}\n")
     engine.index_run("v")
-    monkeypatch.setattr("autodoc.qdrant_lexical.MISSING_PAGE", page)
+    monkeypatch.setattr("autodoc.bm25.qdrant_sparse.MISSING_PAGE", page)
     words = [("zebra", False), ("giraffe", False), ("nothere", False), ("oka", True),
              ("gnu", True), ("notes", False)]  # fmt: skip
     assert lexical_of(engine).missing(words) == ["nothere", "gnu"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autodoc.query import FacetToken, ParsedQuery, QueryItem, parse_query
+from autodoc.parse.query_parser import FacetToken, ParsedQuery, QueryItem, parse_query
 
 
 def declared(name: str) -> bool:

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autodoc.confine import OutsideRoot, read_inside
-from autodoc.dispatcher import Dispatcher
 from autodoc.engine import Engine, checked_path
-from autodoc.errors import RpcError
+from autodoc.files.confine import OutsideRoot, read_inside
+from autodoc.serve.dispatcher import Dispatcher
+from autodoc.wire.errors import RpcError
 
 from .conftest import lexical_workspace, long_count, write
 

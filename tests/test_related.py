@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from autodoc.errors import RpcError
+from autodoc.wire.errors import RpcError
 
 from .conftest import EXAMPLE_VAULT, write
 
@@ -19,8 +19,8 @@ LEASE = "adr/0004-lease-recovery.md"
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     """The sample vault with the bundled model's vectors, once for the module."""
-    from autodoc.dispatcher import Dispatcher
     from autodoc.engine import Engine
+    from autodoc.serve.dispatcher import Dispatcher
 
     root = tmp_path_factory.mktemp("related") / "vault"
     shutil.copytree(EXAMPLE_VAULT, root)

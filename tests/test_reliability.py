@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 
 from autodoc.engine import Engine
-from autodoc.errors import RpcError
-from autodoc.indexer import Indexer
+from autodoc.files.walker import printable
+from autodoc.index.indexer import Indexer
 from autodoc.store import DEAD, LIVE, PENDING
-from autodoc.walker import printable
+from autodoc.wire.errors import RpcError
 
 from . import limits
 from .conftest import REPO, fake_openai_engine, long_count

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from autodoc.errors import RpcError
-from autodoc.rerank import HttpRanker, RankFailed
+from autodoc.models.rankers import HttpRanker, RankFailed
+from autodoc.wire.errors import RpcError
 
 from .conftest import lexical_workspace, write
 from .fake_rankers import FakeRanker, tiny_cross_encoder

@@ -9,15 +9,16 @@ import sys
 import numpy as np
 import pytest
 
-from autodoc import fuse, semantic, vector_index
-from autodoc.embed import HttpEmbedder, bundled_embedder, load_embedder
 from autodoc.engine import Engine
-from autodoc.errors import EMBED_FAILED, SWITCHING, UNSUPPORTED, RpcError
-from autodoc.indexer import Indexer
-from autodoc.semantic import collect_unused, fill
-from autodoc.stages.fuse import FuseStage
-from autodoc.stages.semantic import SemanticStage
+from autodoc.index.indexer import Indexer
+from autodoc.models.embedders import HttpEmbedder, bundled_embedder, load_embedder
+from autodoc.query import fusion
+from autodoc.query.stages.fuse import FuseStage
+from autodoc.query.stages.semantic import SemanticStage
 from autodoc.store import read_epochs
+from autodoc.vectors import embedding_cache, usearch_index
+from autodoc.vectors.embedding_cache import collect_unused, fill
+from autodoc.wire.errors import EMBED_FAILED, SWITCHING, UNSUPPORTED, RpcError
 
 from .conftest import (
     EXAMPLE_VAULT,
@@ -163,7 +164,7 @@ def test_a_document_answers_lexically_until_every_chunk_has_a_vector(sample):
 
 
 def test_an_interrupted_fill_resumes_without_recomputing(rpc, vault, monkeypatch):
-    monkeypatch.setattr(semantic, "FILL_BATCH", 32)  # several transactions for 150 texts
+    monkeypatch.setattr(embedding_cache, "FILL_BATCH", 32)  # several transactions for 150 texts
     for i in range(5):
         write(vault, f"n{i}.md", "".join(f"## S{j}\nnote {i} section {j}\n\n" for j in range(30)))
     lexical_workspace(rpc, vault, "kb")
@@ -230,8 +231,8 @@ def _spy(monkeypatch, owner, name: str) -> list:
 
 def test_a_narrow_filter_scans_only_its_documents(rpc, vault, monkeypatch):
     _bulk_and_rare(rpc, vault)
-    shortlists = _spy(monkeypatch, vector_index.VectorIndex, "shortlist")
-    subsets = _spy(monkeypatch, semantic, "_subset")
+    shortlists = _spy(monkeypatch, usearch_index.VectorIndex, "shortlist")
+    subsets = _spy(monkeypatch, embedding_cache, "_subset")
     answer = search(rpc, "kb", "deployment pipeline", stages=["semantic"], paths=["rare/"])
     assert sorted(h["path"] for h in answer["hits"]) == ["rare/r0.md", "rare/r1.md", "rare/r2.md"]
     assert not shortlists and len(subsets) == 1  # 3 of 153 documents: their vectors only
@@ -240,11 +241,13 @@ def test_a_narrow_filter_scans_only_its_documents(rpc, vault, monkeypatch):
 
 def test_a_wide_filter_that_starves_the_shortlist_scans_its_documents(rpc, vault, monkeypatch):
     _bulk_and_rare(rpc, vault)
-    monkeypatch.setattr(semantic, "SUBSET_SHARE", 0.0)  # as if the filter kept many documents
-    monkeypatch.setattr(vector_index, "SHORTLIST", 20)
-    monkeypatch.setattr(semantic, "MAX_READ", 120)
-    shortlists = _spy(monkeypatch, vector_index.VectorIndex, "shortlist")
-    subsets = _spy(monkeypatch, semantic, "_subset")
+    monkeypatch.setattr(
+        embedding_cache, "SUBSET_SHARE", 0.0
+    )  # as if the filter kept many documents
+    monkeypatch.setattr(usearch_index, "SHORTLIST", 20)
+    monkeypatch.setattr(embedding_cache, "MAX_READ", 120)
+    shortlists = _spy(monkeypatch, usearch_index.VectorIndex, "shortlist")
+    subsets = _spy(monkeypatch, embedding_cache, "_subset")
     answer = search(rpc, "kb", "deployment pipeline", stages=["semantic"], paths=["rare/"])
     assert sorted(h["path"] for h in answer["hits"]) == ["rare/r0.md", "rare/r1.md", "rare/r2.md"]
     assert [c[3] for c in shortlists] == [100, 120]  # read, then deeper: still no cake
@@ -256,7 +259,7 @@ def test_a_wide_filter_that_starves_the_shortlist_scans_its_documents(rpc, vault
 
 
 def test_rrf_arithmetic_from_the_peer_spec():
-    fused = fuse.rrf(
+    fused = fusion.rrf(
         [
             ("lexical", [(1, 1), (2, 2)]),
             ("semantic", [(1, 1), (3, 3), (2, 2)]),
@@ -266,21 +269,26 @@ def test_rrf_arithmetic_from_the_peer_spec():
     assert scores == {1: 0.0328, 2: 0.032, 3: 0.0161}
     assert [f.chunk_id for f in fused] == [1, 2, 3]
     assert fused[0].via == ["lexical", "semantic"]
-    assert fuse.relevance(fused[0].score, 2) == 1.0
-    assert round(fuse.relevance(fused[2].score, 2), 3) == round((1 / 62) / (2 / 61), 3)
-    tie = fuse.rrf([("lexical", [(9, 1)]), ("semantic", [(4, 2)])])
+    assert fusion.relevance(fused[0].score, 2) == 1.0
+    assert round(fusion.relevance(fused[2].score, 2), 3) == round((1 / 62) / (2 / 61), 3)
+    tie = fusion.rrf([("lexical", [(9, 1)]), ("semantic", [(4, 2)])])
     # Equal scores: the better lexical rank first, whatever the ids (they differ between two
     # stores of the same files; ranks do not).
     assert [f.chunk_id for f in tie] == [9, 4]
 
 
 def test_boosts():
-    hits = fuse.rrf([("lexical", [(1, 1), (2, 2)])])
-    boosted = fuse.apply_boosts(hits, {2}, {})
+    hits = fusion.rrf([("lexical", [(1, 1), (2, 2)])])
+    boosted = fusion.apply_boosts(hits, {2}, {})
     assert [h.chunk_id for h in boosted] == [2, 1]  # x1.2 lifts rank 2 over rank 1
-    assert fuse.link_factor(0) == 1.0
-    assert fuse.link_factor(1) < fuse.link_factor(10) < fuse.link_factor(31) == pytest.approx(1.1)
-    assert fuse.link_factor(1000) == pytest.approx(1.1)
+    assert fusion.link_factor(0) == 1.0
+    assert (
+        fusion.link_factor(1)
+        < fusion.link_factor(10)
+        < fusion.link_factor(31)
+        == pytest.approx(1.1)
+    )
+    assert fusion.link_factor(1000) == pytest.approx(1.1)
 
 
 def test_tag_boost_in_a_real_answer(rpc, vault):
@@ -483,13 +491,13 @@ def test_sign_index_is_saved_and_reloaded_incrementally(sample):
     emb = embedder_of(rpc)
     saved = engine.store.vectors_root / f"{ws.id}-{emb.model_fp}.usearch"
     assert saved.with_suffix(".json").is_file()
-    fresh = vector_index.VectorIndex(emb.dim, saved, engine.store.store_id)
+    fresh = usearch_index.VectorIndex(emb.dim, saved, engine.store.store_id)
     with engine.store.snapshot() as conn:
         n = conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
         assert len(fresh.index) == n and fresh.max_id > 0  # loaded, not rebuilt
         fresh.refresh(conn, ws.id, emb.model_fp, 10**6)
     assert len(fresh.index) == n
-    stranger = vector_index.VectorIndex(emb.dim, saved, "another-store")
+    stranger = usearch_index.VectorIndex(emb.dim, saved, "another-store")
     assert len(stranger.index) == 0  # a file from another store is never trusted
     rpc.call("workspace.remove", ["kb"])
     assert not list(saved.parent.glob(f"{saved.stem}.*"))
@@ -545,7 +553,7 @@ def test_coverage_is_kept_incrementally_and_matches_a_full_count(sample):
     for i in range(3):
         (root / f"new-{i}.md").write_text(f"# New {i}\n\nfresh text number {i} about stores.\n")
         with engine._write:  # index without the background fill, so vectors are missing
-            from autodoc.indexer import Indexer
+            from autodoc.index.indexer import Indexer
 
             Indexer(engine.store, engine.lexical(ws), ws).run(paths=[f"new-{i}.md"])
         got = reported()
@@ -625,14 +633,14 @@ def test_a_sign_index_saved_halfway_loads_without_adding_rows_twice(tmp_path):
 def test_confidence_weights_follow_each_lists_own_scores():
     sharp_lexical = [12.0, 3.0, 2.0]  # few matches, the first far ahead
     flat_lexical = [10.0, 9.8, 9.7, 9.6, 9.5, 9.4, 9.3, 9.2, 9.1, 9.0]
-    w_lex, w_sem = fuse.confidence_weights(sharp_lexical, [0.35])
+    w_lex, w_sem = fusion.confidence_weights(sharp_lexical, [0.35])
     assert w_lex + w_sem == pytest.approx(2.0) and w_lex > 1.9  # an identifier-like query
-    w_lex, w_sem = fuse.confidence_weights(flat_lexical, [0.75])
+    w_lex, w_sem = fusion.confidence_weights(flat_lexical, [0.75])
     assert w_sem > 1.9  # a paraphrase: no word stands out, the meaning does
-    assert sum(fuse.confidence_weights([], [])) == pytest.approx(2.0)  # no signal: finite
+    assert sum(fusion.confidence_weights([], [])) == pytest.approx(2.0)  # no signal: finite
     # Weighted, relevance keeps its meaning: first in every stage that ran is 1.0.
-    fused = fuse.rrf([("lexical", [(1, 1), (2, 2)]), ("semantic", [(1, 1)])], 20, (1.5, 0.5))
-    assert fuse.relevance(fused[0].score, 2.0, 20) == 1.0
+    fused = fusion.rrf([("lexical", [(1, 1), (2, 2)]), ("semantic", [(1, 1)])], 20, (1.5, 0.5))
+    assert fusion.relevance(fused[0].score, 2.0, 20) == 1.0
 
 
 def test_the_answer_says_which_fusion_ran_and_the_spec_cases_still_come_first(sample):

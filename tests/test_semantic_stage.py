@@ -12,10 +12,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from autodoc import semantic, vector_index
 from autodoc.engine import Engine
-from autodoc.facets import DocumentSet
+from autodoc.parse.frontmatter_schema import DocumentSet
 from autodoc.store import LIVE, read_epochs
+from autodoc.vectors import embedding_cache, usearch_index
 
 from .conftest import fake_openai_engine, write
 from .fake_openai import FakeOpenAI
@@ -52,7 +52,7 @@ def sem(tmp_path_factory, request):
             engine.workspace_configure("v", {"embedding": {**spec, "store": where}})
         with pytest.MonkeyPatch.context() as mp:
             if request.param == "graph":
-                mp.setattr(vector_index, "HNSW_ABOVE", 1)
+                mp.setattr(usearch_index, "HNSW_ABOVE", 1)
             engine.index_run("v")
         assert searched_by(plan(engine)[1].signs) == request.param
         engine.searched_by = request.param  # checked by candidates_for
@@ -61,7 +61,7 @@ def sem(tmp_path_factory, request):
 
 
 def searched_by(signs) -> str:
-    if not isinstance(signs, vector_index.VectorIndex):
+    if not isinstance(signs, usearch_index.VectorIndex):
         return "qdrant"
     return "scan" if signs.graph is None else "graph"
 
@@ -207,7 +207,7 @@ def test_an_exact_match_leads_even_when_the_shortlist_is_short(sem, monkeypatch)
     """A shortlist of 4 sign codes: the chunk whose text is the query is at Hamming distance 0
     and cosine 1, on both paths."""
     engine, _ = sem
-    monkeypatch.setattr(vector_index, "SHORTLIST", 4)
+    monkeypatch.setattr(usearch_index, "SHORTLIST", 4)
     text = "Note 12 › More\n\n## More\n\n" + note(12).split("## More\n\n")[1]
     target = doc_ids(engine, "topics/t12")
     for keep in (doc_ids(engine, "topics/t1"), doc_ids(engine, "topics/", "shared/")):
@@ -217,8 +217,8 @@ def test_an_exact_match_leads_even_when_the_shortlist_is_short(sem, monkeypatch)
 
 def test_reading_deeper_fills_a_starved_answer_and_says_when_it_could_not(sem, monkeypatch):
     engine, _ = sem
-    monkeypatch.setattr(vector_index, "SHORTLIST", 4)
-    monkeypatch.setattr(semantic, "MAX_READ", 8)
+    monkeypatch.setattr(usearch_index, "SHORTLIST", 4)
+    monkeypatch.setattr(embedding_cache, "MAX_READ", 8)
     # Most documents excluded: the shortlist cannot fill the answer, the kept ones are scanned.
     keep = doc_ids(engine, "shared/", "other/")
     drop = doc_ids(engine, "") - keep
@@ -250,8 +250,8 @@ def test_the_sign_codes_grow_with_the_vectors_after_a_filtered_scan(tmp_path):
             engine.close()
 
 
-def _codes(pairs: list[tuple[int, str]]) -> vector_index._Codes:
-    return vector_index._Codes.of([(i, h, bytes([i % 256, 7])) for i, h in pairs])
+def _codes(pairs: list[tuple[int, str]]) -> usearch_index._Codes:
+    return usearch_index._Codes.of([(i, h, bytes([i % 256, 7])) for i, h in pairs])
 
 
 def test_sign_codes_are_looked_up_by_text_hash():
@@ -302,7 +302,7 @@ def test_a_sign_bit_is_set_only_for_a_positive_component():
     vectors = np.array(
         [[0.5, -0.1, 0.0, 2.0, 1.0, -3.0, 0.25, 1e-9], [-0.5] * 4 + [0.5] * 4], dtype=np.float32
     )
-    assert semantic.sign_bits(vectors).tolist() == [[0b10011011], [0b00001111]]
+    assert embedding_cache.sign_bits(vectors).tolist() == [[0b10011011], [0b00001111]]
 
 
 # -- the narrow filter's own scan, the saved sign index, filling and collecting ---------------
@@ -328,14 +328,14 @@ def test_a_narrow_filter_rescores_only_its_sign_codes_nearest_the_query(sem, mon
     with the shortlist set where the k-th and (k+1)-th distances differ, so the set is defined."""
     engine, _ = sem
     keep = doc_ids(engine, "topics/t0")  # 10 documents, 20 chunks, 20 texts
-    monkeypatch.setattr(semantic, "SUBSET_SHARE", 0.5)  # served by their own vectors
+    monkeypatch.setattr(embedding_cache, "SUBSET_SHARE", 0.5)  # served by their own vectors
     rows = vectors(engine, keep)
     _, p = plan(engine)
-    qbits = semantic.sign_bits(p.embedder.embed([text])[0])
+    qbits = embedding_cache.sign_bits(p.embedder.embed([text])[0])
     distance = {r[3]: int(np.unpackbits(np.frombuffer(r[5], np.uint8) ^ qbits).sum()) for r in rows}
     ordered = sorted(distance.values())
     k = next(k for k in range(3, len(ordered)) if ordered[k - 1] < ordered[k])
-    monkeypatch.setattr(vector_index, "SHORTLIST", k)
+    monkeypatch.setattr(usearch_index, "SHORTLIST", k)
     nearest = {h for h, d in distance.items() if d <= ordered[k - 1]}
     assert len(nearest) == k < len(distance)
     expected = brute_force(engine, text, keep, need=100)
@@ -353,10 +353,10 @@ def test_a_filter_holding_exactly_the_subset_share_scans_its_own_vectors(sem, mo
     keep = doc_ids(engine, "topics/t0")
     (total,) = {len(vectors(engine, doc_ids(engine, "")))}
     share = Fraction(len(vectors(engine, keep)) - (0 if at_edge else 1), total)
-    monkeypatch.setattr(semantic, "SUBSET_SHARE", share)  # exact: chunks * share is a count
+    monkeypatch.setattr(embedding_cache, "SUBSET_SHARE", share)  # exact: chunks * share is a count
     scans = []
-    real = semantic._subset
-    monkeypatch.setattr(semantic, "_subset", lambda *a: scans.append(a[7]) or real(*a))
+    real = embedding_cache._subset
+    monkeypatch.setattr(embedding_cache, "_subset", lambda *a: scans.append(a[7]) or real(*a))
     found, _ = candidates(engine, "lease writer", DocumentSet(len(keep), keep=keep))
     assert scans == ([keep] if at_edge else [])
     assert same(found, brute_force(engine, "lease writer", keep), engine)
@@ -379,7 +379,13 @@ def add_vectors(engine, vecs: np.ndarray) -> None:
             "INSERT INTO embeddings(workspace_id, model_fp, text_hash, f32, bits)"
             " VALUES (?, ?, ?, ?, ?)",
             [
-                (ws.id, p.model_fp, f"{i:064x}", v.tobytes(), semantic.sign_bits(v).tobytes())
+                (
+                    ws.id,
+                    p.model_fp,
+                    f"{i:064x}",
+                    v.tobytes(),
+                    embedding_cache.sign_bits(v).tobytes(),
+                )
                 for i, v in enumerate(vecs.astype(np.float32))
             ],
         )
@@ -390,8 +396,8 @@ def test_an_answer_the_deepest_read_cannot_fill_says_it_is_truncated(tmp_path, m
     """Ten unused vectors equal to each query fill every shortlist: with no filter the stage
     answers what it found and `truncated`; with one, the kept documents' own vectors answer
     (and a vector shared with a dropped document does not let it in)."""
-    monkeypatch.setattr(vector_index, "SHORTLIST", 4)
-    monkeypatch.setattr(semantic, "MAX_READ", 8)
+    monkeypatch.setattr(usearch_index, "SHORTLIST", 4)
+    monkeypatch.setattr(embedding_cache, "MAX_READ", 8)
     with FakeOpenAI(dim=32) as server:
         root = tmp_path / "vault"
         write(root, "x/a.md", "# Common\n\n" + LICENCE)  # its licence shares a vector
@@ -533,19 +539,19 @@ def test_a_saved_sign_index_of_another_store_or_dimension_is_ignored(tmp_path):
             _, _, signs = signs_of(engine)
             path, owner, n = signs.path, signs.owner, len(signs.index)
             assert n and path.with_suffix(".json").is_file()
-            assert len(vector_index.VectorIndex(32, path, owner).index) == n
+            assert len(usearch_index.VectorIndex(32, path, owner).index) == n
             for dim, who in ((32, owner + "x"), (64, owner), (16, owner)):
-                other = vector_index.VectorIndex(dim, path, who)
+                other = usearch_index.VectorIndex(dim, path, who)
                 assert (len(other.index), other.index.ndim, other.max_id) == (0, dim, 0)
             # A .json naming files that are gone (or cut short): nothing is trusted.
             meta = path.with_suffix(".json")
             saved = json.loads(meta.read_text())
             for broken in ({"seq": saved["seq"] + 7}, {"rows": saved["rows"] + 1}):
                 meta.write_text(json.dumps({**saved, **broken}))
-                gone = vector_index.VectorIndex(32, path, owner)
+                gone = usearch_index.VectorIndex(32, path, owner)
                 assert (len(gone.index), gone.max_id, gone.collected) == (0, 0, None)
             meta.write_text(json.dumps(saved))
-            assert vector_index.VectorIndex(32, path, owner).collected == saved["collected"]
+            assert usearch_index.VectorIndex(32, path, owner).collected == saved["collected"]
         finally:
             engine.close()
 
@@ -569,10 +575,12 @@ def test_filling_embeds_the_breadcrumb_and_text_and_reports_progress(tmp_path):
                     "DELETE FROM embeddings WHERE text_hash IN (SELECT text_hash FROM chunks"
                     f" WHERE document_id IN ({marks}))"
                 )
-            assert semantic.fill(engine.store, ws, p.embedder, among=[]) == 0
+            assert embedding_cache.fill(engine.store, ws, p.embedder, among=[]) == 0
             server.requests.clear()
             seen = []
-            done = semantic.fill(engine.store, ws, p.embedder, lambda d, t: seen.append((d, t)))
+            done = embedding_cache.fill(
+                engine.store, ws, p.embedder, lambda d, t: seen.append((d, t))
+            )
             assert done == len(chunks) and seen == [(len(chunks), len(chunks))]
             [request] = server.requests
             assert request["body"]["input"] == [f"{bc}\n\n{text}" for _, bc, text in chunks]
@@ -583,7 +591,7 @@ def test_filling_embeds_the_breadcrumb_and_text_and_reports_progress(tmp_path):
                 )
             seen.clear()
             with traced(engine) as statements:
-                done = semantic.fill(
+                done = embedding_cache.fill(
                     engine.store, ws, p.embedder, lambda d, t: seen.append((d, t)),
                     among=[c[0] for c in chunks],
                 )  # fmt: skip
@@ -600,8 +608,10 @@ def test_collecting_keeps_the_named_models_and_drops_every_other(tmp_path):
             ws, p, _ = signs_of(engine)
             with engine.store.snapshot() as conn:
                 (n,) = conn.execute("SELECT count(*) FROM embeddings").fetchone()
-            assert n and semantic.collect_unused(engine.store, ws, {p.model_fp, "other"}) == 0
-            assert semantic.collect_unused(engine.store, ws, set()) == n
+            assert (
+                n and embedding_cache.collect_unused(engine.store, ws, {p.model_fp, "other"}) == 0
+            )
+            assert embedding_cache.collect_unused(engine.store, ws, set()) == n
         finally:
             engine.close()
 
@@ -620,7 +630,7 @@ def candidates_for(engine, qvec: np.ndarray, allowed, need: int, complete: bool 
         (total,) = conn.execute(
             f"SELECT count(*) FROM chunks WHERE workspace_id = ? AND state = {LIVE}", (ws.id,)
         ).fetchone()
-        return semantic.semantic_candidates(
+        return embedding_cache.semantic_candidates(
             conn, engine.store, p.signs, ws, p.model_fp, qvec, allowed, need,
             complete=complete, chunks=total,
         )  # fmt: skip
@@ -631,8 +641,8 @@ def test_the_filters_own_scan_keeps_exactly_the_nearest_sign_codes(tmp_path, mon
     """24 one-chunk documents whose vectors are set so the i-th differs from the query's signs
     in i bits, and whose cosine order is not their Hamming order: a shortlist of 8 keeps
     exactly the eight nearest, whatever order the scan meets them in (two shufflings)."""
-    monkeypatch.setattr(semantic, "SUBSET_SHARE", 1.0)
-    monkeypatch.setattr(vector_index, "SHORTLIST", 8)
+    monkeypatch.setattr(embedding_cache, "SUBSET_SHARE", 1.0)
+    monkeypatch.setattr(usearch_index, "SHORTLIST", 8)
     with FakeOpenAI(dim=64) as server:
         root = tmp_path / "vault"
         for i in range(24):
@@ -663,7 +673,7 @@ def test_the_filters_own_scan_keeps_exactly_the_nearest_sign_codes(tmp_path, mon
                     conn.execute(
                         "INSERT INTO embeddings(workspace_id, model_fp, text_hash, f32, bits)"
                         " VALUES (?, ?, ?, ?, ?)",
-                        (ws.id, fp, h, v.tobytes(), semantic.sign_bits(v).tobytes()),
+                        (ws.id, fp, h, v.tobytes(), embedding_cache.sign_bits(v).tobytes()),
                     )
                 conn.execute(  # as a collection does: the saved vectors are stale
                     "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key)"

@@ -12,9 +12,11 @@ import time
 
 import pytest
 
-from autodoc import evaluate, protocol, stages
-from autodoc.errors import EMBED_FAILED, INVALID_PARAMS, UNSUPPORTED, RpcError
-from autodoc.stages.semantic import SemanticStage
+from autodoc.evaluation import beir
+from autodoc.query import stages
+from autodoc.query.stages.semantic import SemanticStage
+from autodoc.wire import protocol
+from autodoc.wire.errors import EMBED_FAILED, INVALID_PARAMS, UNSUPPORTED, RpcError
 
 from .conftest import REPO, fake_openai_engine
 from .fake_openai import FakeOpenAI
@@ -114,13 +116,13 @@ def test_the_stages_record_follows_toggles_and_availability(served, toggles, sem
 def test_named_modes_are_the_evaluations_stage_sets(served):
     engine, embedder, fake_ranker = served
     embedder.mode = fake_ranker.mode = "ok"
-    assert evaluate.STAGE_SETS == {
+    assert beir.STAGE_SETS == {
         "lexical": ["lexical"],
         "semantic": ["semantic"],
         "hybrid": ["lexical", "semantic"],
         "rerank": ["lexical", "semantic", "rerank"],
     }
-    for mode, expected in evaluate.STAGE_SETS.items():
+    for mode, expected in beir.STAGE_SETS.items():
         answer = engine.search("s-r", "passkey", {"mode": mode})
         assert answer["stages"]["performed"] == expected
         assert answer["mode_used"] == ("hybrid" if mode in ("hybrid", "rerank") else mode)

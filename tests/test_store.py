@@ -19,9 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from autodoc import config
-from autodoc.errors import INVALID_PARAMS, STORE_BUSY, STORE_READ_ONLY, RpcError, StoreBusyError
 from autodoc.store import DEAD, LIVE, PENDING, Store, Workspace, WriterLease
+from autodoc.wire import workspace_options
+from autodoc.wire.errors import (
+    INVALID_PARAMS,
+    STORE_BUSY,
+    STORE_READ_ONLY,
+    RpcError,
+    StoreBusyError,
+)
 
 DAY = 86400.0
 NAME_ERROR = "workspace name must be 1-64 letters, digits, '.', '_' or '-'"
@@ -381,7 +387,7 @@ def test_add_workspace_creates_with_defaults(store, tmp_path):
     root = folder(tmp_path, "vault")
     ws, created = store.add_workspace("v", str(root))
     assert created is True
-    assert ws == Workspace(1, "v", root, config.defaults(), None, 0, 0, None, None)
+    assert ws == Workspace(1, "v", root, workspace_options.defaults(), None, 0, 0, None, None)
     assert store.workspace("v") == ws
     assert store.workspaces() == [ws]
 
@@ -512,7 +518,7 @@ def test_workspace_from_row_reads_every_field(store):
         1,
         "w",
         Path("/some/root"),
-        {**config.defaults(), "section_tokens": 500, "extra": [1]},
+        {**workspace_options.defaults(), "section_tokens": 500, "extra": [1]},
         12.5,
         3,
         4,
@@ -521,7 +527,7 @@ def test_workspace_from_row_reads_every_field(store):
     )
     assert store.workspace("w") == expected
     assert store.workspace("e") == Workspace(
-        2, "e", Path("/e"), config.defaults(), None, 0, 0, None, None
+        2, "e", Path("/e"), workspace_options.defaults(), None, 0, 0, None, None
     )
     with store.snapshot() as conn:
         row = conn.execute("SELECT * FROM workspaces WHERE name = 'w'").fetchone()
@@ -537,7 +543,7 @@ def test_set_options_merges_and_stores_sorted_keys(store, tmp_path):
     ws = store.set_options(ws, {"section_tokens": 500, "abstract_chunk": False})
     ws = store.set_options(ws, {"section_tokens": 600, "embedding": {"provider": "none"}})
     assert ws.options == {
-        **config.defaults(),
+        **workspace_options.defaults(),
         "section_tokens": 600,
         "abstract_chunk": False,
         "embedding": {"provider": "none"},

@@ -10,9 +10,9 @@ import json
 import numpy as np
 import pytest
 
-from autodoc import vector_index
 from autodoc.engine import Engine
 from autodoc.store import read_epochs
+from autodoc.vectors import usearch_index
 
 from .conftest import write
 from .fake_openai import FakeOpenAI
@@ -20,7 +20,7 @@ from .test_semantic_stage import brute_force, candidates, plan, same, small_engi
 
 
 def test_rows_are_gathered_from_the_mapped_part_and_the_part_added_since():
-    rows = vector_index._Rows.empty(4)
+    rows = usearch_index._Rows.empty(4)
     first = np.eye(4, dtype=np.float32)
     rows.extend(np.array([2, 5, 9, 11], np.uint64), np.array([b"a" * 64] * 4), first)
     rows.base, rows.tail = rows.tail, np.zeros((0, 4), np.float32)  # as after a save
@@ -51,7 +51,7 @@ def test_a_new_process_rescores_from_the_mapped_rows_not_sqlite(tmp_path):
 @pytest.fixture
 def graphed(tmp_path, monkeypatch):
     """A 12-note workspace past a lowered HNSW_ABOVE: the writer builds and saves a graph."""
-    monkeypatch.setattr(vector_index, "HNSW_ABOVE", 10)
+    monkeypatch.setattr(usearch_index, "HNSW_ABOVE", 10)
     with FakeOpenAI(dim=32) as server:
         engine, root = small_engine(tmp_path, server)
         yield engine, root
@@ -104,7 +104,7 @@ def test_a_saved_graph_is_loaded_and_kept_in_step(graphed, monkeypatch):
         write(root, "n00.md", "# Note 0\n\nrewritten zebra okapi\n")  # its old texts go unused
         write(root, "late.md", "# Late\n\nzebra okapi giraffe\n")
         engine.index_run("v")
-        from autodoc.indexer import Indexer
+        from autodoc.index.indexer import Indexer
 
         Indexer(engine.store, engine.lexical(ws), ws).purge_retired(grace=0)
         engine.embed_run("v")  # collects the unused vectors
@@ -113,7 +113,7 @@ def test_a_saved_graph_is_loaded_and_kept_in_step(graphed, monkeypatch):
         assert graph_keys(engine) == now
         found, _ = candidates(engine, "zebra okapi giraffe")
         assert same(found, brute_force(engine, "zebra okapi giraffe", None))
-        monkeypatch.setattr(vector_index, "RESAVE_SHARE", 100.0)  # the graph file is kept...
+        monkeypatch.setattr(usearch_index, "RESAVE_SHARE", 100.0)  # the graph file is kept...
         write(root, "later.md", "# Later\n\nadded after the graph was saved\n")
         engine.index_run("v")
         now = vector_ids(engine)
@@ -137,7 +137,7 @@ def test_a_graph_saved_with_other_build_settings_is_built_again_and_saved(graphe
     _, p = plan(engine)
     meta = p.signs.path.with_suffix(".json")
     saved = json.loads(meta.read_text())
-    assert saved["graph_build"] == vector_index.GRAPH_BUILD
+    assert saved["graph_build"] == usearch_index.GRAPH_BUILD
     del saved["graph_build"]  # as an older version wrote it
     meta.write_text(json.dumps(saved))
     engine.close()
@@ -150,7 +150,7 @@ def test_a_graph_saved_with_other_build_settings_is_built_again_and_saved(graphe
         engine.embed_run("v")  # the writer catches up: builds the graph, saves it
         assert graph_keys(engine) == vector_ids(engine)
         again = json.loads(meta.read_text())
-        assert again["graph"] and again["graph_build"] == vector_index.GRAPH_BUILD
+        assert again["graph"] and again["graph_build"] == usearch_index.GRAPH_BUILD
         assert again["graph_seq"] > saved["graph_seq"]  # a new graph file, not the old one
     finally:
         engine.close()
@@ -172,7 +172,7 @@ def test_a_writer_killed_before_its_json_leaves_the_last_complete_set(tmp_path, 
         _, p = plan(engine)
         meta = p.signs.path.with_suffix(".json")
         old = meta.read_text()
-        monkeypatch.setattr(vector_index.VectorIndex, "_drop_old", lambda self, saved: None)
+        monkeypatch.setattr(usearch_index.VectorIndex, "_drop_old", lambda self, saved: None)
         for i in range(4):
             write(root, f"k{i}.md", f"# K{i}\n\nkilled text {i}\n")
         engine.index_run("v")  # rows appended, new index files, new .json...
@@ -188,7 +188,7 @@ def test_a_writer_killed_before_its_json_leaves_the_last_complete_set(tmp_path, 
             gen = json.loads(meta.read_text())["rows_gen"]
             f32 = p.signs.path.with_suffix(f".r{gen}.f32")
             assert f32.stat().st_size == len(vector_ids(engine)) * 32 * 4
-            reloaded = vector_index.VectorIndex(32, p.signs.path, p.signs.owner)
+            reloaded = usearch_index.VectorIndex(32, p.signs.path, p.signs.owner)
             with engine.store.snapshot() as conn:
                 reloaded.refresh(conn, ws.id, p.model_fp, read_epochs(conn, ws.id)[1])
             assert reloaded.rows.ids.tolist() == sorted(vector_ids(engine))
@@ -216,7 +216,7 @@ def test_a_walk_that_comes_back_short_gives_way_to_the_exact_scan(graphed, monke
     qvec = p.embedder.embed(["lease writer"])[0]
     everything = sorted(int(k) for k in signs.index.keys)
     monkeypatch.setattr(signs.graph, "search", short)
-    got = signs.shortlist(qvec, vector_index.sign_bits(qvec), 400)
+    got = signs.shortlist(qvec, usearch_index.sign_bits(qvec), 400)
     assert sorted(int(k) for k in got) == everything
     found, _ = candidates(engine, "lease writer")
     assert same(found, brute_force(engine, "lease writer", None))
@@ -225,16 +225,16 @@ def test_a_walk_that_comes_back_short_gives_way_to_the_exact_scan(graphed, monke
 def test_the_graphs_shortlist_widens_as_it_grows_to_its_cap():
     """300 up to HNSW_WIDEN_FROM, growing with the graph (its recall for the same effort falls
     with size), 800 at a million vectors and no more past it."""
-    widths = [vector_index.hnsw_shortlist(n) for n in (10_000, 250_000, 500_000, 1_000_000)]
-    assert widths[0] == widths[1] == vector_index.HNSW_SHORTLIST == 300
-    assert 450 < widths[2] < 530 and widths[3] == vector_index.HNSW_SHORTLIST_MAX == 800
-    assert vector_index.hnsw_shortlist(3_000_000) == 800
+    widths = [usearch_index.hnsw_shortlist(n) for n in (10_000, 250_000, 500_000, 1_000_000)]
+    assert widths[0] == widths[1] == usearch_index.HNSW_SHORTLIST == 300
+    assert 450 < widths[2] < 530 and widths[3] == usearch_index.HNSW_SHORTLIST_MAX == 800
+    assert usearch_index.hnsw_shortlist(3_000_000) == 800
 
 
 def test_the_stage_asks_a_large_graph_for_its_wider_shortlist(graphed, monkeypatch):
     engine, _ = graphed
     signs = plan(engine)[1].signs
     assert signs.graph is not None and signs.shortlist_size(50) == 300
-    monkeypatch.setattr(vector_index, "HNSW_WIDEN_FROM", 3)  # this graph is "large" now
+    monkeypatch.setattr(usearch_index, "HNSW_WIDEN_FROM", 3)  # this graph is "large" now
     assert signs.shortlist_size(50) > 300
-    assert signs.shortlist_size(50) == vector_index.hnsw_shortlist(len(signs.graph))
+    assert signs.shortlist_size(50) == usearch_index.hnsw_shortlist(len(signs.graph))

@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from autodoc import limits
-from autodoc.dispatcher import Dispatcher
 from autodoc.engine import Engine
-from autodoc.errors import RpcError
+from autodoc.serve.dispatcher import Dispatcher
+from autodoc.wire import limits
+from autodoc.wire.errors import RpcError
 
 from .conftest import REPO, lexical_workspace, write
 from .test_fuzz import Wire
@@ -111,7 +111,7 @@ def test_a_100_mb_file_read_without_a_range_stays_small(tmp_path):
             fh.write(line * 100_000)  # 100 MB
     script = f"""
 import json, tracemalloc
-from autodoc.dispatcher import Dispatcher
+from autodoc.serve.dispatcher import Dispatcher
 from autodoc.engine import Engine
 rpc = Dispatcher(Engine({str(tmp_path / "s" / "autodoc.db")!r}))
 rpc.call("workspace.add", ["v", {str(root)!r}])

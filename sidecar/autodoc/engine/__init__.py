@@ -8,9 +8,9 @@ and `reading` build on it.
 
 from __future__ import annotations
 
-from .core import COLLECT_EVERY_S, FILLING, NO_EMBEDDER, EngineCore
-from .reading import Reading, checked_path
-from .workspaces import Workspaces
+from autodoc.engine.core import COLLECT_EVERY_S, FILLING, NO_EMBEDDER, EngineCore
+from autodoc.engine.reading import Reading, checked_path
+from autodoc.engine.workspaces import Workspaces
 
 
 class Engine(Workspaces, Reading):

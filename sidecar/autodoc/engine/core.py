@@ -10,16 +10,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import protocol
-from .. import store as queries
-from ..embed import Embedder, key_status, load_embedder
-from ..errors import SWITCHING, UNSUPPORTED
-from ..lexical import Lexical, LexicalIndex
-from ..rerank import NO_RANKER, RankPlan, load_ranker
-from ..semantic import SemanticPlan
-from ..stages.semantic import semantic_coverage
-from ..store import Store, Workspace
-from ..vector_index import VectorIndex, Vectors
+from autodoc import store as queries
+from autodoc.bm25.analyzer import Lexical, LexicalIndex
+from autodoc.models.embedders import Embedder, key_status, load_embedder
+from autodoc.models.rankers import NO_RANKER, RankPlan, load_ranker
+from autodoc.query.stages.semantic import semantic_coverage
+from autodoc.store import Store, Workspace
+from autodoc.vectors.embedding_cache import SemanticPlan
+from autodoc.vectors.usearch_index import VectorIndex, Vectors
+from autodoc.wire import protocol
+from autodoc.wire.errors import SWITCHING, UNSUPPORTED
 
 log = logging.getLogger("autodoc.engine")
 
@@ -96,7 +96,7 @@ class EngineCore:
         where = lexical_store(ws)
         if where is None:
             return LexicalIndex(self.store.lexical_root / str(ws.id))
-        from ..qdrant_lexical import QdrantLexical  # the optional qdrant-client
+        from autodoc.bm25.qdrant_sparse import QdrantLexical  # the optional qdrant-client
 
         local = self.store.lexical_root / f"{ws.id}.qdrant"  # its lengths and format
         return QdrantLexical(where, local, self.store.store_id, ws.id)
@@ -135,7 +135,9 @@ class EngineCore:
             if index is None:
                 where = store_spec(ws)
                 if where["kind"] == "qdrant":
-                    from ..qdrant_store import QdrantVectors  # the optional qdrant-client
+                    from autodoc.vectors.qdrant_dense import (
+                        QdrantVectors,  # the optional qdrant-client
+                    )
 
                     index = QdrantVectors(
                         where, embedder.dim, self.store.store_id, ws.id, embedder.model_fp

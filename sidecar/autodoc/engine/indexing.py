@@ -9,16 +9,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import facets, protocol
-from .. import store as queries
-from ..check import check_workspace
-from ..embed import Embedder, key_status
-from ..errors import StoreBusyError
-from ..indexer import Indexer, Progress
-from ..semantic import collect_unused, fill
-from ..stages.semantic import semantic_coverage, semantic_missing
-from ..store import Workspace, read_epochs
-from .core import COLLECT_EVERY_S, MIRROR_EVERY_S, EngineCore, lexical_store, log
+from autodoc import store as queries
+from autodoc.engine.core import COLLECT_EVERY_S, MIRROR_EVERY_S, EngineCore, lexical_store, log
+from autodoc.index.check import check_workspace
+from autodoc.index.indexer import Indexer, Progress
+from autodoc.models.embedders import Embedder, key_status
+from autodoc.parse import frontmatter_schema
+from autodoc.query.stages.semantic import semantic_coverage, semantic_missing
+from autodoc.store import Workspace, read_epochs
+from autodoc.vectors.embedding_cache import collect_unused, fill
+from autodoc.wire import protocol
+from autodoc.wire.errors import StoreBusyError
 
 
 class Indexing(EngineCore):
@@ -166,7 +167,7 @@ class Indexing(EngineCore):
                 Indexer(self.store, self.lexical(ws), ws).run(progress=progress)
         except StoreBusyError:
             indexed = False
-        shown, _ = facets.schema_location(ws.root, ws.options.get("schema"))
+        shown, _ = frontmatter_schema.schema_location(ws.root, ws.options.get("schema"))
         report = check_workspace(self.store, ws, shown)
         report["indexed"] = indexed
         return report

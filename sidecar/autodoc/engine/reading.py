@@ -7,13 +7,14 @@ import os
 import time
 from typing import Any
 
-from .. import limits, lookup, protocol
-from .. import store as queries
-from ..confine import NotInWorkspace, OutsideRoot, read_lines
-from ..errors import CancelToken, invalid_params
-from ..related import related as related_sections
-from ..search import run_search
-from .core import EngineCore
+from autodoc import store as queries
+from autodoc.engine.core import EngineCore
+from autodoc.files.confine import NotInWorkspace, OutsideRoot, read_lines
+from autodoc.index import names
+from autodoc.query.pipeline import run_search
+from autodoc.query.related import related as related_sections
+from autodoc.wire import limits, protocol
+from autodoc.wire.errors import CancelToken, invalid_params
 
 
 class Reading(EngineCore):
@@ -48,7 +49,7 @@ class Reading(EngineCore):
         ws = self.workspace(name)
         started = time.perf_counter()
         with self.store.snapshot() as conn:
-            matches, exact, truncated = lookup.answer(conn, ws.id, query, opts)
+            matches, exact, truncated = names.answer(conn, ws.id, query, opts)
         return protocol.FindAnswer(
             name=query,
             exact=exact,

@@ -7,12 +7,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .. import config, facets, protocol
-from ..indexer import Indexer
-from ..lexical import LexicalIndex
-from ..store import Workspace
-from .core import lexical_home, lexical_store, store_spec
-from .indexing import Indexing
+from autodoc.bm25.analyzer import LexicalIndex
+from autodoc.engine.core import lexical_home, lexical_store, store_spec
+from autodoc.engine.indexing import Indexing
+from autodoc.index.indexer import Indexer
+from autodoc.parse import frontmatter_schema
+from autodoc.store import Workspace
+from autodoc.wire import protocol, workspace_options
 
 
 class Workspaces(Indexing):
@@ -86,9 +87,10 @@ class Workspaces(Indexing):
 
     def _workspace_configure(self, name: Any, changes: Any, wait: bool) -> dict[str, Any]:
         ws = self.workspace(name)
-        clean = config.validate(changes)
+        clean = workspace_options.validate(changes)
         rechunk = any(
-            (config.OPTIONS[k].rechunk or config.OPTIONS[k].rescan) and ws.options.get(k) != v
+            (workspace_options.OPTIONS[k].rechunk or workspace_options.OPTIONS[k].rescan)
+            and ws.options.get(k) != v
             for k, v in clean.items()
         )
         before = ws
@@ -125,8 +127,8 @@ class Workspaces(Indexing):
         self.store.writer()
         indexer = Indexer(self.store, self.lexical(ws), ws)
         bad = indexer.sync_schema()
-        shown, _ = facets.schema_location(ws.root, ws.options.get("schema"))
-        state = facets.schema_state(shown, indexer.schema, bad[1] if bad else "")
+        shown, _ = frontmatter_schema.schema_location(ws.root, ws.options.get("schema"))
+        state = frontmatter_schema.schema_state(shown, indexer.schema, bad[1] if bad else "")
         return protocol.SchemaLoaded(**state, facets_rebuilt=indexer.facets_rebuilt)
 
     def workspace_section_size(self, name: Any, tokens: Any) -> dict[str, Any]:

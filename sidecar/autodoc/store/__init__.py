@@ -7,7 +7,7 @@ the one place in the sidecar that holds SQL (tests/test_layout.py).
     workspace  `Workspace` (a workspace's row), the rule for its name, `read_epochs`
     db         `Store`: the connections, snapshots, the writer's transactions, workspaces, the
                change log, and the batched `IN (...)` helpers (`in_batches`, `rows`, `column`)
-    queries    named reads of the query path, status and checks; facets', the vector cache's and
+    reads      named reads of the query path, status and checks; facets', the vector cache's and
                name lookup's small writes
     writes     the indexer's write protocol, one function per statement or small group
 
@@ -17,10 +17,10 @@ the indexer calls `writes.<name>`.
 
 from __future__ import annotations
 
-from . import queries, writes
-from .db import READER_MMAP_BYTES, Store
-from .lease import WriterLease
-from .queries import (
+from autodoc.store import reads, writes
+from autodoc.store.db import READER_MMAP_BYTES, Store
+from autodoc.store.lease import WriterLease
+from autodoc.store.reads import (
     add_name_keys,
     add_name_sites,
     add_names,
@@ -91,7 +91,7 @@ from .queries import (
     vector_stats,
     workspace_counts,
 )
-from .schema import (
+from autodoc.store.schema import (
     CHANGE_LOG_DAYS,
     CHANGE_LOG_MIN_ROWS,
     DEAD,
@@ -107,11 +107,7 @@ from .schema import (
     SCHEMA_VERSION,
     ChunkState,
 )
-from .workspace import (
-    WORKSPACE_NAME,
-    Workspace,
-    read_epochs,
-)
+from autodoc.store.workspace import WORKSPACE_NAME, Workspace, read_epochs
 
 __all__ = [
     "CHANGE_LOG_DAYS",
@@ -184,8 +180,8 @@ __all__ = [
     "outlinks",
     "problem_count",
     "problems",
-    "queries",
     "read_epochs",
+    "reads",
     "recency_facts",
     "replace_facets",
     "retired_chunk_ids",

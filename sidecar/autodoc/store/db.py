@@ -21,10 +21,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import config, protocol
-from ..errors import STORE_READ_ONLY, RpcError, StoreReadOnlyError, invalid_params
-from .lease import WriterLease
-from .schema import (
+from autodoc.store.lease import WriterLease
+from autodoc.store.schema import (
     _SCHEMA,
     CHANGE_LOG_DAYS,
     CHANGE_LOG_MIN_ROWS,
@@ -33,7 +31,9 @@ from .schema import (
     SCHEMA_VERSION,
     _remember_old_prunes,
 )
-from .workspace import WORKSPACE_NAME, Workspace
+from autodoc.store.workspace import WORKSPACE_NAME, Workspace
+from autodoc.wire import protocol, workspace_options
+from autodoc.wire.errors import STORE_READ_ONLY, RpcError, StoreReadOnlyError, invalid_params
 
 READER_MMAP_BYTES = 1 << 30
 
@@ -57,7 +57,7 @@ class Store:
     """Opens the db, hands out snapshot readers, and owns the single writer connection."""
 
     def __init__(self, path: Path | str | None = None) -> None:
-        self.path = Path(path) if path else config.default_db_path()
+        self.path = Path(path) if path else workspace_options.default_db_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # A folder this process cannot write: serve the store as it is, never write it.
         self.frozen = self.path.exists() and not os.access(

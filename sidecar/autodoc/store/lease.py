@@ -11,7 +11,7 @@ import socket
 import threading
 from pathlib import Path
 
-from ..errors import StoreBusyError
+from autodoc.wire.errors import StoreBusyError
 
 
 class WriterLease:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import config
+from autodoc.wire import workspace_options
 
 WORKSPACE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # the whole name (fullmatch)
 
@@ -29,7 +29,7 @@ class Workspace:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Workspace:
-        options = config.defaults()
+        options = workspace_options.defaults()
         options.update(json.loads(row["options"]))
         return cls(
             row["id"],

@@ -1,10 +1,10 @@
 """The indexer's write protocol, statement by statement: every SQL the indexer runs, with the reads
 that decide what it writes, each named for what it does.
 
-The indexer (`autodoc.indexer`) decides the order and the transactions: every function here takes
-the connection it has open (a snapshot or the writer's transaction) and neither begins nor ends
-one. Chunks go PENDING, then LIVE with the documents' new generation, then DEAD, then away; see
-the indexer's docstring for why.
+The indexer (`autodoc.index.indexer`) decides the order and the transactions: every function
+here takes the connection it has open (a snapshot or the writer's transaction) and neither
+begins nor ends one. Chunks go PENDING, then LIVE with the documents' new generation, then
+DEAD, then away; see the indexer's docstring for why.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import sqlite3
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
-from .db import Store
-from .schema import DEAD, LIVE, PENDING, RUN_STARTED
+from autodoc.store.db import Store
+from autodoc.store.schema import DEAD, LIVE, PENDING, RUN_STARTED
 
 # -- the frontmatter schema --------------------------------------------------------------------
 

@@ -1,0 +1,1 @@
+"""Measuring retrieval: BEIR datasets and a vault's golden queries."""

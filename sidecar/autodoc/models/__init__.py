@@ -1,0 +1,1 @@
+"""Models: embedders (text to vectors) and rankers (cross-encoders)."""

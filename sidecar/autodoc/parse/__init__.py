@@ -1,0 +1,1 @@
+"""Text into structure: Markdown blocks, documents, chunks, frontmatter schemas, queries."""

@@ -1,0 +1,1 @@
+"""The query pipeline: options, stages, fusion, confidence, snippets, the answer; find, related."""

@@ -1,0 +1,79 @@
+"""What kind of query this is: it decides how much each retriever's ranking counts.
+
+A person types a record's number, an identifier, a file name, a quoted phrase or a prefix when
+they know the words the answer holds: those queries are answered lexical-first (the meaning
+stage only adds hits below). A question in their own words is the semantic stage's to answer.
+Detection is by the shape of the text alone, so it costs microseconds and never surprises: the
+answer's `fusion.intent` says what was detected, and the picker's title shows it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import get_args
+
+from autodoc.parse.query_parser import ParsedQuery
+from autodoc.wire.protocol import Intent
+
+INTENTS: tuple[Intent, ...] = get_args(Intent)  # the wire's, in the order `detect` tries them
+# The intents that know the answer's words: lexical ranks first, semantic adds below.
+LEXICAL_FIRST: frozenset[Intent] = frozenset({"number", "identifier", "path", "phrase", "prefix"})
+
+SHORT_WORDS = 4  # "tendermint adr 42", "CWnd SetTimer elapse units": a name and a few words
+# A record's or a code's number: `42`, `0042`, `ADR-42`, `adr_0042`, `C4996`, `LNK2019`, `#42`.
+_NUMBER = re.compile(r"^#?(?:[A-Za-z]{1,5}[-_]?)?\d+[.:]?$")
+_IDENTIFIER = re.compile(
+    r"""(?x)
+      [A-Za-z0-9]_[A-Za-z0-9] | ^_+\w     # snake_case, _private, __dunder
+    | :: | -> | \w\(                     # C++ scope, members, calls
+    | ^(?:/|--?)[A-Za-z][\w:-]*$          # a command-line option: /permissive-, --force
+    | [a-z][A-Z] | [A-Z]{2}[a-z]\w        # camelCase; an acronym in a name (CWnd, not ADRs)
+    """
+)
+_PATH = re.compile(r"\w/\w|\w\.md$|^\w[\w-]*-\w[\w-]*\.\w{1,4}$", re.I)
+_QUESTION = re.compile(
+    r"^(?:why|how|what|when|where|which|who|whom|whose|can|could|should|would|do|does|did|is|"
+    r"are|was|were|will|shall|may|might|must|has|have|had)\b",
+    re.I,
+)
+
+
+def detect(query: ParsedQuery) -> Intent:
+    """The query's intent; the first rule that fits wins, in the order of INTENTS. Only a short
+    query (at most SHORT_WORDS words beside its phrases) names its words: a sentence that holds
+    an identifier, a quote or a number (a claim, a request to an agent) is a question or words."""
+    items = query.items
+    if not items:
+        return "words"
+    words = [w for i in items if not i.phrase for w in i.text.split()]
+    asks = bool(_QUESTION.match(query.text)) or query.raw.rstrip().endswith("?")
+    if len(words) <= SHORT_WORDS:
+        if any(i.phrase for i in items):
+            return "phrase"
+        if items[-1].prefix:
+            return "prefix"
+        if any(_PATH.search(w) for w in words):
+            return "path"
+        if not asks and number_words(query):
+            return "number"
+        if any(_IDENTIFIER.search(w) for w in words):
+            return "identifier"
+    return "question" if asks else "words"
+
+
+# A code typed inside a longer query, one that names a page or a record: one to three letters
+# and four digits, the shape of compiler, linker and lint codes (`c1083`, `LNK2019`, `CA1062`),
+# or a record's prefix, a dash and digits (`adr-42`). Not a bare number, and not a name with
+# digits in it (`sha256`, `ed25519`, `p53`, `CD28`, `IL-6`): those name things a page is about,
+# and a title holding one is no sign of the answer (ADR golden set, SciFact).
+_CODE = re.compile(r"^#?(?:[A-Za-z]{1,3}\d{4}|(?:adr|rfc|dr|kep|pep|rfd)[-_]\d+)[.:]?$", re.I)
+
+
+def code_words(query: ParsedQuery) -> list[str]:
+    """The words of the query that are codes (`c1083`, `LNK2019`, `ADR-42`), as typed."""
+    return [w for i in query.items if not i.phrase for w in i.text.split() if _CODE.match(w)]
+
+
+def number_words(query: ParsedQuery) -> list[str]:
+    """The words of the query that are numbers (`42`, `adr-0042`, `C4996`), as typed."""
+    return [w for i in query.items if not i.phrase for w in i.text.split() if _NUMBER.match(w)]

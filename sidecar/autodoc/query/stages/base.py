@@ -1,0 +1,145 @@
+"""What a pipeline stage is, and the one search it works on.
+
+A stage has a name (the wire's and the picker's), says whether it can run for this search and
+why not, and runs on a `QueryContext`: the query, the filter, the snapshot, and what the stages
+before it left there. `run_search` (search.py) is a short loop over the registry
+(`stages/__init__.py`); the answer's `stages` record, `mode_used` and the evaluation's stage sets
+are all derived from the registry, never listed by hand.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol
+
+import numpy as np
+
+from autodoc.bm25.analyzer import Lexical
+from autodoc.models.rankers import RankPlan
+from autodoc.parse import frontmatter_schema
+from autodoc.parse.query_parser import ParsedQuery
+from autodoc.query import fusion
+from autodoc.query.intent import Intent
+from autodoc.store import Store, Workspace
+from autodoc.vectors.embedding_cache import SemanticPlan
+from autodoc.wire import protocol
+
+Phase = Literal["snapshot", "after"]
+
+
+@dataclass
+class Skip:
+    """Why a stage did not run; `code`, `message` and `data` are the error a search gets when
+    it asked for retrieval stages that all could not run."""
+
+    reason: str
+    code: int = 0
+    message: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SearchOptions:
+    limit: int
+    stages: list[protocol.StageName]
+    paths: list[str]
+    demote_superseded: bool | None = None
+    window: int | None = None  # how many fused hits the ranker reads (default: the workspace's)
+    facets: dict[str, Any] | None = None  # {field: [values]}; a "-field" key excludes
+    tags: list[str] | None = None  # tag names; "-name" excludes
+    fusion: str = fusion.DEFAULT_FUSION  # "convex", "confidence" or the spec's plain "rrf"
+    recency: float | None = None  # a half-life in days: newer documents rank higher
+
+
+@dataclass
+class QueryContext:
+    """One search: its inputs, then what each stage leaves for the next."""
+
+    store: Store
+    lexical: Lexical
+    ws: Workspace
+    text: str
+    options: SearchOptions
+    query: ParsedQuery
+    flt: frontmatter_schema.FacetFilter
+    semantic: SemanticPlan
+    rank: RankPlan
+    check: Callable[[], None]
+    wordless: bool
+    started: float
+    intent: Intent = "words"
+    # filled in inside the snapshot
+    epochs: tuple[int, int] = (0, 0)
+    allowed: frontmatter_schema.DocumentSet | None = None
+    # what the stages leave
+    performed: list[protocol.StageName] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    ranked: list[tuple[str, list[tuple[int, int]]]] = field(default_factory=list)
+    signals: dict[str, list[float]] = field(default_factory=dict)  # each stage's scores
+    truncated: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
+    qvec: np.ndarray | None = None
+    pending: Future | None = None  # the query's embedding, under way beside the lexical stage
+    exact: list[fusion.Fused] = field(default_factory=list)
+    fused: list[fusion.Fused] = field(default_factory=list)
+    moved: dict[int, int] = field(default_factory=dict)  # chunk id -> successor document id
+    fusion: protocol.FusionRecord | None = None
+    rows: dict[int, sqlite3.Row] = field(default_factory=dict)  # chunk id -> its row
+    successor_paths: dict[int, str] = field(default_factory=dict)
+    stale: set[str] = field(default_factory=set)
+    rank_scores: dict[int, float] = field(default_factory=dict)
+    rank_record: protocol.RankRecord | None = None
+
+    @contextmanager
+    def timed(self, key: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[key] = round((time.perf_counter() - t0) * 1000, 2)
+
+
+class StageDefaults:
+    """What most stages do for the optional steps: always available, nothing to prepare,
+    nothing to say when they did not run."""
+
+    def unavailable(self, ctx: QueryContext) -> Skip | None:
+        return None
+
+    def prepare(self, ctx: QueryContext) -> Skip | None:
+        return None
+
+    def describe(self, ctx: QueryContext, conn: sqlite3.Connection | None, ran: bool) -> None:
+        return None
+
+
+class Stage(Protocol):
+    """One step of the pipeline: registered once, in order, in `stages/__init__.py`."""
+
+    name: ClassVar[str]
+    toggle: ClassVar[bool]  # a client may leave it out (the picker's <M-l>, <M-s>, <M-r>)
+    retriever: ClassVar[bool]  # it finds candidates, which fusion combines
+    phase: ClassVar[Phase]  # inside the store snapshot, or after it (on the rows read there)
+
+    def unavailable(self, ctx: QueryContext) -> Skip | None:
+        """Why it cannot run for this search (None: it can)."""
+        ...
+
+    def prepare(self, ctx: QueryContext) -> Skip | None:
+        """Work before the snapshot opens (embedding the query); a Skip if that failed."""
+        ...
+
+    def run(self, ctx: QueryContext, conn: sqlite3.Connection | None) -> Skip | None:
+        """Do the stage's work; `conn` is the snapshot for a `snapshot` stage, None after. A
+        Skip when it could not after all (a ranker that failed: the fused order stands)."""
+        ...
+
+    def describe(self, ctx: QueryContext, conn: sqlite3.Connection | None, ran: bool) -> None:
+        """For every stage, run or not, at the end of its phase (inside the snapshot for a
+        `snapshot` stage): what the answer says about it."""
+        ...

@@ -1,0 +1,175 @@
+"""Stage 2, semantic: the query's vector against the workspace's, 1-bit prefilter then exact
+float32 rescoring (spec §3; the vector cache and its index are `autodoc/semantic.py`)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from autodoc.models.embedders import Embedder
+from autodoc.query.stages.base import Phase, QueryContext, Skip
+from autodoc.store import (
+    Store,
+    Workspace,
+    chunks_missing_vectors,
+    live_chunk_stats,
+    read_epochs,
+    vector_count,
+)
+from autodoc.vectors.embedding_cache import semantic_candidates
+from autodoc.wire.errors import EMBED_FAILED, UNSUPPORTED
+
+
+class SemanticStage:
+    name: ClassVar[str] = "semantic"
+    toggle: ClassVar[bool] = True
+    retriever: ClassVar[bool] = True
+    phase: ClassVar[Phase] = "snapshot"
+    # Embed the query on a worker while the lexical stage runs (on one thread, where the embedder
+    # has one to offer). Off: on 2 cores it measured within noise of embedding first (-0.3 ms in
+    # one run, +0.5 ms in another; bench/query_path.py), the two taking turns on the cores.
+    overlap: ClassVar[bool] = False
+    beside: ClassVar[bool] = True
+
+    def unavailable(self, ctx: QueryContext) -> Skip | None:
+        plan = ctx.semantic
+        if plan.embedder is not None:
+            return None
+        return Skip(
+            plan.reason,
+            plan.code or UNSUPPORTED,
+            f"semantic search unavailable: {plan.reason}",
+            {"stage": "semantic", "reason": plan.reason},
+        )
+
+    def prepare(self, ctx: QueryContext) -> Skip | None:
+        """Embed the query before the snapshot opens: a provider may take a while. With
+        `overlap`, beside the lexical stage it is embedded on a worker thread while that stage
+        runs (the model releases the GIL)."""
+        embedder = ctx.semantic.embedder
+        if ctx.wordless or embedder is None:
+            return None
+        if self.overlap and "lexical" in ctx.options.stages:
+            ctx.pending = _WORKERS.submit(_embed, embedder, ctx.query.text, self.beside)
+            return None
+        qvec, seconds, failed = _embed(embedder, ctx.query.text)
+        ctx.timings["embed_ms"] = round(seconds * 1000, 2)
+        ctx.qvec = qvec
+        return failed
+
+    def run(self, ctx: QueryContext, conn: sqlite3.Connection | None) -> Skip | None:
+        plan = ctx.semantic
+        assert conn is not None and plan.signs is not None and plan.model_fp is not None
+        if ctx.pending is not None:
+            with ctx.timed("embed_wait_ms"):  # what the lexical stage did not hide
+                qvec, seconds, failed = ctx.pending.result()
+            ctx.pending = None
+            ctx.timings["embed_ms"] = round(seconds * 1000, 2)
+            if failed is not None:
+                return failed
+            ctx.qvec = qvec
+        with ctx.timed("semantic_ms"):
+            plan.signs.refresh(conn, ctx.ws.id, plan.model_fp, ctx.epochs[1])
+            plan.coverage = semantic_coverage(conn, ctx.store, ctx.ws, plan.model_fp, ctx.epochs)
+            found: list[tuple[int, int]] = []
+            if ctx.qvec is not None:
+                embedded, total = plan.coverage
+                scored, cut = semantic_candidates(
+                    conn,
+                    ctx.store,
+                    plan.signs,
+                    ctx.ws,
+                    plan.model_fp,
+                    ctx.qvec,
+                    ctx.allowed,
+                    complete=embedded >= total,
+                    chunks=total,
+                )
+                found = [(c, d) for c, d, _ in scored]
+                ctx.signals["semantic"] = [x for _, _, x in scored]
+                ctx.truncated |= cut
+            ctx.ranked.append(("semantic", found))
+        return None
+
+    def describe(self, ctx: QueryContext, conn: sqlite3.Connection | None, ran: bool) -> None:
+        plan = ctx.semantic
+        if not ran and conn is not None and plan.embedder is not None and plan.model_fp is not None:
+            # Not asked for (a picker's box unchecked): still say how complete the vectors are.
+            plan.coverage = semantic_coverage(conn, ctx.store, ctx.ws, plan.model_fp, ctx.epochs)
+
+
+# Query embeddings run here beside the lexical stage: two, for two searches at once.
+_WORKERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="autodoc-query-embed")
+
+
+def _embed(
+    embedder: Embedder, text: str, beside: bool = False
+) -> tuple[np.ndarray | None, float, Skip | None]:
+    """(the query's vector, seconds, None) or (None, seconds, why not): a provider error
+    answers lexically and says so. `beside`: on the embedder's one-thread session, if it has
+    one (the same vector to cosine 1.0000: bench/embed_throughput.py, test_embed_batches)."""
+    t0 = time.perf_counter()
+    one = getattr(embedder, "embed_beside", None) if beside else None
+    try:
+        vector = one(text) if one is not None else embedder.embed([text])[0]
+        return vector, time.perf_counter() - t0, None
+    except Exception as exc:
+        reason = f"embedding the query failed: {getattr(exc, 'message', exc)}"
+        skip = Skip(reason, EMBED_FAILED, reason, {"stage": "semantic"})
+        return None, time.perf_counter() - t0, skip
+
+
+# -- coverage: how many visible chunks have a vector ---------------------------------------
+
+
+@dataclass
+class _Coverage:
+    epochs: tuple[int, int] | None
+    max_id: int  # the highest visible chunk id checked
+    missing: set[int]  # visible chunks without a vector
+    total: int
+    vectors: int  # this model's vectors in the workspace: fewer means some were deleted
+
+
+_COVERAGE: dict[tuple[str, int, str], _Coverage] = {}
+
+
+def semantic_coverage(
+    conn: sqlite3.Connection,
+    store: Store,
+    ws: Workspace,
+    model_fp: str,
+    epochs: tuple[int, int] | None = None,
+) -> tuple[int, int]:
+    """(embedded, total) visible chunks, kept incrementally: after a change only the chunks
+    published since (their ids are higher) and those still missing a vector are looked at,
+    not the whole workspace (cpp-docs: ~350 ms for a full count on 2 cores)."""
+    key = (str(store.path), ws.id, model_fp)
+    epochs = read_epochs(conn, ws.id) if epochs is None else (epochs[0], epochs[1])
+    c = _COVERAGE.get(key)
+    if c is not None and c.epochs == epochs:
+        return c.total - len(c.missing), c.total
+    total, max_id = live_chunk_stats(conn, ws.id)
+    vectors = vector_count(conn, ws.id, model_fp)
+    # Vectors normally only arrive (collection removes texts no chunk uses): a first look,
+    # ids that went back (a rebuilt store) or vectors that went away mean a full count.
+    if c is None or max_id < c.max_id or vectors < c.vectors:
+        missing = chunks_missing_vectors(conn, ws.id, model_fp)
+    else:
+        missing = chunks_missing_vectors(conn, ws.id, model_fp, above=c.max_id)
+        missing |= chunks_missing_vectors(conn, ws.id, model_fp, among=sorted(c.missing))
+    _COVERAGE[key] = _Coverage(epochs, max_id, missing, total, vectors)
+    return total - len(missing), total
+
+
+def semantic_missing(
+    conn: sqlite3.Connection, store: Store, ws: Workspace, model_fp: str
+) -> set[int]:
+    """The visible chunk ids without a vector in this snapshot (from the kept coverage)."""
+    semantic_coverage(conn, store, ws, model_fp)
+    return set(_COVERAGE[(str(store.path), ws.id, model_fp)].missing)

@@ -1,0 +1,1 @@
+"""Front ends: the dispatcher, the host of long-lived servers, CLI, HTTP, LSP, MCP."""

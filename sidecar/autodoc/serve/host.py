@@ -1,0 +1,403 @@
+"""One host for every long-lived server: the folders it serves and what keeps them fresh.
+
+`autodoc serve` (LSP) and `autodoc mcp` are adapters over a `Host`: it owns the workspaces a
+process serves, the one writer thread (`Refresher`), the file watcher, freshness (a file found
+changed at answer time is re-indexed, whoever asked), the writer lease, a picker's superseded
+searches, and the events a client may want to hear about. So the two servers cannot drift: what
+one does on an edit, a stale hit or a held lease, the other does too. The adapters only translate
+between their wire and these methods.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Literal
+
+from autodoc import __version__
+from autodoc.engine import Engine
+from autodoc.serve.dispatcher import WRITES, Dispatcher
+from autodoc.serve.refresh import SAVE_DELAY_S, Refresher
+from autodoc.serve.watch import Watcher
+from autodoc.wire import protocol
+from autodoc.wire.errors import INVALID_PARAMS, CancelToken, RpcError, StoreBusyError
+
+log = logging.getLogger(__name__)
+
+RETRY_FOLDER_S = 2.0  # how often a folder opened read-only tries again for the writer lease
+SUPERSEDED = "superseded by a newer search"
+READ_ONLY = "read-only: another autodoc process is writing this store"
+TAKING_OVER = "taking over: the process that wrote this store is gone"
+
+# Events a host sends its clients (the LSP server forwards them as notifications).
+INDEX_READY = "autodoc/indexReady"
+STATE_CHANGED = "autodoc/stateChanged"
+INDEX_PROGRESS = "autodoc/indexProgress"
+PROGRESS_EVERY_S = 0.25  # at most this often per workspace, and always at the end of a phase
+COUNT_EVERY_S = 1.0  # the chunks a progress report gives are counted at most this often
+
+Notify = Callable[[str, Any], None]
+Progress = Callable[[int, int, str], None]
+
+
+class Host:
+    """The workspaces one process serves. `notify(event, params)` is called from any thread;
+    `on_lease(writer, holder)` when the writer lease is taken or found held."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        watch: bool = True,
+        notify: Notify | None = None,
+        on_lease: Callable[[bool, str], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.dispatcher = Dispatcher(engine, long_lived=True)
+        self.refresher = Refresher(engine, on_indexed=self._indexed, on_lease=self._lease)
+        self.watcher = Watcher(self.refresher) if watch else None
+        self.notify: Notify = notify or (lambda event, params: None)
+        self.on_lease = on_lease
+        # Replaced, never mutated: reader threads iterate them while the writer thread opens
+        # and closes folders.
+        self.served: dict[str, Path] = {}  # workspace name -> root, in the order opened
+        self.indexing: dict[str, str] = {}  # workspace -> "indexing", "ready" or why not
+        self.refused: list[str] = []  # folders that could not become workspaces, and why
+        self.opening = 0  # folders submitted and not yet opened
+        self.asked = False  # a folder was given: never fall back to another workspace
+        self.options: dict[str, Any] = {}  # a client's options, applied to every folder
+        self._search: CancelToken | None = None
+        self._lock = threading.Lock()
+        self._states: dict[str, tuple[str, str, str, str]] = {}
+        self._closed = False
+        self._retrying: frozenset[Path] = frozenset()  # read-only folders with a retry queued
+        engine.on_stale = self._stale
+        engine.on_embedded = self._embedded
+        engine.on_embedding = self._embedding
+        self._reported: dict[tuple[str, str], float] = {}  # (workspace, phase) -> last sent
+        self._chunks: dict[str, tuple[float, int]] = {}  # workspace -> (counted at, chunks)
+        # a save or a watcher's batch was indexed (on the writer thread): an editor's
+        # diagnostics for its open documents are due again
+        self.on_paths_indexed: Callable[[str], None] | None = None
+
+    # -- folders -----------------------------------------------------------------------------
+
+    def open(
+        self,
+        root: Path,
+        progress: Progress | None = None,
+        finished: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Future[dict[str, Any]]:
+        """Serve this folder: add (or reuse) its workspace, watch it, index it, on the writer
+        thread. The result, `{"name", "state", "summary"}`, goes to `finished` before clients
+        hear `autodoc/indexReady`, and is the future's; while another process holds the writer
+        lease the folder is served read-only and retried quietly."""
+        with self._lock:
+            self.opening += 1
+            self.asked = True
+        return self.refresher.submit(lambda: self._open(root, progress, finished))
+
+    def _open(
+        self,
+        root: Path,
+        progress: Progress | None,
+        finished: Callable[[dict[str, Any]], None] | None,
+        *,
+        retry: bool = False,
+    ) -> dict[str, Any]:
+        name: str | None = None
+        summary: dict[str, Any] | None = None
+        try:
+            name = self.engine.workspace_for_root(root)
+            self._serve(name, root, "indexing")
+            self.apply_options(name)
+            if self.watcher is not None:  # first, so edits made while indexing are caught
+                self.watcher.watch(name, root, self._include_hidden(name))
+            summary = self.engine.index_run(
+                name, progress=self._reporting(name, root, progress), wait=False
+            )
+            files = summary["files"]  # once more, with every chunk published
+            self._progress(name, root, "files", files, files, final=True)
+            self.refresher.note_lease(True, "")
+            state = "ready"
+        except StoreBusyError as err:
+            self.refresher.note_lease(False, (err.data or {}).get("holder", ""))
+            name = name or self.engine.workspace_at(root)
+            state = READ_ONLY
+            retry_later = threading.Timer(RETRY_FOLDER_S, self._retry, (root,))
+            retry_later.daemon = True
+            retry_later.start()
+        except RpcError as err:
+            state = f"error: {err.message}"
+            if name is None:
+                log.error("cannot serve %s: %s", root, err.message)
+                with self._lock:
+                    self.refused = [*self.refused, f"cannot serve {root}: {err.message}"]
+        finally:
+            if not retry:
+                with self._lock:
+                    self.opening -= 1
+        if name is not None:
+            self._serve(name, root, state)
+        opened = {"name": name, "state": state, "summary": summary}
+        if finished is not None:
+            finished(opened)
+        if not (retry and state == READ_ONLY):
+            self.notify(INDEX_READY, self.status())
+        if name is not None and summary is not None:
+            self.check_state(name, "semantic")
+        return opened
+
+    def _retry(self, root: Path) -> None:
+        """Try a read-only folder again on the writer thread; once at a time per folder."""
+        with self._lock:
+            if self._closed or root in self._retrying:
+                return
+            self._retrying = self._retrying | {root}
+
+        def again() -> None:
+            with self._lock:
+                self._retrying = self._retrying - {root}
+            self._open(root, None, None, retry=True)
+
+        self.refresher.submit(again)
+
+    def _serve(self, name: str, root: Path, state: str) -> None:
+        with self._lock:
+            self.served = {**self.served, name: root.resolve()}
+            self.indexing = {**self.indexing, name: state}
+
+    def close_folder(self, name: str) -> None:
+        """Stop serving and watching a workspace (its index stays in the store)."""
+        with self._lock:
+            self.served = {k: v for k, v in self.served.items() if k != name}
+            self.indexing = {k: v for k, v in self.indexing.items() if k != name}
+        if self.watcher is not None:
+            self.watcher.unwatch(name)
+        self.notify(STATE_CHANGED, {"event": "workspace.removed", "workspace": name})
+
+    def _include_hidden(self, name: str) -> list[str]:
+        return list(self.engine.workspace(name).options.get("include_hidden", []))
+
+    def apply_options(self, name: str) -> None:
+        """Set the client's options that differ from the workspace's (a changed one may
+        re-chunk); on the writer thread."""
+        ws = self.engine.workspace(name)
+        changes = {k: v for k, v in self.options.items() if ws.options.get(k) != v}
+        if changes:
+            self.engine.workspace_configure(name, changes, wait=False)
+
+    def saved(self, path: Path) -> None:
+        """An editor saved this file: re-index it now if it is under a served folder."""
+        for name, root in self.served.items():
+            if path == root or root in path.parents:
+                self.refresher.touch(name, path.relative_to(root).as_posix(), SAVE_DELAY_S)
+
+    def workspace(self, name: str | None = None) -> str:
+        """`name`, or the first folder this process serves."""
+        if name:
+            return name
+        served = self.served
+        if served:
+            return next(iter(served))
+        if self.refused:
+            raise RpcError(INVALID_PARAMS, "; ".join(self.refused))
+        if self.opening or self.asked:  # being added, or waiting for another writer's lease
+            raise RpcError(INVALID_PARAMS, "the workspace is still being added; retry shortly")
+        names = [w["name"] for w in self.engine.workspace_list()]
+        if len(names) == 1:
+            return names[0]
+        raise RpcError(
+            INVALID_PARAMS,
+            "no workspace folder is open; name a workspace (see `status`)",
+            {"workspaces": sorted(names)},
+        )
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def write(self, method: str, params: Any) -> Future[Any]:
+        """A dispatcher method that changes the store, on the writer thread; a removed
+        workspace stops being served, an added one is announced."""
+
+        def job() -> Any:
+            result = self.dispatcher.call(method, params)
+            if method == "workspace.remove":
+                self.close_folder(result["name"])
+            elif method == "workspace.add" and result.get("created"):
+                event = {"event": "workspace.added", "workspace": result["name"]}
+                self.notify(STATE_CHANGED, event)
+            elif method == "workspace.configure" and self.watcher is not None:
+                root = self.served.get(result["name"])
+                if root is not None:  # hidden patterns changed: the watcher lets in the same
+                    self.watcher.watch(result["name"], root, self._include_hidden(result["name"]))
+            return result
+
+        assert method in WRITES, method
+        return self.refresher.submit(job)
+
+    def new_search(self) -> CancelToken:
+        """A newer search from this client supersedes the one in flight (pickers search on
+        every keystroke): the old one stops at its next stage boundary with -32800."""
+        token = CancelToken()
+        with self._lock:
+            if self._search is not None:
+                self._search.cancel(SUPERSEDED)
+            self._search = token
+        return token
+
+    # -- state -------------------------------------------------------------------------------
+
+    def status(self) -> protocol.Status:
+        """The one status every adapter serves (`autodoc.status`, MCP `status`,
+        `autodoc/indexReady`): this process, then each workspace of the store, served first."""
+        served, indexing = self.served, self.indexing
+        lease = self.lease_state()
+        if lease == "taking over":  # the holder is gone: say so, and take it now
+            indexing = {k: TAKING_OVER if v == READ_ONLY else v for k, v in indexing.items()}
+            for root in [served[k] for k, v in self.indexing.items() if v == READ_ONLY]:
+                self._retry(root)
+        workspaces: list[protocol.WorkspaceState] = []
+        for ws in self.engine.workspace_list():
+            name = ws["name"]
+            state = self.engine.semantic_state(name)
+            workspaces.append(
+                protocol.WorkspaceState(
+                    name=name,
+                    root=ws["root"],
+                    served=name in served,
+                    indexing=indexing.get(name, "not refreshed by this server"),
+                    documents=ws["documents"],
+                    chunks=ws["chunks"],
+                    indexed_at=ws["indexed_at"],
+                    semantic=state["semantic"],
+                    semantic_reason=state["semantic_reason"],
+                    semantic_coverage=state["semantic_coverage"],
+                    model=state["model"],
+                    rank=state["rank"],
+                )
+            )
+        workspaces.sort(key=lambda w: (not w["served"], w["name"]))
+        server = protocol.ServerInfo(
+            version=__version__,
+            pid=os.getpid(),
+            db=str(self.engine.store.path),
+            writer=lease == "writer",
+            lease=lease,
+            holder=self.engine.store.lease.holder() if lease == "read-only" else "",
+            pending=self.refresher.pending(),
+            watching=self.watcher is not None,
+        )
+        return protocol.Status(server=server, workspaces=workspaces, refused=list(self.refused))
+
+    def lease_state(self) -> protocol.LeaseState:
+        """The truth about the writer lease at this moment, not as last noted: a holder that
+        exited leaves `taking over` until this process's retry takes the lease."""
+        lease = self.engine.store.lease
+        if lease.fd is not None:
+            return "writer"
+        if lease.held_elsewhere():
+            return "read-only"
+        # Free: ours for the asking, or (last seen held by another) being taken over.
+        return "writer" if self.refresher.writer else "taking over"
+
+    def check_state(self, workspace: str, event: str) -> None:
+        """Tell clients when the semantic or rank state a picker shows has changed."""
+        try:
+            state = self.engine.semantic_state(workspace)
+        except RpcError:
+            return
+        key = (state["semantic"], state["model"], state["rank"]["state"], state["rank"]["model"])
+        if self._states.get(workspace) == key:
+            return
+        self._states[workspace] = key
+        self.notify(STATE_CHANGED, {"event": event, **state})
+
+    def _stale(self, workspace: str, paths: list[str]) -> None:
+        """An answer found these files changed since they were indexed: re-index them."""
+        for path in paths:
+            self.refresher.touch(workspace, path, SAVE_DELAY_S)
+
+    def _indexed(self, workspace: str, summary: dict[str, Any]) -> None:
+        self.check_state(workspace, "semantic")
+        if self.on_paths_indexed is not None:
+            self.on_paths_indexed(workspace)
+
+    def check_served(self, name: Any) -> None:
+        """-32602 unless `name` is a folder this process serves (a team's server: the store's
+        other workspaces stay private)."""
+        if name not in self.served:
+            raise RpcError(INVALID_PARAMS, f"not a workspace of this server: {name!r}",
+                           {"workspaces": sorted(self.served)})  # fmt: skip
+
+    def locate(self, path: Path) -> tuple[str, str] | None:
+        """(workspace, root-relative path) of a file under a served folder (the innermost)."""
+        real = Path(os.path.realpath(path))
+        best: tuple[str, Path] | None = None
+        for name, root in self.served.items():
+            if root in real.parents and (best is None or len(str(root)) > len(str(best[1]))):
+                best = (name, root)
+        return None if best is None else (best[0], real.relative_to(best[1]).as_posix())
+
+    def _embedded(self, workspace: str) -> None:
+        self.check_state(workspace, "semantic")
+
+    def _reporting(self, name: str, root: Path, progress: Progress | None) -> Progress:
+        """The indexer's file progress, passed on and sent to clients as `indexProgress`."""
+
+        def report(done: int, total: int, rel: str) -> None:
+            if progress is not None:
+                progress(done, total, rel)
+            if done < total:  # the last is sent once the run has published everything
+                self._progress(name, root, "files", done, total)
+
+        return report
+
+    def _embedding(self, workspace: str, done: int, total: int) -> None:
+        root = self.served.get(workspace)
+        if root is not None:
+            self._progress(workspace, root, "embedding", done, total, final=done >= total)
+
+    def _progress(
+        self,
+        name: str,
+        root: Path,
+        phase: Literal["files", "embedding"],
+        done: int,
+        total: int,
+        *,
+        final: bool = False,
+    ) -> None:
+        now = time.monotonic()
+        if not final and now - self._reported.get((name, phase), 0.0) < PROGRESS_EVERY_S:
+            return
+        self._reported[(name, phase)] = now
+        counted_at, chunks = self._chunks.get(name, (-1.0, 0))
+        if final or now - counted_at >= COUNT_EVERY_S:  # a count costs ~1 ms per 5k chunks
+            try:
+                _, chunks = self.engine.counts(name)
+            except RpcError:  # removed meanwhile
+                return
+            self._chunks[name] = (now, chunks)
+        event = protocol.IndexProgress(
+            workspace=name, root=str(root), phase=phase, done=done, total=total, chunks=chunks
+        )
+        self.notify(INDEX_PROGRESS, event)
+
+    def _lease(self, writer: bool, holder: str) -> None:
+        if self.on_lease is not None:
+            self.on_lease(writer, holder)
+        self.notify(STATE_CHANGED, {"event": "writer", "writer": writer, "holder": holder})
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.watcher is not None:
+            self.watcher.close()
+        self.refresher.close()
+        self.engine.close()

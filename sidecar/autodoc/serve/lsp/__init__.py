@@ -1,0 +1,1 @@
+"""`autodoc serve`: the Language Server Protocol front end (pygls)."""

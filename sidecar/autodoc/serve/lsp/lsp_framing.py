@@ -1,0 +1,183 @@
+"""The LSP wire's edges: every body measured before it is parsed, every malformed message
+answered (never dropped), our errors as JSON-RPC errors, logs to the client, settings and URIs
+read safely. Used by `server.py`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.protocol import JsonRPCRequestMessage, LanguageServerProtocol
+
+from autodoc.wire import workspace_options
+from autodoc.wire.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
+from autodoc.wire.limits import (
+    MAX_DEPTH,
+    MAX_REQUEST_BYTES,
+    nested_too_deep,
+    request_id,
+    request_too_long,
+    text_depth,
+)
+
+if TYPE_CHECKING:
+    from autodoc.serve.lsp.lsp_server import AutodocServer
+
+
+class _Invalid:
+    """A request whose params could not be read: answered with -32602, never dispatched."""
+
+    def __init__(self, msg_id: Any, method: str, reason: str) -> None:
+        self.id, self.method, self.reason = msg_id, method, reason
+
+
+class _Refused:
+    """A request the wire guard measured and refused before parsing: answered, not dispatched."""
+
+    def __init__(self, msg_id: Any, error: dict[str, Any]) -> None:
+        self.id, self.error = msg_id, error
+
+
+# The method name the guard gives a refused body; no client can send it (it starts with `$/`
+# and a space, which no LSP method has).
+REFUSED = "$/ refused"
+
+
+class GuardedStdin:
+    """stdin as pygls reads it (`readline`, `read(n)`), each body measured before it is parsed:
+    one longer than MAX_REQUEST_BYTES is read in blocks and thrown away, one nested deeper than
+    MAX_DEPTH is not handed on; pygls gets a small stand-in naming the request's id, which
+    `AutodocProtocol` answers with -32602 and the limit."""
+
+    HEADER_LIMIT = 8192
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+
+    def readline(self) -> bytes:
+        return self.raw.readline(self.HEADER_LIMIT)
+
+    def read(self, n: int) -> bytes:
+        if n > MAX_REQUEST_BYTES:
+            head = self.raw.read(min(n, 4096))
+            left = n - len(head)
+            while left > 0:
+                block = self.raw.read(min(left, 1 << 20))
+                if not block:
+                    break
+                left -= len(block)
+            return self._stand_in(head, request_too_long())
+        body = self.raw.read(n)
+        if text_depth(body.decode("utf-8", "replace")) > MAX_DEPTH:
+            return self._stand_in(body, nested_too_deep())
+        return body
+
+    @staticmethod
+    def _stand_in(body: bytes, refusal: RpcError) -> bytes:
+        rid = request_id(body.decode("utf-8", "replace"))
+        stand_in = {"jsonrpc": "2.0", "id": rid, "method": REFUSED, "params": refusal.to_dict()}
+        return json.dumps(stand_in).encode()
+
+
+class AutodocProtocol(LanguageServerProtocol):
+    def structure_message(self, data: dict[str, Any]):
+        if "jsonrpc" not in data:
+            return data  # a nested object, or a top-level one that is not JSON-RPC
+        method = data.get("method")
+        if method == REFUSED:
+            return _Refused(data.get("id"), data.get("params") or {})
+        if isinstance(method, str) and method.startswith("autodoc/") and "id" in data:
+            # Our methods take a JSON array: keep it as sent (pygls would make tuples of objects).
+            return JsonRPCRequestMessage(
+                id=data["id"], method=method, jsonrpc=data["jsonrpc"], params=data.get("params")
+            )
+        try:
+            return super().structure_message(data)
+        except Exception as exc:
+            if isinstance(method, str) and "id" in data:
+                return _Invalid(data["id"], method, str(exc).splitlines()[0])
+            raise
+
+    def handle_message(self, message) -> None:
+        if isinstance(message, _Refused):
+            self._send_data({"jsonrpc": "2.0", "id": message.id, "error": message.error})
+            return
+        if isinstance(message, _Invalid):
+            self._send_error(message.id, INVALID_PARAMS, f"invalid params for {message.method}")
+            return
+        if not hasattr(message, "jsonrpc"):  # valid JSON, but not a JSON-RPC 2.0 message
+            msg_id = message.get("id") if isinstance(message, dict) else None
+            if not isinstance(msg_id, (int, str)):
+                msg_id = None
+            self._send_error(msg_id, INVALID_REQUEST, "invalid request: not a JSON-RPC message")
+            return
+        super().handle_message(message)
+
+    def _send_error(self, msg_id: Any, code: int, message: str) -> None:
+        # Sent as is: pygls would drop `"id": null`, which JSON-RPC requires when no id is known.
+        error = {"code": code, "message": message}
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
+
+def rpc_exception(err: RpcError) -> JsonRpcException:
+    return JsonRpcException(message=err.message, code=err.code, data=err.data)
+
+
+def uri_to_path(uri: str) -> Path | None:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return Path(unquote(parsed.path))
+
+
+def clean_options(raw: Any) -> tuple[dict[str, Any], list[str]]:
+    """Valid options, and a message for each invalid one (which keeps its default)."""
+    if raw is None:
+        return {}, []
+    if not isinstance(raw, dict):
+        return {}, [f"options must be an object, got {type(raw).__name__}; using defaults"]
+    clean: dict[str, Any] = {}
+    problems = []
+    for key, value in raw.items():
+        if key == "db":
+            continue  # read by `autodoc serve` at start-up
+        try:
+            clean.update(workspace_options.validate({key: value}))
+        except RpcError as err:
+            problems.append(f"option {key!r}: {err.message}; using the default")
+    return clean, problems
+
+
+class LogToClient(logging.Handler):
+    """Warnings and errors also reach the editor as `window/logMessage`."""
+
+    def __init__(self, server: AutodocServer) -> None:
+        super().__init__(logging.WARNING)
+        self.server = server
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.server.loop is None or self.server.loop.is_closed():
+            return
+        kind = (
+            types.MessageType.Error
+            if record.levelno >= logging.ERROR
+            else types.MessageType.Warning
+        )
+        params = types.LogMessageParams(type=kind, message=self.format(record))
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            self.server.loop.call_soon_threadsafe(self.server.window_log_message, params)
+
+
+class AnsweredErrors(logging.Filter):
+    """pygls logs a traceback for every error response; ours are deliberate answers (bad
+    params, a superseded search), so only unexpected exceptions keep theirs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, JsonRpcException)

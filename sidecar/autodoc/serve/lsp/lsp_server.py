@@ -1,0 +1,256 @@
+"""`autodoc serve`: the dispatcher over the Language Server Protocol, on stdio.
+
+A thin layer: every dispatcher method is the custom request `autodoc/<method>` with the same
+params, results and error codes as `autodoc --call`; `workspace/symbol` and
+`workspace/executeCommand` are the same search in standard LSP clothes. What the server adds is
+a long-lived process's duties: index the editor's folders in the background with progress,
+keep them fresh (saves, a file watcher, stale hits), let a newer search supersede an older one,
+and tell clients when what a picker shows has changed.
+
+Threads: the asyncio loop reads and writes messages and never runs engine work; reads run on a
+small pool; every write runs on the refresher's single writer thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import FeatureRequestError
+from pygls.lsp.server import LanguageServer
+
+from autodoc import __version__
+from autodoc.engine import Engine
+from autodoc.parse.chunking import BREADCRUMB_SEP
+from autodoc.serve.dispatcher import WRITES
+from autodoc.serve.host import Host
+from autodoc.serve.lsp.lsp_framing import (
+    AnsweredErrors,
+    AutodocProtocol,
+    GuardedStdin,
+    LogToClient,
+    rpc_exception,
+)
+from autodoc.wire import protocol
+from autodoc.wire.errors import PARSE_ERROR, CancelToken, RpcError
+from autodoc.wire.limits import MAX_DEPTH
+
+log = logging.getLogger(__name__)
+
+SYMBOL_LIMIT = 20
+PROGRESS_EVERY_S = 0.25
+
+
+# -- the server -------------------------------------------------------------------------------
+
+
+class AutodocServer(LanguageServer):
+    """The LSP adapter over a `Host`: messages in and out, `$/progress`, a client's settings,
+    and search results in standard LSP clothes. Workspaces and freshness are the host's."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(
+            "autodoc",
+            __version__,
+            # the editor's text of open documents: links under the cursor before a save
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=AutodocProtocol,
+        )
+        self.host = Host(engine, watch=False, notify=self.notify, on_lease=self._log_lease)
+        self.engine = engine
+        self.readers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="autodoc-read")
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._initial_folders: list[Path] = []
+        self.init_options: dict[str, Any] = {}
+        self._closed = False
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def notify(self, method: str, params: Any) -> None:
+        """Send a notification from any thread."""
+        if self.loop is None:
+            return
+        self.loop.call_soon_threadsafe(self.protocol.notify, method, params)
+
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        params = types.ShowMessageParams(type=kind, message=f"autodoc: {message}")
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.window_show_message, params)
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """Garbage on the wire gets a JSON-RPC parse error (id null); the server stays up."""
+        if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+            assert isinstance(self.protocol, AutodocProtocol)
+            self.protocol._send_error(None, PARSE_ERROR, f"parse error: {error}")
+            return
+        if isinstance(error, RecursionError):  # a nesting bomb the JSON parser refused
+            assert isinstance(self.protocol, AutodocProtocol)
+            message = f"parse error: nested too deep to parse (params may nest {MAX_DEPTH} levels)"
+            self.protocol._send_error(None, PARSE_ERROR, message)
+            return
+        if source is FeatureRequestError:
+            return  # answered to the client as an error response already
+        log.warning("%s", error)
+
+    async def in_reader(self, fn, token: CancelToken | None = None) -> Any:
+        """Run a read on the pool; a cancelled request stops at the next stage boundary."""
+        future = asyncio.get_running_loop().run_in_executor(self.readers, fn)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if token is not None:
+                token.cancel("cancelled by the client")
+            raise
+        except RpcError as err:
+            raise rpc_exception(err) from None
+
+    async def in_writer(self, future) -> Any:
+        try:
+            return await asyncio.wrap_future(future)
+        except RpcError as err:
+            raise rpc_exception(err) from None
+
+    async def call(self, method: str, params: Any) -> Any:
+        if method in WRITES:
+            return await self.in_writer(self.host.write(method, params))
+        token = self.host.new_search() if method == "search.query" else None
+        return await self.in_reader(
+            lambda: self.host.dispatcher.call(method, params, cancel=token), token
+        )
+
+    # -- folders -----------------------------------------------------------------------------
+
+    async def open_folder(self, root: Path) -> None:
+        """Serve the folder, indexing it with `$/progress`; the host retries a store whose
+        writer lease another process holds."""
+        token = await self.progress_begin(f"Indexing {root.name}")
+        last = [0.0]
+
+        def progress(n: int, total: int, rel: str) -> None:
+            now = time.monotonic()
+            if token is not None and (now - last[0] >= PROGRESS_EVERY_S or n == total):
+                last[0] = now
+                pct = int(100 * n / total) if total else 100
+                self.progress_report(token, f"{n}/{total} files", pct)
+
+        def finished(opened: dict[str, Any]) -> None:  # on the writer thread
+            summary, state = opened["summary"], opened["state"]
+            if summary is not None:
+                message = (
+                    f"{summary['documents']} documents, {summary['chunks']} chunks"
+                    f" ({summary['added']} added, {summary['modified']} changed,"
+                    f" {summary['deleted']} removed)"
+                )
+            elif state.startswith("error: "):
+                message = f"cannot index {root}: {state.removeprefix('error: ')}"
+                self.show(message, types.MessageType.Error)
+            else:
+                message = state
+            if self.loop is not None:  # before `autodoc/indexReady`, which is queued next
+                self.loop.call_soon_threadsafe(self.progress_end, token, message)
+
+        await asyncio.wrap_future(self.host.open(root, progress, finished))
+
+    # -- progress ----------------------------------------------------------------------------
+
+    async def progress_begin(self, title: str) -> str | None:
+        caps = self.client_capabilities.window
+        if caps is None or not caps.work_done_progress:
+            return None
+        token = f"autodoc-{uuid.uuid4().hex[:12]}"
+        try:
+            await self.work_done_progress.create_async(token)
+        except Exception:  # the client refused: index without progress
+            return None
+        self.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title=title, percentage=0, cancellable=False)
+        )
+        return token
+
+    def progress_report(self, token: str, message: str, percentage: int) -> None:
+        value = types.WorkDoneProgressReport(message=message, percentage=percentage)
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.work_done_progress.report, token, value)
+
+    def progress_end(self, token: str | None, message: str) -> None:
+        if token is not None:
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+
+    def _log_lease(self, writer: bool, holder: str) -> None:
+        kind = types.MessageType.Info if writer else types.MessageType.Warning
+        text = "writer lease taken" if writer else f"read-only, writer lease held by {holder}"
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(
+                self.window_log_message, types.LogMessageParams(type=kind, message=text)
+            )
+
+    # -- search in LSP clothes ---------------------------------------------------------------
+
+    def symbols(self, query: str, token: CancelToken) -> list[types.SymbolInformation]:
+        """`workspace/symbol`: the best sections of every served folder, each named by its
+        heading and contained in the breadcrumb above it."""
+        hits: list[tuple[protocol.Hit, Path]] = []
+        for name, root in sorted(self.host.served.items()):
+            answer = self.engine.search(name, query, {"limit": SYMBOL_LIMIT}, cancel=token)
+            hits.extend((h, root) for h in answer["hits"])
+        hits.sort(key=lambda pair: -pair[0]["score"])
+        return [_symbol(hit, root) for hit, root in hits[:SYMBOL_LIMIT]]
+
+    def shutdown_all(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.readers.shutdown(wait=False, cancel_futures=True)
+        self.host.close()
+
+
+def _symbol(hit: protocol.Hit, root: Path) -> types.SymbolInformation:
+    crumbs = hit["breadcrumb"].split(BREADCRUMB_SEP)
+    return types.SymbolInformation(
+        name=crumbs[-1] or hit["title"] or hit["path"],
+        kind=types.SymbolKind.String,
+        location=types.Location(
+            uri=(root / hit["path"]).as_uri(),
+            range=types.Range(
+                start=types.Position(line=hit["line_start"] - 1, character=0),
+                end=types.Position(line=hit["line_end"], character=0),
+            ),
+        ),
+        container_name=BREADCRUMB_SEP.join(crumbs[:-1]) or None,
+    )
+
+
+def build_server(engine: Engine) -> AutodocServer:
+    from autodoc.serve.lsp import (
+        lsp_features,  # it imports this module for the handlers' annotations
+    )
+
+    server = AutodocServer(engine)
+    lsp_features.register(server)
+    return server
+
+
+def serve(db: str | None = None) -> int:
+    """Run until the client says exit. Nothing but LSP messages ever goes to stdout (the CLI
+    sends logs to stderr or `--log-file`)."""
+    rpc_log = logging.getLogger("pygls.protocol.json_rpc")
+    rpc_log.addFilter(AnsweredErrors())
+    # A picker cancels on every keystroke, often after the answer went out: pygls warns about
+    # each such "unknown message id"; only its errors are worth the editor's log.
+    rpc_log.setLevel(logging.ERROR)
+    engine = Engine(db)
+    server = build_server(engine)
+    logging.getLogger("autodoc").addHandler(LogToClient(server))
+    try:
+        server.start_io(GuardedStdin(sys.stdin.buffer))  # type: ignore[arg-type]
+    finally:
+        server.shutdown_all()
+    return 0

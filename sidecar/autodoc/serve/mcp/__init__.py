@@ -1,0 +1,1 @@
+"""`autodoc mcp`: the Model Context Protocol front end (the official SDK)."""

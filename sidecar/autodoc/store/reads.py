@@ -1,0 +1,778 @@
+"""Named queries: the reads the query path, status and checks make, and the small writes of
+facets, the vector cache and name lookup, each named for what it answers or does.
+
+The modules that make them hold no SQL of their own (tests/test_layout.py); the indexer's write
+protocol is in `writes`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from autodoc.store.db import Store
+from autodoc.store.schema import DEAD, LIVE, NAME_ALIAS, NAME_LISTED, NAME_TITLE
+
+
+def document_paths(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str]:
+    """{document id: path}."""
+    sql = "SELECT id, path FROM documents WHERE id IN ({marks})"
+    return {r[0]: r[1] for r in Store.rows(conn, sql, sorted(set(ids)))}
+
+
+def first_live_chunks(conn: sqlite3.Connection, document_ids: Sequence[int]) -> list[int]:
+    """Each document's first visible chunk (by ordinal)."""
+    return list(first_live_chunk_of(conn, document_ids).values())
+
+
+def first_live_chunk_of(conn: sqlite3.Connection, document_ids: Sequence[int]) -> dict[int, int]:
+    """{document id: its first visible chunk (by ordinal)}."""
+    rows = Store.rows(
+        conn,
+        "SELECT document_id, id FROM (SELECT c.id, c.document_id, row_number() OVER"
+        " (PARTITION BY c.document_id ORDER BY c.ordinal) AS n FROM chunks c"
+        f" WHERE c.document_id IN ({{marks}}) AND c.state = {LIVE}) WHERE n = 1",
+        list(document_ids),
+    )
+    return {r[0]: r[1] for r in rows}
+
+
+def boost_facts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[int, str | None]]:
+    """{document id: (resolved inbound links, tags JSON)}: what fusion's boosts read."""
+    sql = "SELECT id, inbound, tags FROM documents WHERE id IN ({marks})"
+    return {r[0]: (r[1], r[2]) for r in Store.rows(conn, sql, list(ids))}
+
+
+def successors(conn: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, int]]:
+    """(old document, its successor) for these documents when they are superseded."""
+    sql = "SELECT old_id, new_id FROM supersessions WHERE old_id IN ({marks})"
+    return [(r[0], r[1]) for r in Store.rows(conn, sql, list(ids))]
+
+
+def documents_named(conn: sqlite3.Connection, ws_id: int, key: str) -> list[int]:
+    """Live documents whose title, an alias or a name the title lists, lower-cased and spaced,
+    is `key`: titles first."""
+    rows = conn.execute(
+        "SELECT DISTINCT n.document_id FROM names n JOIN documents d ON d.id = n.document_id"
+        " WHERE n.workspace_id = ? AND n.key = ? AND n.rank IN (?, ?, ?) AND d.deleted = 0"
+        " ORDER BY n.rank, d.path",
+        (ws_id, key, NAME_TITLE, NAME_ALIAS, NAME_LISTED),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def first_live_chunk(conn: sqlite3.Connection, document_id: int) -> int | None:
+    row = conn.execute(
+        f"SELECT id FROM chunks WHERE document_id = ? AND state = {LIVE} ORDER BY ordinal LIMIT 1",
+        (document_id,),
+    ).fetchone()
+    return row[0] if row is not None else None
+
+
+_MISSING_VECTORS = (
+    "SELECT c.id FROM chunks c LEFT JOIN embeddings e ON e.workspace_id = c.workspace_id"
+    " AND e.model_fp = ? AND e.text_hash = c.text_hash"
+    f" WHERE c.workspace_id = ? AND c.state = {LIVE} AND e.id IS NULL"
+)
+
+
+def chunks_missing_vectors(
+    conn: sqlite3.Connection,
+    ws_id: int,
+    model_fp: str,
+    *,
+    above: int | None = None,
+    among: Sequence[int] | None = None,
+) -> set[int]:
+    """Visible chunks with no vector of this model: all, those with ids `above`, or those of
+    `among`."""
+    if among is not None:
+        return _missing_among(conn, ws_id, model_fp, list(among))
+    if above is not None:
+        rows = conn.execute(_MISSING_VECTORS + " AND c.id > ?", (model_fp, ws_id, above))
+    else:
+        rows = conn.execute(_MISSING_VECTORS, (model_fp, ws_id))
+    return {r[0] for r in rows}
+
+
+def _missing_among(conn: sqlite3.Connection, ws_id: int, model_fp: str, ids: list[int]) -> set[int]:
+    found: set[int] = set()
+    for start in range(0, len(ids), 900):
+        part = ids[start : start + 900]
+        marks = ",".join("?" * len(part))
+        sql = _MISSING_VECTORS + f" AND c.id IN ({marks})"
+        found.update(r[0] for r in conn.execute(sql, (model_fp, ws_id, *part)))
+    return found
+
+
+def live_chunk_stats(conn: sqlite3.Connection, ws_id: int) -> tuple[int, int]:
+    """(visible chunks, the highest visible chunk id)."""
+    row = conn.execute(
+        "SELECT count(*), coalesce(max(id), 0) FROM chunks"
+        f" WHERE workspace_id = ? AND state = {LIVE}",
+        (ws_id,),
+    ).fetchone()
+    return row[0], row[1]
+
+
+def vector_count(conn: sqlite3.Connection, ws_id: int, model_fp: str) -> int:
+    return conn.execute(
+        "SELECT count(*) FROM embeddings WHERE workspace_id = ? AND model_fp = ?", (ws_id, model_fp)
+    ).fetchone()[0]
+
+
+def workspace_counts(conn: sqlite3.Connection, ws_id: int) -> tuple[int, int]:
+    """(live documents, visible chunks)."""
+    row = conn.execute(
+        "SELECT (SELECT count(*) FROM documents WHERE workspace_id = ?1 AND deleted = 0),"
+        f" (SELECT count(*) FROM chunks WHERE workspace_id = ?1 AND state = {LIVE})",
+        (ws_id,),
+    ).fetchone()
+    return row[0], row[1]
+
+
+def set_active_embedding(conn: sqlite3.Connection, ws_id: int, model_fp: str, spec: str) -> None:
+    conn.execute(
+        "UPDATE workspaces SET active_model_fp = ?, active_embedding = ? WHERE id = ?",
+        (model_fp, spec, ws_id),
+    )
+
+
+def problems(
+    conn: sqlite3.Connection, ws_id: int, limit: int | None = None
+) -> list[tuple[str, str, str]]:
+    """(path, kind, message) of the files an index run reported, by path."""
+    sql = "SELECT path, kind, message FROM problems WHERE workspace_id = ? ORDER BY path"
+    args: tuple[Any, ...] = (ws_id,)
+    if limit is not None:
+        sql, args = sql + " LIMIT ?", (ws_id, limit)
+    return [(r[0], r[1], r[2]) for r in conn.execute(sql, args)]
+
+
+def problem_count(conn: sqlite3.Connection, ws_id: int) -> int:
+    return conn.execute(
+        "SELECT count(*) FROM problems WHERE workspace_id = ?", (ws_id,)
+    ).fetchone()[0]
+
+
+def link_counts(conn: sqlite3.Connection, ws_id: int) -> tuple[int, int]:
+    """(links, links resolved to a document), record links (a guess, not written) aside."""
+    row = conn.execute(
+        "SELECT count(*), count(target_id) FROM links WHERE workspace_id = ? AND kind != 'record'",
+        (ws_id,),
+    ).fetchone()
+    return row[0], row[1]
+
+
+def document_generation(conn: sqlite3.Connection, ws_id: int, path: str) -> int | None:
+    """The live document's generation at this path, None when it is not indexed."""
+    row = conn.execute(
+        "SELECT generation FROM documents WHERE workspace_id = ? AND path = ? AND deleted = 0",
+        (ws_id, path),
+    ).fetchone()
+    return row[0] if row is not None else None
+
+
+def schema_error(conn: sqlite3.Connection, ws_id: int) -> str:
+    row = conn.execute("SELECT error FROM schemas WHERE workspace_id = ?", (ws_id,)).fetchone()
+    return row[0] if row else ""
+
+
+def documents_meta(conn: sqlite3.Connection, ws_id: int) -> list[tuple[str, str | None]]:
+    """(path, frontmatter JSON) of every live document, by path."""
+    rows = conn.execute(
+        "SELECT path, meta FROM documents WHERE workspace_id = ? AND deleted = 0 ORDER BY path",
+        (ws_id,),
+    )
+    return [(r[0], r[1]) for r in rows]
+
+
+def unresolved_links(
+    conn: sqlite3.Connection, ws_id: int, path: str | None = None
+) -> list[tuple[str, int, str, str]]:
+    """(path, line, kind, target) of links that resolve to no document (of one document), by
+    path and line (a record link is a guess beside a relation's own link, not a link the
+    author wrote)."""
+    rows = conn.execute(
+        "SELECT d.path, l.line, l.kind, l.target FROM links l"
+        " JOIN documents d ON d.id = l.source_id"
+        " WHERE l.workspace_id = ? AND l.target_id IS NULL AND d.deleted = 0"
+        " AND l.kind != 'record' AND (? IS NULL OR d.path = ?)"
+        " ORDER BY d.path, l.line",
+        (ws_id, path, path),
+    )
+    return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+# -- facets: the filter's reads and the facet rows' writes --------------------------------------
+
+
+def live_document_count(conn: sqlite3.Connection, ws_id: int) -> int:
+    return conn.execute(
+        "SELECT count(*) FROM documents WHERE workspace_id = ? AND deleted = 0", (ws_id,)
+    ).fetchone()[0]
+
+
+def live_documents(conn: sqlite3.Connection, ws_id: int) -> Iterator[int]:
+    """Every live document's id, in path order (the (workspace, deleted, path) index)."""
+    rows = conn.execute(
+        "SELECT id FROM documents WHERE workspace_id = ? AND deleted = 0 ORDER BY path", (ws_id,)
+    )
+    return (r[0] for r in rows)
+
+
+def documents_under(conn: sqlite3.Connection, ws_id: int, prefix: str) -> set[int]:
+    """Live documents whose path starts with `prefix` (a range on the path index)."""
+    rows = conn.execute(
+        "SELECT id FROM documents WHERE workspace_id = ? AND deleted = 0"
+        " AND path >= ? AND path < ?",
+        (ws_id, prefix, prefix + "\U0010ffff"),
+    )
+    return {r[0] for r in rows}
+
+
+def documents_with_facet(
+    conn: sqlite3.Connection, ws_id: int, field: str, values: Sequence[str]
+) -> set[int]:
+    """Documents whose facet `field` holds one of these canonical values."""
+    marks = ",".join("?" * len(values))
+    rows = conn.execute(
+        "SELECT document_id FROM facets WHERE workspace_id = ? AND field = ?"
+        f" AND value IN ({marks})",
+        (ws_id, field, *values),
+    )
+    return {r[0] for r in rows}
+
+
+def documents_with_facet_under(
+    conn: sqlite3.Connection, ws_id: int, field: str, value: str
+) -> set[int]:
+    """Documents whose facet is `value` or under it (a date's year or month: `value-*`; digits,
+    nothing GLOB reads as a pattern)."""
+    rows = conn.execute(
+        "SELECT document_id FROM facets WHERE workspace_id = ? AND field = ?"
+        " AND (value = ? OR value GLOB ?)",
+        (ws_id, field, value, value + "-*"),
+    )
+    return {r[0] for r in rows}
+
+
+def stored_schema_json(conn: sqlite3.Connection, ws_id: int) -> str | None:
+    row = conn.execute("SELECT schema FROM schemas WHERE workspace_id = ?", (ws_id,)).fetchone()
+    return row[0] if row is not None else None
+
+
+def replace_facets(
+    conn: sqlite3.Connection, ws_id: int, document_ids: Sequence[int], rows: list[tuple[Any, ...]]
+) -> None:
+    """The facet rows of these documents, replaced by `rows` (workspace, document, field, value)."""
+    conn.executemany("DELETE FROM facets WHERE document_id = ?", [(d,) for d in document_ids])
+    conn.executemany(
+        "INSERT INTO facets(workspace_id, document_id, field, value) VALUES (?, ?, ?, ?)", rows
+    )
+
+
+def clear_facets(conn: sqlite3.Connection, ws_id: int) -> None:
+    conn.execute("DELETE FROM facets WHERE workspace_id = ?", (ws_id,))
+
+
+def live_document_frontmatter(
+    conn: sqlite3.Connection, ws_id: int
+) -> list[tuple[int, str, str | None, str | None]]:
+    """(id, path, meta JSON, tags JSON) of every live document."""
+    rows = conn.execute(
+        "SELECT id, path, meta, tags FROM documents WHERE workspace_id = ? AND deleted = 0",
+        (ws_id,),
+    )
+    return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+# -- vectors: the sign index's reads, the cache's fill and collection, the semantic stage's reads
+
+
+def vector_stats(conn: sqlite3.Connection, ws_id: int, model_fp: str) -> tuple[int, int]:
+    """(this model's vectors in the workspace, the highest vector id)."""
+    row = conn.execute(
+        "SELECT count(*), coalesce(max(id), 0) FROM embeddings"
+        " WHERE workspace_id = ? AND model_fp = ?",
+        (ws_id, model_fp),
+    ).fetchone()
+    return row[0], row[1]
+
+
+def vector_codes(
+    conn: sqlite3.Connection, ws_id: int, model_fp: str, *, above: int = 0, upto: int | None = None
+) -> list[tuple[int, str, bytes]]:
+    """(vector id, text hash, sign code) of this model's vectors with ids above `above` (and
+    at most `upto`), by id."""
+    if upto is None:
+        sql, args = " AND id > ?", (ws_id, model_fp, above)
+    else:
+        sql, args = " AND id <= ?", (ws_id, model_fp, upto)
+    rows = conn.execute(
+        "SELECT id, text_hash, bits FROM embeddings WHERE workspace_id = ? AND model_fp = ?"
+        + sql
+        + " ORDER BY id",
+        args,
+    ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def vector_rows(
+    conn: sqlite3.Connection, ws_id: int, model_fp: str, *, above: int
+) -> list[tuple[int, str, bytes, bytes]]:
+    """(vector id, text hash, sign code, float32) of this model's vectors above `above`, by id."""
+    return conn.execute(
+        "SELECT id, text_hash, bits, f32 FROM embeddings WHERE workspace_id = ? AND model_fp = ?"
+        " AND id > ? ORDER BY id",
+        (ws_id, model_fp, above),
+    ).fetchall()
+
+
+def vector_ids(conn: sqlite3.Connection, ws_id: int, model_fp: str) -> np.ndarray:
+    """Every id of this model's vectors in the workspace, ascending."""
+    cur = conn.execute(
+        "SELECT id FROM embeddings WHERE workspace_id = ? AND model_fp = ? ORDER BY id",
+        (ws_id, model_fp),
+    )
+    return np.fromiter((r[0] for r in cur), dtype=np.uint64)
+
+
+def chunks_to_mirror(
+    conn: sqlite3.Connection,
+    ws_id: int,
+    model_fp: str,
+    *,
+    above: int = 0,
+    limit: int = -1,
+    among: Sequence[int] | None = None,
+) -> list[tuple[int, int, int, int, str, bytes, int]]:
+    """(chunk id, document id, generation, state, text hash, float32, vector id) of the chunks
+    that are not retired and have a vector of this model: up to `limit` with ids above
+    `above`, or those of `among`; by id. What a remote vector store mirrors."""
+    scope = "" if among is None else f" AND c.id IN ({','.join(str(int(i)) for i in among)})"
+    return conn.execute(
+        "SELECT c.id, c.document_id, c.generation, c.state, c.text_hash, e.f32, e.id"
+        " FROM chunks c"
+        " JOIN embeddings e ON e.workspace_id = c.workspace_id AND e.model_fp = ?"
+        f" AND e.text_hash = c.text_hash WHERE c.workspace_id = ? AND c.state != {DEAD}"
+        f" AND c.id > ?{scope} ORDER BY c.id LIMIT ?",
+        (model_fp, ws_id, above, limit),
+    ).fetchall()
+
+
+def retired_chunk_ids(conn: sqlite3.Connection, ws_id: int) -> list[int]:
+    """Chunks retired and not yet purged (few: purged after a grace period)."""
+    rows = conn.execute(
+        f"SELECT id FROM chunks WHERE workspace_id = ? AND state = {DEAD} ORDER BY id", (ws_id,)
+    )
+    return [r[0] for r in rows]
+
+
+def chunk_extent(conn: sqlite3.Connection, ws_id: int) -> tuple[int, int]:
+    """(every chunk of the workspace, retired or not; the highest chunk id of the store): a
+    remote store holding more of its points than the first holds orphans, and a point above
+    the second was written after this snapshot."""
+    count = conn.execute("SELECT count(*) FROM chunks WHERE workspace_id = ?", (ws_id,))
+    highest = conn.execute("SELECT coalesce(max(id), 0) FROM chunks")
+    return count.fetchone()[0], highest.fetchone()[0]
+
+
+def existing_chunk_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
+    """Those of these chunk ids still in the store (retired or not)."""
+    return set(Store.column(conn, "SELECT id FROM chunks WHERE id IN ({marks})", list(ids)))
+
+
+def missing_text_count(conn: sqlite3.Connection, ws_id: int, model_fp: str) -> int:
+    """Distinct visible chunk texts with no vector of this model."""
+    return conn.execute(
+        "SELECT count(DISTINCT c.text_hash) FROM chunks c WHERE c.workspace_id = ?"
+        f" AND c.state = {LIVE} AND NOT EXISTS (SELECT 1 FROM embeddings e"
+        " WHERE e.workspace_id = c.workspace_id AND e.model_fp = ? AND e.text_hash = c.text_hash)",
+        (ws_id, model_fp),
+    ).fetchone()[0]
+
+
+def vector_coverage(conn: sqlite3.Connection, ws_id: int, model_fp: str) -> tuple[int, int]:
+    """(visible chunks with a vector, visible chunks), counted."""
+    total, embedded = conn.execute(
+        "SELECT count(*), count(e.id) FROM chunks c LEFT JOIN embeddings e"
+        " ON e.workspace_id = c.workspace_id AND e.model_fp = ? AND e.text_hash = c.text_hash"
+        f" WHERE c.workspace_id = ? AND c.state = {LIVE}",
+        (model_fp, ws_id),
+    ).fetchone()
+    return embedded, total
+
+
+def texts_to_embed(
+    conn: sqlite3.Connection, ws_id: int, model_fp: str, among: Sequence[int] | None, limit: int
+) -> list[tuple[str, str, str]]:
+    """(text hash, breadcrumb, text) of up to `limit` visible texts with no vector, in document
+    order; `among`: only these chunk ids can be missing."""
+    scope = "" if among is None else f" AND c.id IN ({','.join(str(int(i)) for i in among)})"
+    rows = conn.execute(
+        "SELECT c.text_hash, min(c.breadcrumb), min(c.text) FROM chunks c"
+        f" WHERE c.workspace_id = ? AND c.state = {LIVE}{scope} AND NOT EXISTS ("
+        " SELECT 1 FROM embeddings e WHERE e.workspace_id = c.workspace_id"
+        " AND e.model_fp = ? AND e.text_hash = c.text_hash)"
+        " GROUP BY c.text_hash ORDER BY min(c.document_id), min(c.ordinal) LIMIT ?",
+        (ws_id, model_fp, limit),
+    ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def add_vectors(conn: sqlite3.Connection, ws_id: int, rows: list[tuple[Any, ...]]) -> None:
+    """Store (workspace, model, text hash, f32, bits) rows; the workspace's vectors moved on."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO embeddings(workspace_id, model_fp, text_hash, f32, bits)"
+        " VALUES (?, ?, ?, ?, ?)",
+        rows,
+    )
+    conn.execute("UPDATE workspaces SET vector_epoch = vector_epoch + 1 WHERE id = ?", (ws_id,))
+
+
+def collections(conn: sqlite3.Connection, ws_id: int) -> int:
+    """How many times vectors were collected in this workspace."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (f"collected:{ws_id}",)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def collect_vectors(conn: sqlite3.Connection, ws_id: int, keep: set[str]) -> int:
+    """Drop vectors no visible chunk uses and every vector of models not in `keep`; count a
+    collection when any went. Returns how many went."""
+    marks = ",".join("?" * len(keep)) or "''"
+    n = conn.execute(
+        f"DELETE FROM embeddings WHERE workspace_id = ? AND (model_fp NOT IN ({marks})"
+        " OR NOT EXISTS (SELECT 1 FROM chunks c WHERE c.workspace_id = embeddings.workspace_id"
+        " AND c.text_hash = embeddings.text_hash AND c.state != 0))",
+        (ws_id, *keep),
+    ).rowcount
+    if n:
+        conn.execute("UPDATE workspaces SET vector_epoch = vector_epoch + 1 WHERE id = ?", (ws_id,))
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key)"
+            " DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+            (f"collected:{ws_id}",),
+        )
+    return n
+
+
+def live_chunk_count_of(conn: sqlite3.Connection, document_ids: Sequence[int]) -> int:
+    """Visible chunks of these documents (an index-only count)."""
+    sql = f"SELECT count(*) FROM chunks WHERE document_id IN ({{marks}}) AND state = {LIVE}"
+    return sum(Store.column(conn, sql, sorted(document_ids)))
+
+
+def live_text_hashes_of(conn: sqlite3.Connection, document_ids: Sequence[int]) -> list[str]:
+    sql = f"SELECT text_hash FROM chunks WHERE document_id IN ({{marks}}) AND state = {LIVE}"
+    return Store.column(conn, sql, sorted(document_ids))
+
+
+def live_chunks_with_texts(
+    conn: sqlite3.Connection, ws_id: int, hashes: Sequence[str]
+) -> list[tuple]:
+    """(chunk id, document id, text hash) of the visible chunks holding these texts."""
+    return Store.rows(
+        conn,
+        # INDEXED BY: without statistics SQLite would rather scan (workspace, state).
+        "SELECT c.id, c.document_id, c.text_hash FROM chunks c INDEXED BY chunks_by_hash"
+        f" WHERE c.text_hash IN ({{marks}}) AND c.workspace_id = ? AND c.state = {LIVE}",
+        hashes,
+        ws_id,
+    )
+
+
+def documents_missing_vectors(
+    conn: sqlite3.Connection, document_ids: Sequence[int], model_fp: str
+) -> set[int]:
+    """Those of these documents with a visible chunk that has no vector of this model."""
+    return {
+        r[0]
+        for r in Store.in_batches(
+            conn,
+            "SELECT DISTINCT c.document_id FROM chunks c WHERE c.document_id IN ({marks})"
+            f" AND c.state = {LIVE} AND NOT EXISTS (SELECT 1 FROM embeddings e"
+            " WHERE e.workspace_id = c.workspace_id AND e.model_fp = ?"
+            " AND e.text_hash = c.text_hash)",
+            document_ids,
+            model_fp,
+        )
+    }
+
+
+# -- names (lookup.py): the dictionary of names, their suffix-join keys, and their sites ---------
+
+
+def detach_names(conn: sqlite3.Connection, document_ids: Sequence[int]) -> set[int]:
+    """Delete these documents' name sites; the names they used (to check for orphans)."""
+    sql = "SELECT DISTINCT symbol_id FROM symbol_sites WHERE document_id IN ({marks})"
+    used = set(Store.column(conn, sql, document_ids))
+    conn.executemany("DELETE FROM symbol_sites WHERE document_id = ?", [(d,) for d in document_ids])
+    return used
+
+
+def orphan_names(conn: sqlite3.Connection, symbol_ids: Sequence[int]) -> list[tuple[int, str]]:
+    """(id, name) of these names that no site uses any more."""
+    rows = Store.rows(
+        conn,
+        "SELECT id, name FROM symbols WHERE id IN ({marks}) AND NOT EXISTS"
+        " (SELECT 1 FROM symbol_sites s WHERE s.symbol_id = symbols.id)",
+        symbol_ids,
+    )
+    return [(r[0], r[1]) for r in rows]
+
+
+def drop_names(
+    conn: sqlite3.Connection, ws_id: int, names: list[tuple[int, list[tuple[int, str]]]]
+) -> None:
+    """Delete names, each with its (pos, key) suffix keys (deleted by primary key)."""
+    conn.executemany(
+        "DELETE FROM symbol_keys WHERE workspace_id = ? AND key = ? AND pos = ? AND symbol_id = ?",
+        [(ws_id, key, pos, sid) for sid, keys in names for pos, key in keys],
+    )
+    conn.executemany("DELETE FROM symbols WHERE id = ?", [(sid,) for sid, _ in names])
+
+
+def name_ids(conn: sqlite3.Connection, ws_id: int, names: Sequence[str]) -> dict[str, int]:
+    sql = "SELECT name, id FROM symbols WHERE name IN ({marks}) AND workspace_id = ?"
+    return {r[0]: r[1] for r in Store.rows(conn, sql, names, ws_id)}
+
+
+def add_names(conn: sqlite3.Connection, ws_id: int, names: Sequence[str]) -> dict[str, int]:
+    """Insert these new names; {name: id}."""
+    conn.executemany(
+        "INSERT INTO symbols(workspace_id, name) VALUES (?, ?)", [(ws_id, n) for n in names]
+    )
+    return name_ids(conn, ws_id, names)
+
+
+def add_name_keys(conn: sqlite3.Connection, rows: list[tuple[int, str, int, int]]) -> None:
+    """(workspace, key, pos, name id) rows; callers sort them so B-tree pages fill in sequence."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO symbol_keys(workspace_id, key, pos, symbol_id) VALUES (?, ?, ?, ?)",
+        rows,
+    )
+
+
+def add_name_sites(conn: sqlite3.Connection, rows: list[tuple[int, int, int, int, int]]) -> None:
+    """(name id, document, kind, label, line) rows."""
+    conn.executemany(
+        "INSERT INTO symbol_sites(symbol_id, document_id, kind, label, line)"
+        " VALUES (?, ?, ?, ?, ?)",
+        rows,
+    )
+
+
+def find_names(
+    conn: sqlite3.Connection, ws_id: int, key: str, *, exact: bool, limit: int, cap: int
+) -> tuple[list[tuple[int, int, str, int, int]], bool]:
+    """(tier, kind, name, document id, line) of the names whose suffix-join keys start with
+    `key` (or are it, `exact`), best first, and whether more than `cap` keys matched."""
+    if exact:
+        cand = (
+            "SELECT symbol_id, 0 AS tier FROM symbol_keys"
+            " WHERE workspace_id = :ws AND key = :key AND pos = 0 LIMIT :cap"
+        )
+    else:
+        cand = (
+            "SELECT symbol_id, MIN(CASE WHEN pos > 0 THEN 2 WHEN key = :key THEN 0 ELSE 1 END)"
+            " AS tier FROM (SELECT symbol_id, pos, key FROM symbol_keys"
+            "  WHERE workspace_id = :ws AND key >= :key AND key < :high LIMIT :cap)"
+            " GROUP BY symbol_id"
+        )
+    sql = (
+        f"WITH cand AS ({cand})"
+        " SELECT c.tier, st.kind, s.name, st.document_id, st.line"
+        " FROM cand c JOIN symbols s ON s.id = c.symbol_id"
+        " JOIN symbol_sites st ON st.symbol_id = c.symbol_id"
+        " JOIN documents d ON d.id = st.document_id"
+        " WHERE d.deleted = 0"
+        " ORDER BY c.tier, st.kind, length(s.name), st.label, s.name, d.path LIMIT :limit"
+    )
+    params = {"ws": ws_id, "key": key, "high": key + "\U0010ffff", "cap": cap}
+    rows = conn.execute(sql, {**params, "limit": limit}).fetchall()
+    (read,) = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM symbol_keys WHERE workspace_id = :ws"
+        + (" AND key = :key AND pos = 0" if exact else " AND key >= :key AND key < :high")
+        + " LIMIT :more)",
+        {**params, "more": cap + 1},
+    ).fetchone()
+    return [(r[0], r[1], r[2], r[3], r[4]) for r in rows], read > cap
+
+
+def document_title(conn: sqlite3.Connection, document_id: int) -> tuple[str, str]:
+    """(path, title)."""
+    row = conn.execute("SELECT path, title FROM documents WHERE id = ?", (document_id,)).fetchone()
+    return row[0], row[1]
+
+
+def section_at(
+    conn: sqlite3.Connection, document_id: int, line: int
+) -> tuple[int, int, int, str] | None:
+    """(chunk id, line_start, line_end, breadcrumb) of the visible section holding `line`; for
+    a heading with no text of its own (so no chunk), the first section after it, else the
+    last."""
+    row = (
+        conn.execute(
+            "SELECT id, line_start, line_end, breadcrumb FROM chunks WHERE document_id = ?"
+            f" AND state = {LIVE} AND line_end >= ? ORDER BY line_start LIMIT 1",
+            (document_id, line),
+        ).fetchone()
+        or conn.execute(
+            "SELECT id, line_start, line_end, breadcrumb FROM chunks WHERE document_id = ?"
+            f" AND state = {LIVE} ORDER BY line_start DESC LIMIT 1",
+            (document_id,),
+        ).fetchone()
+    )
+    return (row[0], row[1], row[2], row[3]) if row is not None else None
+
+
+# -- related sections: a section's neighbours by meaning and by links ---------------------------
+
+
+def live_document_id(conn: sqlite3.Connection, ws_id: int, path: str) -> int | None:
+    """The live document at this root-relative path, None when it is not indexed."""
+    row = conn.execute(
+        "SELECT id FROM documents WHERE workspace_id = ? AND path = ? AND deleted = 0",
+        (ws_id, path),
+    ).fetchone()
+    return row[0] if row is not None else None
+
+
+def document_chunk_ids(conn: sqlite3.Connection, doc_id: int) -> list[int]:
+    """A document's visible chunks, in order."""
+    rows = conn.execute(
+        f"SELECT id FROM chunks WHERE document_id = ? AND state = {LIVE} ORDER BY ordinal",
+        (doc_id,),
+    )
+    return [r[0] for r in rows]
+
+
+def chunk_vectors(conn: sqlite3.Connection, model_fp: str, chunk_ids: Sequence[int]) -> list[bytes]:
+    """The float32 vectors (as stored) of these chunks' texts under one model."""
+    return Store.column(
+        conn,
+        "SELECT e.f32 FROM chunks c JOIN embeddings e ON e.workspace_id = c.workspace_id"
+        " AND e.text_hash = c.text_hash WHERE c.id IN ({marks}) AND e.model_fp = ?",
+        list(chunk_ids),
+        model_fp,
+    )
+
+
+def backlinks(conn: sqlite3.Connection, doc_id: int) -> list[tuple[int, int]]:
+    """(linking document, the link's line) of every live document that links to this one
+    (record links, guesses from a status's number, left out)."""
+    rows = conn.execute(
+        "SELECT l.source_id, min(l.line) FROM links l JOIN documents d ON d.id = l.source_id"
+        " WHERE l.target_id = ? AND l.source_id != l.target_id AND d.deleted = 0"
+        " AND l.kind != 'record' GROUP BY l.source_id",
+        (doc_id,),
+    )
+    return [(r[0], r[1]) for r in rows]
+
+
+def outlinks(conn: sqlite3.Connection, doc_id: int) -> list[int]:
+    """The live documents this one links to."""
+    rows = conn.execute(
+        "SELECT DISTINCT l.target_id FROM links l JOIN documents d ON d.id = l.target_id"
+        " WHERE l.source_id = ? AND l.target_id != l.source_id AND d.deleted = 0"
+        " AND l.kind != 'record'",
+        (doc_id,),
+    )
+    return [r[0] for r in rows]
+
+
+def shared_link_counts(conn: sqlite3.Connection, doc_id: int, limit: int) -> list[tuple[int, int]]:
+    """(document, how many of this one's link targets it links to as well), most first."""
+    rows = conn.execute(
+        "SELECT o.source_id, count(DISTINCT o.target_id) AS n FROM links m"
+        " JOIN links o ON o.target_id = m.target_id AND o.source_id != m.source_id"
+        " JOIN documents d ON d.id = o.source_id"
+        " WHERE m.source_id = ? AND m.target_id IS NOT NULL AND m.target_id != ?"
+        " AND o.source_id != ? AND d.deleted = 0 AND m.kind != 'record' AND o.kind != 'record'"
+        " GROUP BY o.source_id ORDER BY n DESC, o.source_id LIMIT ?",
+        (doc_id, doc_id, doc_id, limit),
+    )
+    return [(r[0], r[1]) for r in rows]
+
+
+# -- links in an editor: definition, references, document links, hover ---------------------------
+
+
+def links_on(conn: sqlite3.Connection, doc_id: int, line: int | None = None) -> list[tuple]:
+    """(line, kind, target, heading, target id or None) of a document's links (on one line)."""
+    sql = (
+        "SELECT line, kind, target, heading, target_id FROM links WHERE source_id = ?"
+        " AND kind != 'record'"
+    )
+    args: tuple = (doc_id,)
+    if line is not None:
+        sql += " AND line = ?"
+        args = (doc_id, line)
+    return [tuple(r) for r in conn.execute(sql + " ORDER BY line", args)]
+
+
+def links_into(conn: sqlite3.Connection, doc_id: int) -> list[tuple[str, int, str]]:
+    """(source path, line, heading) of every link from a live document to this one."""
+    rows = conn.execute(
+        "SELECT d.path, l.line, l.heading FROM links l JOIN documents d ON d.id = l.source_id"
+        " WHERE l.target_id = ? AND d.deleted = 0 AND l.kind != 'record'"
+        " ORDER BY d.path, l.line",
+        (doc_id,),
+    )
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def document_by_key(conn: sqlite3.Connection, ws_id: int, key: str) -> int | None:
+    """The one live document a link key names (None when none does, or several equally)."""
+    rows = conn.execute(
+        "SELECT n.document_id, n.rank FROM names n JOIN documents d ON d.id = n.document_id"
+        " WHERE n.workspace_id = ? AND n.key = ? AND d.deleted = 0 ORDER BY n.rank LIMIT 2",
+        (ws_id, key),
+    ).fetchall()
+    if not rows or (len(rows) == 2 and rows[0][1] == rows[1][1] and rows[0][0] != rows[1][0]):
+        return None
+    return rows[0][0]
+
+
+def document_sections(conn: sqlite3.Connection, doc_id: int) -> list[tuple[int, int, str, int]]:
+    """(line_start, line_end, breadcrumb, chunk id) of a document's visible chunks, in order."""
+    rows = conn.execute(
+        f"SELECT line_start, line_end, breadcrumb, id FROM chunks WHERE document_id = ?"
+        f" AND state = {LIVE} ORDER BY ordinal",
+        (doc_id,),
+    )
+    return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+def documents_with_facet_range(
+    conn: sqlite3.Connection, ws_id: int, field: str, low: str | None, high: str | None
+) -> set[int]:
+    """Documents whose facet value lies in [low, high) (ISO dates order as text)."""
+    rows = conn.execute(
+        "SELECT document_id FROM facets WHERE workspace_id = ? AND field = ?"
+        " AND (? IS NULL OR value >= ?) AND (? IS NULL OR value < ?)",
+        (ws_id, field, low, low, high, high),
+    )
+    return {r[0] for r in rows}
+
+
+def documents_modified(
+    conn: sqlite3.Connection, ws_id: int, low_ns: int | None, high_ns: int | None
+) -> set[int]:
+    """Live documents whose file was last modified in [low_ns, high_ns)."""
+    rows = conn.execute(
+        "SELECT id FROM documents WHERE workspace_id = ? AND deleted = 0"
+        " AND (? IS NULL OR mtime_ns >= ?) AND (? IS NULL OR mtime_ns < ?)",
+        (ws_id, low_ns, low_ns, high_ns, high_ns),
+    )
+    return {r[0] for r in rows}
+
+
+def recency_facts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[int, str]]:
+    """{document id: (mtime_ns, frontmatter JSON)}: what a recency boost dates a document by."""
+    sql = "SELECT id, mtime_ns, meta FROM documents WHERE id IN ({marks})"
+    return {r[0]: (r[1], r[2]) for r in Store.rows(conn, sql, list(ids))}

@@ -1,0 +1,1 @@
+"""The vector index: the embedding cache, USearch or Qdrant, nearest neighbours."""

@@ -1,0 +1,1 @@
+"""What crosses the wire: every object sent (protocol), errors, limits, workspace options."""

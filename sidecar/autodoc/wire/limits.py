@@ -1,0 +1,95 @@
+"""The limits every front end (CLI, LSP, MCP) holds a request to, and the checks that need no
+recursion: a client may be hostile, so a bad request gets a documented error, fast, and nothing
+else is affected (issue 22; doc/reliability.md lists each limit and its error).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from autodoc.wire.errors import INVALID_PARAMS, RpcError
+
+MAX_DEPTH = 64  # arrays and objects inside one another in a request's params
+MAX_REQUEST_BYTES = 4_000_000  # one request as it comes over the wire (an MCP line, --call)
+MAX_QUERY_CHARS = 4_000  # a search query's text
+MAX_QUERY_WORDS = 64  # a search query's words (the lexical stage builds a clause per word)
+READ_MAX_LINES = 400  # lines one `doc.read` / `read_span` returns; `next_line` asks for more
+READ_MAX_BYTES = 64_000  # bytes of text one read returns (whole lines; at least one line)
+
+# A JSON string whole (even unclosed; the loop unrolled, so a 4 MB string is one fast match), or
+# a bracket.
+_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]')
+
+
+def too_deep(params: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether `params` nests arrays and objects deeper than `limit`; walked with a stack, so
+    a nesting bomb costs no recursion."""
+    stack: list[tuple[Any, int]] = [(params, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, (list, tuple)):
+            children = value
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def text_depth(text: str, stop: int = MAX_DEPTH) -> int:
+    """How deep the JSON text `text` nests, read before it is parsed (so `json.loads` never
+    meets a nesting bomb); counting stops past `stop`."""
+    depth = deepest = 0
+    for m in _TOKENS.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > stop:
+                    break
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
+def check_params(params: Any) -> None:
+    """-32602 for params nested deeper than MAX_DEPTH."""
+    if too_deep(params):
+        raise nested_too_deep()
+
+
+def nested_too_deep() -> RpcError:
+    return RpcError(
+        INVALID_PARAMS, f"params nest deeper than {MAX_DEPTH} levels", {"limit": MAX_DEPTH}
+    )
+
+
+def request_too_long(limit: int = MAX_REQUEST_BYTES) -> RpcError:
+    return RpcError(INVALID_PARAMS, f"a request is longer than {limit} bytes", {"limit": limit})
+
+
+_ID = re.compile(r'"id"\s*:\s*(-?\d+|"[^"\\]*(?:\\.[^"\\]*)*")')
+
+
+def request_id(text: str) -> int | str | None:
+    """The id of a JSON-RPC request too deep or too large to parse, read at its top level (the
+    first `"id"` key one level in), so the refusal can still answer it; None when none is found.
+    """
+    depth = 0
+    for m in _TOKENS.finditer(text):
+        c = m.group()
+        if depth == 1 and c == '"id"':
+            idm = _ID.match(text, m.start())
+            if idm is not None:
+                raw = idm.group(1)
+                return raw[1:-1] if raw.startswith('"') else int(raw)
+        if c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+    return None

@@ -1,0 +1,599 @@
+"""The wire: every object AutoDoc sends a client, typed once.
+
+The CLI (`autodoc --call`), the LSP server (`autodoc/<method>`, notifications), the MCP server and
+the tests see these shapes. Code builds them through these types (mypy checks every key), and
+the tests validate real answers against them with nothing extra allowed (`conform`). The
+LuaCATS classes in `lua/autodoc/types.lua` are generated from this file:
+
+    python -m autodoc.wire.protocol lua > lua/autodoc/types.lua
+
+and `python -m autodoc.wire.protocol schema` prints the JSON Schema of every object for other
+clients.
+Error codes live in `errors.py`; `ErrorObject` is their shape.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Literal, NotRequired
+
+from pydantic import ConfigDict, TypeAdapter, with_config
+from typing_extensions import TypedDict
+
+# Attribute docstrings become the fields' descriptions (JSON Schema, types.lua).
+_WIRE = with_config(ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True))
+
+StageName = Literal["lexical", "semantic", "rerank"]
+SemanticStateName = Literal["ready", "partial", "off", "switching"]
+RankStateName = Literal["ready", "off", "skipped", "failed"]
+ModeUsed = Literal["lexical", "semantic", "hybrid", "facet", "none"]
+Via = Literal["lexical", "semantic", "exact", "rank", "facet"]
+ConfidenceLevel = Literal["high", "low", "none"]
+LeaseState = Literal["writer", "read-only", "taking over"]
+Intent = Literal["phrase", "prefix", "path", "number", "identifier", "question", "words"]
+
+
+# -- search.query --------------------------------------------------------------------------------
+
+
+@_WIRE
+class Hit(TypedDict):
+    """One section that answers: where it is, what it says, and how it was found."""
+
+    path: str
+    """Root-relative, `/`-separated."""
+    title: str
+    breadcrumb: str
+    """The document title, then the headings above the section, joined by ` › `."""
+    snippet: str
+    """About 220 characters around the first matched word, whitespace collapsed."""
+    highlights: list[list[int]]
+    """[start, end) character offsets of matched words in `snippet`."""
+    byte_start: int
+    byte_end: int
+    line_start: int
+    """1-based, inclusive."""
+    line_end: int
+    """1-based, inclusive."""
+    relevance: float
+    """0..1, comparable within one answer: 1.0 is first place in every stage that ran."""
+    score: float
+    """The fused score, for ordering only."""
+    via: list[Via]
+    """The stages that found it."""
+    generation: int
+    """The document's generation the hit was read from."""
+    chunk_id: int
+    kind: str
+    superseded_by: NotRequired[str]
+    """Set when a newer document supersedes this one: its path."""
+    rank_score: NotRequired[float]
+    """The cross-encoder's score, when the rerank stage ran."""
+
+
+RelatedReason = Literal["similar", "links here", "linked from here", "shares links"]
+
+
+@_WIRE
+class RelatedHit(TypedDict):
+    """A section related to the one asked about, and why."""
+
+    path: str
+    title: str
+    breadcrumb: str
+    snippet: str
+    line_start: int
+    line_end: int
+    chunk_id: int
+    score: float
+    """For ordering only: the similarity, plus 0.15 for each link between the two documents
+    and 0.05 for each link target they share (at most three)."""
+    similarity: float | None
+    """The cosine of the two sections' stored vectors (absolute, comparable across answers);
+    None when only links relate them."""
+    reasons: list[RelatedReason]
+    shared_links: int
+    """How many link targets the two documents share."""
+
+
+@_WIRE
+class RelatedAnswer(TypedDict):
+    """`related`: the section at `path:line` (or the whole document) and its neighbours, from
+    the stored vectors and the link graph; nothing is embedded."""
+
+    workspace: str
+    root: str
+    path: str
+    line_start: int
+    """The section asked about (the whole document: its first and last line)."""
+    line_end: int
+    breadcrumb: str
+    hits: list[RelatedHit]
+    semantic: str
+    """`ready` when the stored vectors took part, else why not (`off: ...`, `not embedded`)."""
+    took_ms: float
+
+
+@_WIRE
+class StagesRecord(TypedDict):
+    """Which stages were asked for, which ran, and why the others did not."""
+
+    requested: list[StageName]
+    performed: list[StageName]
+    skipped: dict[str, str]
+
+
+@_WIRE
+class FusionRecord(TypedDict):
+    method: str
+    """`convex` (the default: scaled scores, fixed shares), `confidence` (weighted RRF) or the
+    spec's plain `rrf`; one stage alone is `rrf` with weight 1 (its own order)."""
+    k: int
+    """RRF's k; 0 for `convex`."""
+    weights: dict[str, float]
+    """Each retrieval stage's weight in this answer."""
+    intent: Intent
+    """What the query looks like: number, identifier, path, phrase and prefix queries are
+    answered lexical-first (semantic hits only below), question and words ones by both."""
+
+
+@_WIRE
+class RankRecord(TypedDict):
+    """The rerank stage in this answer: ran (`ready`), `skipped`, `failed` or `off`, and why."""
+
+    state: RankStateName
+    model: str
+    error: str
+    window: NotRequired[int]
+    """How many fused hits the ranker read."""
+
+
+@_WIRE
+class Coverage(TypedDict):
+    embedded: int
+    total: int
+
+
+@_WIRE
+class FilterRecord(TypedDict):
+    """The filter an answer applied, as values (a trailing `*` is a prefix)."""
+
+    include: NotRequired[dict[str, list[str]]]
+    exclude: NotRequired[dict[str, list[str]]]
+    paths: NotRequired[list[str]]
+
+
+@_WIRE
+class Answer(TypedDict):
+    """`search.query`'s answer."""
+
+    workspace: str
+    root: str
+    query: str
+    hits: list[Hit]
+    mode_used: ModeUsed
+    semantic: SemanticStateName
+    semantic_coverage: Coverage | None
+    model: str
+    """The embedding model that answered, or `""`."""
+    rank: RankRecord
+    stages: StagesRecord
+    fusion: FusionRecord | None
+    filter: FilterRecord
+    matched: NotRequired[int]
+    """A filters-only query: how many documents match."""
+    truncated: bool
+    """A stage could not read deep enough to fill the answer."""
+    stale: list[str]
+    """Paths changed on disk since indexing: left out of this answer, re-indexed now."""
+    missing: list[str]
+    """The query's content words that occur in no chunk of the workspace."""
+    confidence: ConfidenceLevel
+    """From absolute evidence (`missing`, `cosine`), not from relevance: `none` says the
+    workspace has no answer, `low` that the hits may not be one."""
+    cosine: float | None
+    """The semantic stage's best cosine (absolute; null when it did not run)."""
+    epoch: list[int]
+    """The index's generation the answer was read at ([lexical, vector]): every hit comes from
+    that one snapshot, and a later answer never has a lower one."""
+    took_ms: float
+    timings: dict[str, float]
+
+
+# -- search.find, doc.read, changes.since -------------------------------------------------------
+
+
+@_WIRE
+class FindMatch(TypedDict):
+    name: str
+    """The name as written in the document."""
+    match: Literal["exact", "prefix", "partial"]
+    kind: Literal["title", "alias", "heading", "identifier"]
+    path: str
+    title: str
+    line: int
+    """1-based line of the name."""
+    line_start: NotRequired[int]
+    """The section holding the name."""
+    line_end: NotRequired[int]
+    breadcrumb: NotRequired[str]
+
+
+@_WIRE
+class FindAnswer(TypedDict):
+    """`search.find`'s answer."""
+
+    name: str
+    exact: bool
+    matches: list[FindMatch]
+    truncated: bool
+    """The name was too short to list every candidate."""
+    workspace: str
+    took_ms: float
+
+
+@_WIRE
+class Span(TypedDict):
+    """`doc.read`'s answer: exactly the lines asked for, up to 400 lines or 64 KB a call."""
+
+    workspace: str
+    path: str
+    line_start: int
+    line_end: int
+    lines_total: int
+    text: str
+    generation: int | None
+    """The indexed generation of the file, or null when it is not indexed."""
+    truncated: NotRequired[bool]
+    """Set (true) when the span asked for was longer than one read returns (400 lines or
+    64 KB of text): `line_end` is the last line returned."""
+    next_line: NotRequired[int]
+    """With `truncated`: the line to ask for next."""
+
+
+@_WIRE
+class Change(TypedDict):
+    seq: int
+    time: float
+    path: str
+    op: str
+    generation: int | None
+
+
+@_WIRE
+class Changes(TypedDict):
+    """`changes.since`'s answer."""
+
+    workspace: str
+    changes: list[Change]
+    cursor: int
+    """Pass it back to get the changes after these."""
+    more: bool
+    reset: bool
+    """The cursor is older than the log keeps: resync in full."""
+
+
+# -- workspaces and state ------------------------------------------------------------------------
+
+
+@_WIRE
+class Meter(TypedDict):
+    calls: int
+    texts: int
+    tokens: int
+    ms: float
+    errors: int
+
+
+@_WIRE
+class RankerState(TypedDict):
+    """A workspace's reranker: `ready` with its model, or `off` and why."""
+
+    state: Literal["ready", "off"]
+    model: str
+    error: str
+    window: NotRequired[int]
+    meter: NotRequired[Meter]
+    api_key: NotRequired[Literal["set", "unset"]]
+
+
+@_WIRE
+class StageState(TypedDict):
+    """What a picker shows beside its stage toggles (`autodoc/stateChanged` carries it too)."""
+
+    workspace: str
+    semantic: SemanticStateName
+    semantic_reason: str
+    semantic_coverage: Coverage | None
+    model: str
+    rank: RankerState
+
+
+@_WIRE
+class WorkspaceInfo(TypedDict):
+    """A `workspace.list` entry."""
+
+    name: str
+    root: str
+    documents: int
+    chunks: int
+    indexed_at: float | None
+    options: dict[str, Any]
+
+
+@_WIRE
+class WorkspaceAdded(WorkspaceInfo):
+    """`workspace.add`'s answer."""
+
+    created: bool
+    """False when the same name and root were added before."""
+
+
+@_WIRE
+class SchemaState(TypedDict):
+    """The frontmatter schema in force (`workspace.configure` with `schema`, `check`)."""
+
+    path: str
+    """As the option gives it: relative to the root, or absolute."""
+    fields: list[str]
+    """Declared fields: each a facet filters can use."""
+    types: list[str]
+    error: str
+    """Why the file did not load ("" when it did); the previous schema stays in force."""
+
+
+@_WIRE
+class SchemaLoaded(SchemaState):
+    """`workspace.configure`'s `schema`: loaded before the answer, so filters on the new
+    fields work at once."""
+
+    facets_rebuilt: int
+    """Documents whose facets were rebuilt from their stored frontmatter (0: unchanged)."""
+
+
+@_WIRE
+class LinkCounts(TypedDict):
+    total: int
+    resolved: int
+
+
+@_WIRE
+class Problem(TypedDict):
+    """A file that could not be indexed (or read), and why: reported, skipped, nothing lost."""
+
+    path: str
+    kind: str
+    message: str
+
+
+@_WIRE
+class LexicalInfo(TypedDict):
+    engine: str
+    entries: int
+
+
+@_WIRE
+class EmbeddingInfo(TypedDict):
+    model: str
+    model_fp: str
+    dim: int
+    meter: Meter
+    api_key: NotRequired[Literal["set", "unset"]]
+
+
+@_WIRE
+class IndexStatus(WorkspaceInfo):
+    """`index.status`'s answer: one workspace's index, its problems and its stages' state."""
+
+    db: str
+    writer: bool
+    links: LinkCounts
+    problems: list[Problem]
+    """The first 200, by path."""
+    problem_count: int
+    lexical: LexicalInfo
+    semantic: SemanticStateName
+    semantic_reason: str
+    rank: RankerState
+    semantic_coverage: NotRequired[Coverage | None]
+    embedding: NotRequired[EmbeddingInfo]
+
+
+@_WIRE
+class ServerInfo(TypedDict):
+    version: str
+    pid: int
+    db: str
+    writer: bool
+    lease: LeaseState
+    """`writer` (this process writes the store), `read-only` (another holds the lease: `holder`)
+    or `taking over` (the holder is gone; this process takes the lease within seconds)."""
+    holder: str
+    """Who holds the writer lease when this process does not: `pid N on HOST`."""
+    pending: int
+    """Edits waiting to be re-indexed."""
+    watching: bool
+
+
+@_WIRE
+class WorkspaceState(TypedDict):
+    """One workspace of the store as a server sees it: whether it keeps it fresh, its size,
+    and what its stages can do."""
+
+    name: str
+    root: str
+    served: bool
+    """This server keeps it fresh (the others are in the store, indexed by another)."""
+    indexing: str
+    """`indexing`, `ready`, `read-only: ...`, `error: ...`, or `not refreshed by this server`."""
+    documents: int
+    chunks: int
+    indexed_at: float | None
+    semantic: SemanticStateName
+    semantic_reason: str
+    semantic_coverage: Coverage | None
+    model: str
+    rank: RankerState
+
+
+@_WIRE
+class IndexProgress(TypedDict):
+    """`autodoc/indexProgress`: how far a served folder's indexing has got, at most four times
+    a second, so a picker can say so while lexical hits already come from what is stored."""
+
+    workspace: str
+    root: str
+    phase: Literal["files", "embedding"]
+    done: int
+    """Files read, or chunks embedded in this pass."""
+    total: int
+    """Files found, or chunks this pass embeds."""
+    chunks: int
+    """Live chunks in the store now: what lexical search can already find."""
+
+
+@_WIRE
+class Status(TypedDict):
+    """The one status of a long-lived server: the LSP `autodoc.status` command, the MCP `status`
+    tool and the `autodoc/indexReady` notification all carry it. Served workspaces come first.
+    `index.status` adds one workspace's problems, links and models."""
+
+    server: ServerInfo
+    workspaces: list[WorkspaceState]
+    refused: list[str]
+    """Folders that could not become workspaces, and why."""
+
+
+@_WIRE
+class ErrorObject(TypedDict):
+    """A JSON-RPC error: `code` is one of errors.py's, never reused for another meaning."""
+
+    code: int
+    message: str
+    data: NotRequired[Any]
+
+
+# Every wire object, in the order types.lua lists them.
+WIRE_TYPES: tuple[type, ...] = (
+    Hit,
+    RelatedHit,
+    RelatedAnswer,
+    StagesRecord,
+    FusionRecord,
+    RankRecord,
+    Coverage,
+    FilterRecord,
+    Answer,
+    FindMatch,
+    FindAnswer,
+    Span,
+    Change,
+    Changes,
+    Meter,
+    RankerState,
+    StageState,
+    WorkspaceInfo,
+    WorkspaceAdded,
+    LinkCounts,
+    Problem,
+    LexicalInfo,
+    EmbeddingInfo,
+    IndexStatus,
+    ServerInfo,
+    WorkspaceState,
+    IndexProgress,
+    Status,
+    ErrorObject,
+)
+
+_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
+
+
+def conform(value: Any, wire_type: type) -> None:
+    """Raise pydantic's ValidationError unless `value` is exactly this wire type: every
+    required key, no other, each of its type."""
+    adapter = _ADAPTERS.get(wire_type)
+    if adapter is None:
+        adapter = _ADAPTERS[wire_type] = TypeAdapter(wire_type)
+    adapter.validate_python(value)
+
+
+# -- generated views -----------------------------------------------------------------------------
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of every wire object, by name."""
+    return {_name(t): TypeAdapter(t).json_schema() for t in WIRE_TYPES}
+
+
+def _name(t: type) -> str:
+    return t.__name__
+
+
+def _lua_type(prop: dict[str, Any], defs: dict[str, Any]) -> str:
+    if "$ref" in prop:
+        return "autodoc." + _name_of_ref(prop["$ref"], defs)
+    if "anyOf" in prop:
+        options = [_lua_type(p, defs) for p in prop["anyOf"] if p.get("type") != "null"]
+        nullable = any(p.get("type") == "null" for p in prop["anyOf"])
+        joined = "|".join(options)
+        if nullable and len(options) > 1:
+            return f"({joined})?"
+        return joined + ("?" if nullable else "")
+    if "enum" in prop:
+        return "|".join(json.dumps(v) for v in prop["enum"])
+    if "const" in prop:
+        return json.dumps(prop["const"])
+    kind = prop.get("type")
+    if kind == "array":
+        inner = _lua_type(prop.get("items", {}), defs)
+        return (f"({inner})" if "|" in inner or "?" in inner else inner) + "[]"
+    if kind == "object":
+        values = prop.get("additionalProperties")
+        inner = _lua_type(values, defs) if isinstance(values, dict) else "any"
+        return f"table<string, {inner}>"
+    return {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}.get(
+        kind or "", "any"
+    )
+
+
+def _name_of_ref(ref: str, defs: dict[str, Any]) -> str:
+    key = ref.rsplit("/", 1)[-1]
+    return str(defs[key].get("title", key))
+
+
+def lua() -> str:
+    """`lua/autodoc/types.lua`: a LuaCATS class per wire object."""
+    out = [
+        "---@meta",
+        "-- Generated by `python -m autodoc.wire.protocol lua` from sidecar/autodoc/protocol.py:",
+        "-- the shapes the sidecar sends. Do not edit; a test fails when it is stale.",
+        "",
+    ]
+    for t in WIRE_TYPES:
+        s = TypeAdapter(t).json_schema()
+        defs = s.get("$defs", {})
+        out.append(f"---@class autodoc.{_name(t)}")
+        doc = (t.__doc__ or "").strip().splitlines()
+        if doc:
+            out[-1] += f" {doc[0]}"
+        required = set(s.get("required", []))
+        for field, prop in s["properties"].items():
+            optional = "" if field in required else "?"
+            line = f"---@field {field}{optional} {_lua_type(prop, defs)}"
+            if prop.get("description"):
+                line += " " + " ".join(prop["description"].split())
+            out.append(line)
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else ""
+    if what == "lua":
+        sys.stdout.write(lua())
+    elif what == "schema":
+        print(json.dumps(schema(), indent=2))
+    else:
+        sys.exit("usage: python -m autodoc.wire.protocol lua|schema")

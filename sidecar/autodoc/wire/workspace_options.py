@@ -1,0 +1,168 @@
+"""Workspace options: defaults, validation, and which ones force a re-chunk.
+
+Every option a user can set lives here, so the dispatcher, the LSP layer and the docs agree on
+names, types and bounds.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autodoc.wire.errors import invalid_params
+
+
+@dataclass(frozen=True)
+class Option:
+    default: Any
+    kind: type
+    low: int | None = None
+    high: int | None = None
+    rechunk: bool = False  # changing it changes how documents are cut
+    rescan: bool = False  # changing it changes which files are found: walk the root again
+    doc: str = ""
+    check: Callable[[Any], Any] | None = None  # validates and normalises a structured value
+
+
+def _embedding(value: Any) -> Any:
+    from autodoc.models.embedders import validate_spec  # keeps onnxruntime out of config's import
+
+    if isinstance(value, dict) and "store" in value:  # where the vectors live: not the model's
+        from autodoc.vectors.qdrant_dense import validate_store
+
+        rest = validate_spec({k: v for k, v in value.items() if k != "store"})
+        return {**rest, "store": validate_store(value["store"])}
+    return validate_spec(value)
+
+
+def _ranker(value: Any) -> Any:
+    from autodoc.models.rankers import validate_spec
+
+    return validate_spec(value)
+
+
+def _schema_path(value: Any) -> Any:
+    if not isinstance(value, str) or not value.strip():
+        raise invalid_params("schema must be a file path", field="schema", value=value)
+    return value.strip()
+
+
+MAX_HIDDEN_PATTERNS = 64
+
+
+def _hidden_patterns(value: Any) -> Any:
+    """fnmatch patterns of hidden folders or files to index (`.notes`, `*/.drafts`): relative
+    to the root, never leading out of it."""
+    if not isinstance(value, list) or len(value) > MAX_HIDDEN_PATTERNS:
+        raise invalid_params(
+            f"include_hidden must be a list of at most {MAX_HIDDEN_PATTERNS} patterns",
+            field="include_hidden",
+            value=value,
+        )
+    out = []
+    for p in value:
+        parts = p.strip().strip("/").split("/") if isinstance(p, str) else [""]
+        if not all(parts) or ".." in parts or "." in parts or len(p) > 200:
+            raise invalid_params(
+                "include_hidden patterns are root-relative paths like '.notes' or '*/.drafts'",
+                field="include_hidden",
+                value=p,
+            )
+        out.append("/".join(parts))
+    return out
+
+
+DEFAULT_SCHEMA = "_schema/frontmatter.yaml"  # a workspace's frontmatter schema, root-relative
+
+OPTIONS: dict[str, Option] = {
+    "section_tokens": Option(
+        350, int, 50, 4000, rechunk=True, doc="target chunk size in estimated tokens"
+    ),
+    "abstract_chunk": Option(
+        True, bool, rechunk=True, doc="add a chunk for a frontmatter `abstract` field"
+    ),
+    "demote_superseded": Option(
+        True, bool, doc="move superseded documents' hits below their successor's"
+    ),
+    "schema": Option(
+        DEFAULT_SCHEMA,
+        str,
+        doc="frontmatter schema file, relative to the root or absolute",
+        check=_schema_path,
+    ),
+    "include_hidden": Option(
+        [],
+        list,
+        rescan=True,
+        doc="hidden folders or files to index, as fnmatch patterns of their root-relative"
+        " path ('.notes', '*/.drafts'); others (.git, .obsidian) are skipped and counted",
+        check=_hidden_patterns,
+    ),
+    "max_file_mb": Option(20, int, 1, 1024, doc="files larger than this are skipped with a reason"),
+    "embedding": Option(
+        {"provider": "bundled"},
+        dict,
+        doc="embedding provider: bundled (default), onnx, openai or none; `store` {kind:"
+        " qdrant, url, api_key_env} keeps its vectors and lexical index in Qdrant (doc/scale.md)",
+        check=_embedding,
+    ),
+    "ranker": Option(
+        {"provider": "none", "window": 40, "timeout": 5.0},
+        dict,
+        doc="cross-encoder ranker: none (default), onnx, tei or cohere; window 10..100",
+        check=_ranker,
+    ),
+}
+
+
+def defaults() -> dict[str, Any]:
+    return {name: copy.deepcopy(opt.default) for name, opt in OPTIONS.items()}
+
+
+def validate(changes: Any) -> dict[str, Any]:
+    """Check a partial option map; raise -32602 naming the first bad key."""
+    if not isinstance(changes, dict):
+        raise invalid_params("options must be an object", got=type(changes).__name__)
+    clean: dict[str, Any] = {}
+    for key, value in changes.items():
+        opt = OPTIONS.get(key)
+        if opt is None:
+            raise invalid_params(
+                f"unknown workspace option {key!r}", field=key, known=sorted(OPTIONS)
+            )
+        if opt.check is not None:
+            clean[key] = opt.check(value)
+            continue
+        # bool is an int subclass: keep the two apart so `true` is never a size.
+        if opt.kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise invalid_params(f"{key} must be an integer", field=key, value=value)
+        if opt.kind is bool and not isinstance(value, bool):
+            raise invalid_params(f"{key} must be true or false", field=key, value=value)
+        if (opt.low is not None and value < opt.low) or (opt.high is not None and value > opt.high):
+            raise invalid_params(
+                f"{key} must be between {opt.low} and {opt.high}",
+                field=key,
+                value=value,
+                min=opt.low,
+                max=opt.high,
+            )
+        clean[key] = value
+    return clean
+
+
+def chunking_fingerprint(options: dict[str, Any]) -> str:
+    """Options that change how a document is cut; a document cut under others is re-chunked."""
+    return ",".join(f"{k}={options[k]}" for k in sorted(OPTIONS) if OPTIONS[k].rechunk)
+
+
+def default_db_path() -> Path:
+    """`$AUTODOC_DB`, else `$XDG_DATA_HOME/autodoc/autodoc.db` (XDG default ~/.local/share)."""
+    env = os.environ.get("AUTODOC_DB")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base).expanduser() / "autodoc" / "autodoc.db"
