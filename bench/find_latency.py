@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hybrid_latency import pct
 
 from autodoc.engine import Engine
-from autodoc.index import names
+from autodoc.parse import names
 from autodoc.serve.dispatcher import Dispatcher
 
 WORDS_ONLY = {"stages": ["lexical"]}

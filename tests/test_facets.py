@@ -19,6 +19,7 @@ import yaml
 from autodoc.parse import frontmatter_schema
 from autodoc.parse.frontmatter_schema import SchemaError, parse_schema
 from autodoc.parse.query_parser import FacetToken, parse_query
+from autodoc.query import facet_filter
 from autodoc.serve.cli import main
 from autodoc.wire.errors import RpcError
 
@@ -105,7 +106,7 @@ def test_values_are_coerced_to_the_declared_type():
     schema = parse_schema(SCHEMA)
 
     def value(name, raw):
-        m = frontmatter_schema.coerce(schema, name, raw, source="query")
+        m = facet_filter.coerce(schema, name, raw, source="query")
         return m.value + ("*" if m.prefix else "")
 
     assert value("number", "007") == "7"
@@ -118,7 +119,7 @@ def test_values_are_coerced_to_the_declared_type():
     for name, raw in [("number", "1.5"), ("reviewed", "perhaps"), ("date", "2024-02-30"),
                       ("date", "March"), ("status", "bogus"), ("weight", "heavy")]:  # fmt: skip
         with pytest.raises(RpcError) as info:
-            frontmatter_schema.coerce(schema, name, raw, source="query")
+            facet_filter.coerce(schema, name, raw, source="query")
         err = info.value
         assert err.code == -32602 and err.data["field"] == name and err.data["value"] == raw
 

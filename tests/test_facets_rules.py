@@ -15,18 +15,15 @@ import time
 import pytest
 import yaml
 
+from autodoc import store as store_reads
 from autodoc.engine import Engine
+from autodoc.index import facet_values
 from autodoc.parse import frontmatter_schema
-from autodoc.parse.frontmatter_schema import (
-    DocumentSet,
-    FacetFilter,
-    Match,
-    Schema,
-    SchemaError,
-    parse_schema,
-)
+from autodoc.parse.frontmatter_schema import Schema, SchemaError, parse_schema
+from autodoc.query import facet_filter
+from autodoc.query.facet_filter import FacetFilter, Match
 from autodoc.serve.dispatcher import Dispatcher
-from autodoc.store import Store
+from autodoc.store import DocumentSet, Store
 from autodoc.wire.errors import RpcError
 
 from .conftest import lexical_workspace, write
@@ -297,9 +294,9 @@ def _browse(kb, query: str, limit: int, **opts) -> tuple[list[str], int]:
     ws = kb.engine.workspace("kb")
     store = kb.engine.store
     with store.snapshot() as conn:
-        schema = frontmatter_schema.stored_schema(conn, ws.id)
+        schema = store_reads.stored_schema(conn, ws.id)
         inline = [(f, v, False) for f, v in (t.split(":") for t in query.split())]
-        flt = frontmatter_schema.build_filter(schema, inline, opts.get("facets"), opts.get("tags"))
+        flt = facet_filter.build_filter(schema, inline, opts.get("facets"), opts.get("tags"))
         ids, matched = flt.browse(conn, ws.id, limit)
         by_id = dict(conn.execute("SELECT id, path FROM documents WHERE deleted = 0"))
     return [by_id[i] for i in ids], matched
@@ -358,7 +355,7 @@ def big_store(tmp_path_factory):
                 if path != "gone.md":
                     groups.setdefault((ws_id, group), set()).add(cur.lastrowid)
                     rows.append((cur.lastrowid, path, {"group": group}, []))
-            frontmatter_schema.write_facets(conn, ws_id, schema, rows)
+            facet_values.write_facets(conn, ws_id, schema, rows)
     yield store, groups
     store.close()
 
@@ -402,15 +399,11 @@ def test_a_kept_set_stays_the_kept_ids_unless_it_is_big_and_most(big_store, ws_i
 def test_a_small_kept_set_of_most_documents_stays_the_kept_ids(kb):
     ws = kb.engine.workspace("kb")
     with kb.engine.store.snapshot() as conn:
-        flt = frontmatter_schema.build_filter(
-            frontmatter_schema.stored_schema(conn, ws.id), [], tags=["-ops"]
-        )
+        flt = facet_filter.build_filter(store_reads.stored_schema(conn, ws.id), [], tags=["-ops"])
         ids = {r[0] for r in conn.execute("SELECT id FROM documents WHERE deleted = 0")}
         zero = conn.execute("SELECT id FROM documents WHERE path = 'decisions/0000.md'").fetchone()
         assert flt.select(conn, ws.id) == DocumentSet(1, drop=ids - {zero[0]})
-        flt = frontmatter_schema.build_filter(
-            frontmatter_schema.stored_schema(conn, ws.id), [], tags=["ops"]
-        )
+        flt = facet_filter.build_filter(store_reads.stored_schema(conn, ws.id), [], tags=["ops"])
         assert flt.select(conn, ws.id) == DocumentSet(5, keep=ids - {zero[0]})
 
 
@@ -618,8 +611,8 @@ def test_only_plain_values_of_declared_fields_become_facet_rows():
 
 def test_a_workspace_without_a_stored_schema_has_the_empty_one(kb):
     with kb.engine.store.snapshot() as conn:
-        assert frontmatter_schema.stored_schema(conn, 999) is frontmatter_schema.EMPTY
-        assert frontmatter_schema.stored_schema(conn, kb.engine.workspace("kb").id).to_json() == (
+        assert store_reads.stored_schema(conn, 999) is frontmatter_schema.EMPTY
+        assert store_reads.stored_schema(conn, kb.engine.workspace("kb").id).to_json() == (
             parse_schema(SCHEMA).to_json()
         )
 
@@ -686,7 +679,7 @@ def test_write_facets_takes_frontmatter_and_tags_as_objects_or_json(tmp_path):
         for path in docs:
             cur = conn.execute("INSERT INTO documents(workspace_id, path) VALUES (1, ?)", (path,))
             ids[path] = cur.lastrowid
-        frontmatter_schema.write_facets(
+        facet_values.write_facets(
             conn, 1, schema, [(ids[p], p, m, t) for p, (m, t) in docs.items()]
         )
     expected = [
@@ -696,8 +689,6 @@ def test_write_facets_takes_frontmatter_and_tags_as_objects_or_json(tmp_path):
     ]  # fmt: skip
     assert _rows(store, 1) == expected
     with store.transaction() as conn:  # written again: the new rows replace the old
-        frontmatter_schema.write_facets(
-            conn, 1, schema, [(ids["d/1.md"], "d/1.md", {"owner": "Cy"}, [])]
-        )
+        facet_values.write_facets(conn, 1, schema, [(ids["d/1.md"], "d/1.md", {"owner": "Cy"}, [])])
     assert _rows(store, 1) == [("d/1.md", "owner", "cy"), ("d/1.md", "type", "adr"), *expected[4:]]
     store.close()

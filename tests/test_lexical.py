@@ -462,7 +462,7 @@ def test_a_name_the_title_lists_or_glosses_is_found_exactly(rpc, vault):
         hit = rpc.call("search.query", ["kb", query])["hits"][0]
         assert hit["path"] == path and "exact" in hit["via"], query
     # a title that is one name, or a sentence with commas, lists nothing
-    from autodoc.index.indexer import title_names
+    from autodoc.parse.names import title_names
 
     assert title_names("Context, Reach & Prioritization") == []
     assert title_names("Use Kafka") == []

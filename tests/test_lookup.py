@@ -8,7 +8,8 @@ import time
 import pytest
 
 from autodoc.engine import Engine
-from autodoc.index import names as name_index
+from autodoc.parse import names as name_index
+from autodoc.query import find as find_module
 from autodoc.serve.dispatcher import Dispatcher
 from autodoc.wire.errors import RpcError
 
@@ -24,13 +25,13 @@ def names(answer: dict) -> list[tuple[str, str, str, str]]:
 
 def assert_ordered(answer: dict) -> None:
     """exact → prefix → partial, and within a tier title → alias → heading → identifier."""
-    tiers = [name_index.MATCH_NAMES.index(m["match"]) for m in answer["matches"]]
+    tiers = [find_module.MATCH_NAMES.index(m["match"]) for m in answer["matches"]]
     assert tiers == sorted(tiers)
     for tier in set(tiers):
         kinds = [
             name_index.KIND_NAMES.index(m["kind"])
             for m in answer["matches"]
-            if name_index.MATCH_NAMES.index(m["match"]) == tier
+            if find_module.MATCH_NAMES.index(m["match"]) == tier
         ]
         assert kinds == sorted(kinds)
 
@@ -406,10 +407,10 @@ def test_truncated_says_when_more_keys_matched_than_were_read(rpc, vault, monkey
     names = ["fooBar", "foo_bar", "FOO_BAR", "foo-bar", "foobarBaz"]
     write(vault, "a.md", "# A\n\n" + "".join(f"## {n}\n\ntext\n\n" for n in names))
     lexical_workspace(rpc, vault)
-    monkeypatch.setattr(name_index, "CANDIDATES", n)
+    monkeypatch.setattr(find_module, "CANDIDATES", n)
     answer = rpc.call("search.find", ["v", "foobar", {"exact": exact}])
     assert answer["truncated"] is False and len(answer["matches"]) == n
-    monkeypatch.setattr(name_index, "CANDIDATES", n - 1)
+    monkeypatch.setattr(find_module, "CANDIDATES", n - 1)
     answer = rpc.call("search.find", ["v", "foobar", {"exact": exact}])
     assert answer["truncated"] is True and len(answer["matches"]) == n - 1
 

@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from autodoc.index import names
+from autodoc.parse import names
 from autodoc.parse.chunking import Chunker, estimate_tokens, find_sections
 from autodoc.parse.document import parse_document, prose_runs
 from autodoc.parse.markdown import STRUCTURE_FORMAT

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from autodoc.engine import Engine
-from autodoc.parse.frontmatter_schema import DocumentSet
-from autodoc.store import LIVE, read_epochs
+from autodoc.store import LIVE, DocumentSet, read_epochs
 from autodoc.vectors import embedding_cache, usearch_index
 
 from .conftest import fake_openai_engine, write

@@ -55,7 +55,7 @@ from autodoc.bm25.analyzer import (
     normalise_numbers,
 )
 from autodoc.parse.query_parser import ParsedQuery, QueryItem
-from autodoc.vectors.qdrant_dense import client_for, is_local, quiet
+from autodoc.store.qdrant_connection import client_for, is_local, quiet
 
 BM25, NAMES = "bm25", "names"
 K1, B = 1.2, 0.75  # Tantivy's BM25 constants

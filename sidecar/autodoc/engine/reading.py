@@ -10,7 +10,7 @@ from typing import Any
 from autodoc import store as queries
 from autodoc.engine.core import EngineCore
 from autodoc.files.confine import NotInWorkspace, OutsideRoot, read_lines
-from autodoc.index import names
+from autodoc.query import find
 from autodoc.query.pipeline import run_search
 from autodoc.query.related import related as related_sections
 from autodoc.wire import limits, protocol
@@ -49,7 +49,7 @@ class Reading(EngineCore):
         ws = self.workspace(name)
         started = time.perf_counter()
         with self.store.snapshot() as conn:
-            matches, exact, truncated = names.answer(conn, ws.id, query, opts)
+            matches, exact, truncated = find.answer(conn, ws.id, query, opts)
         return protocol.FindAnswer(
             name=query,
             exact=exact,

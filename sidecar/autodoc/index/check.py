@@ -47,7 +47,7 @@ class Finding:
 def check_workspace(store: Store, ws: Workspace, schema_path: str) -> dict[str, Any]:
     findings: list[Finding] = []
     with store.snapshot() as conn:
-        schema = frontmatter_schema.stored_schema(conn, ws.id)
+        schema = queries.stored_schema(conn, ws.id)
         schema_error = queries.schema_error(conn, ws.id)
         problems = queries.problems(conn, ws.id)
         docs = queries.documents_meta(conn, ws.id)

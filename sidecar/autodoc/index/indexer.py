@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import posixpath
-import re
 import sqlite3
 import time
 from collections import defaultdict
@@ -30,11 +29,12 @@ from typing import Any
 from autodoc.bm25.analyzer import Lexical, LexicalDoc
 from autodoc.files.confine import read_inside
 from autodoc.files.walker import FoundFile, Hidden, find, is_utf8, scan
-from autodoc.index import names
-from autodoc.parse import frontmatter_schema
+from autodoc.index import facet_values, name_index
+from autodoc.parse import frontmatter_schema, names
 from autodoc.parse.chunking import CHUNKING_FORMAT, Chunk, Chunker
 from autodoc.parse.document import READING_FORMAT, ParsedDocument, parse_document, record_number
 from autodoc.parse.markdown import STRUCTURE_FORMAT
+from autodoc.parse.names import link_key, record_key, title_names, without_md_suffix
 from autodoc.store import (
     NAME_ALIAS,
     NAME_LISTED,
@@ -101,71 +101,15 @@ class RunSummary:
         return dict(self.__dict__)
 
 
-def link_key(
-    source: str, kind: str, target: str, is_file: Callable[[str], bool] | None = None
-) -> str:
-    """The `names.key` a link looks up: a root-relative path for Markdown links.
-
-    A frontmatter path is read relative to its file (`../adr/0042.md`, `0042.md`), except
-    that one with a folder and no `./` or `../` (`adr/0042-use-postgres.md`, as vaults often
-    write them) is read from the root when `is_file` (root-relative path) finds no file beside
-    the source but one from the root."""
-    t = target.strip()
-    if kind == "record":
-        return record_key(posixpath.dirname(source), t)
-    if kind == "md" or (kind == "meta" and ("/" in t or _strip_md(t) != t)):
-        base = "" if t.startswith("/") else posixpath.dirname(source)
-        beside = posixpath.normpath(posixpath.join(base, t.lstrip("/")))
-        from_root = posixpath.normpath(t)
-        rootish = kind == "meta" and "/" in t and not t.startswith(("/", "./", "../"))
-        if rootish and is_file is not None and from_root != beside:
-            t = from_root if not is_file(beside) and is_file(from_root) else beside
-        else:
-            t = beside
-    return _strip_md(t).lower()
-
-
-def _strip_md(path: str) -> str:
-    lower = path.lower()
-    for suffix in (".markdown", ".md"):
-        if lower.endswith(suffix):
-            return path[: -len(suffix)]
-    return path
-
-
-def record_key(folder: str, number: str) -> str:
-    """The `names.key` of a record number in a folder: `docs/adr/#32`."""
-    return f"{folder.lower()}/#{number}"
-
-
-# A title that names several things (`strcpy_s, wcscpy_s, _mbscpy_s`: one page for a family of
-# functions) or one thing and what it is (`/Zc:__cplusplus (Enable updated __cplusplus macro)`):
-# each name is the document's too, so the exact-name pass finds it for `strcpy_s`.
-_LISTED = re.compile(r"^[^\s,]+(?:\s*,\s*[^\s,]+)+$")
-_GLOSSED = re.compile(r"^(.*?\S)\s*\([^()]*\)$")
-
-
-def title_names(title: str) -> list[str]:
-    """The names a title lists (`a, b, c`: each a single word) or glosses (`/EH (…)`: `/eh`),
-    lower-cased; none for a title that is one name or a sentence."""
-    t = " ".join(title.split()).lower()
-    glossed = _GLOSSED.match(t)
-    if glossed:
-        t = glossed[1]
-    if _LISTED.match(t):
-        return [n.strip() for n in t.split(",") if n.strip()]
-    return [t] if glossed else []
-
-
 def document_names(path: str, title: str, aliases: list[str]) -> list[tuple[str, int]]:
     p = PurePosixPath(path)
-    names = [(_strip_md(path).lower(), NAME_PATH), (p.stem.lower(), NAME_STEM)]
-    names.append((title.strip().lower(), NAME_TITLE))
-    names.extend((a.strip().lower(), NAME_ALIAS) for a in aliases if a.strip())
-    names.extend((n, NAME_LISTED) for n in title_names(title))
+    found = [(without_md_suffix(path).lower(), NAME_PATH), (p.stem.lower(), NAME_STEM)]
+    found.append((title.strip().lower(), NAME_TITLE))
+    found.extend((a.strip().lower(), NAME_ALIAS) for a in aliases if a.strip())
+    found.extend((n, NAME_LISTED) for n in title_names(title))
     if number := record_number(p.stem):
-        names.append((record_key(posixpath.dirname(path), number), NAME_RECORD))
-    return names
+        found.append((record_key(posixpath.dirname(path), number), NAME_RECORD))
+    return found
 
 
 def _meta_fp(parsed: ParsedDocument) -> str:
@@ -232,7 +176,7 @@ class Indexer:
                 conn, self.ws.id, str(path), digest, schema.to_json(), error, time.time()
             )
             if changed:  # filters read the table in their snapshot: nothing else to refresh
-                self.facets_rebuilt = frontmatter_schema.rebuild_facets(conn, self.ws.id, schema)
+                self.facets_rebuilt = facet_values.rebuild_facets(conn, self.ws.id, schema)
         self.schema = schema
         return (shown, error) if error else None
 
@@ -556,7 +500,7 @@ class Indexer:
                 for p in plans
             ],
         )  # fmt: skip
-        frontmatter_schema.write_facets(
+        facet_values.write_facets(
             conn,
             self.ws.id,
             self.schema,
@@ -575,7 +519,7 @@ class Indexer:
             ],
         )  # fmt: skip
         self._replace_links_and_names(conn, plans)
-        names.write_documents(
+        name_index.write_documents(
             conn, self.ws.id, [(p.doc_id, p.update.symbols) for p in plans], replaced
         )
         writes.log_changes(
@@ -595,7 +539,7 @@ class Indexer:
             writes.retire_document_chunks(conn, row["id"], now)
             self._forget_links(conn, [row["id"]])
             self._forget_names(conn, [row["id"]])
-            names.forget_documents(conn, self.ws.id, [row["id"]])
+            name_index.forget_documents(conn, self.ws.id, [row["id"]])
             writes.delete_document_facets(conn, row["id"])
             writes.log_deletion(conn, self.ws.id, path, gen, now)
             summary.deleted += 1

@@ -29,7 +29,9 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from autodoc.wire import protocol
-from autodoc.wire.errors import EMBED_FAILED, RpcError, invalid_params
+from autodoc.wire.api_keys import api_key
+from autodoc.wire.errors import EMBED_FAILED, RpcError
+from autodoc.wire.provider_specs import validate_embedding
 
 log = logging.getLogger(__name__)
 
@@ -141,18 +143,6 @@ def pad_batch(enc: list, pad_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
         mask[row, : len(e.ids)] = 1
         types[row, : len(e.ids)] = e.type_ids
     return ids, mask, types
-
-
-def check_spec_fields(spec: dict[str, Any], known: set[str], option: str) -> None:
-    """-32602 for an API key in a config file or an unknown field of a provider spec."""
-    if "api_key" in spec:
-        raise invalid_params(
-            "API keys come from the environment or the OS keyring, never from a config file",
-            field=f"{option}.api_key",
-        )
-    extra = sorted(set(spec) - known)
-    if extra:
-        raise invalid_params(f"unknown {option} option {extra[0]!r}", field=f"{option}.{extra[0]}")
 
 
 def fingerprint(provider: str, model: str, dim: int, weights: str) -> str:
@@ -396,20 +386,6 @@ def bundled_embedder(optimise: bool = True, threads: int = 0, workers: int = 0) 
 # -- OpenAI-compatible HTTP --------------------------------------------------------------------
 
 
-def api_key(env: str | None, service: str = "autodoc") -> str | None:
-    """From the environment, else the OS keyring; never from a config file."""
-    if env and os.environ.get(env):
-        return os.environ[env]
-    try:
-        import keyring  # optional: `pip install 'autodoc-search[keyring]'`
-    except ImportError:
-        return None
-    try:
-        return keyring.get_password(service, env or "api_key")
-    except Exception:  # a locked or absent keyring is the same as no key
-        return None
-
-
 def key_status(provider: Any) -> Literal["set", "unset"] | None:
     """ "set" / "unset" for a provider that sends a key (never the key); None for local models."""
     env = getattr(provider, "api_key_env", None)
@@ -519,38 +495,13 @@ class HttpEmbedder:
 
 # -- configuration -----------------------------------------------------------------------------
 
-PROVIDERS = ("bundled", "onnx", "openai", "none")
 _CACHE: dict[str, Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def validate_spec(spec: Any) -> dict[str, Any]:
-    """The `embedding` workspace option; -32602 naming the bad field."""
-    if isinstance(spec, str):
-        spec = {"provider": spec}
-    if not isinstance(spec, dict) or spec.get("provider") not in PROVIDERS:
-        raise invalid_params(
-            f"embedding.provider must be one of {', '.join(PROVIDERS)}", field="embedding"
-        )
-    known = {
-        "bundled": {"provider", "threads", "optimise"},
-        "none": {"provider"},
-        "onnx": {"provider", "model", "tokenizer", "name", "pooling", "max_length", "threads"},
-        "openai": {"provider", "base_url", "model", "dimensions", "api_key_env", "timeout"},
-    }[spec["provider"]]
-    check_spec_fields(spec, known, "embedding")
-    need = {"onnx": ("model", "tokenizer"), "openai": ("base_url", "model")}.get(
-        spec["provider"], ()
-    )
-    for key in need:
-        if not isinstance(spec.get(key), str) or not spec[key]:
-            raise invalid_params(f"embedding.{key} is required", field=f"embedding.{key}")
-    return dict(spec)
-
-
 def load_embedder(spec: dict[str, Any]) -> Embedder | None:
     """The embedder for a spec, loaded once per process and shared by every workspace."""
-    spec = validate_spec(spec)
+    spec = validate_embedding(spec)
     if spec["provider"] == "none":
         return None
     key = json.dumps(spec, sort_keys=True)

@@ -24,22 +24,13 @@ from autodoc.models.embedders import (
     Meter,
     ProviderError,
     _session,
-    check_spec_fields,
     pad_batch,
     post_json,
     token_batches,
 )
 from autodoc.wire import protocol
-from autodoc.wire.errors import invalid_params
+from autodoc.wire.provider_specs import TIMEOUT_DEFAULT, WINDOW_DEFAULT, validate_ranker
 
-PROVIDERS = ("none", "onnx", "tei", "cohere")
-# Fused hits a ranker reads by default. A local cross-encoder of MiniLM-L6 size costs ~27 ms
-# per pair on 2 cores (doc/benchmarks/rerank.md): 10 keeps a search near a quarter second;
-# a server ranker (TEI, Cohere; usually on a GPU) reads the spec's 40.
-WINDOW_DEFAULT = 40
-WINDOW_DEFAULT_CPU = 10
-WINDOW_MIN, WINDOW_MAX = 10, 100
-TIMEOUT_DEFAULT = 5.0
 NO_RANKER = "no ranker configured"
 NOT_REQUESTED = "not requested"
 API_KEY_ENV = "AUTODOC_RANK_API_KEY"
@@ -182,63 +173,13 @@ class HttpRanker:
 # -- configuration ------------------------------------------------------------------------------
 
 
-def validate_window(value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise invalid_params(f"{field} must be an integer {WINDOW_MIN}..{WINDOW_MAX}", field=field)
-    if not WINDOW_MIN <= value <= WINDOW_MAX:
-        raise invalid_params(
-            f"{field} must be {WINDOW_MIN}..{WINDOW_MAX}, got {value}", field=field, value=value
-        )
-    return value
-
-
-def validate_spec(spec: Any) -> dict[str, Any]:
-    """The `ranker` workspace option; -32602 naming the bad field."""
-    if isinstance(spec, str):
-        spec = {"provider": spec}
-    if not isinstance(spec, dict):
-        raise invalid_params("ranker must be an object", field="ranker")
-    spec = {"provider": "none", **spec}
-    if spec["provider"] not in PROVIDERS:
-        raise invalid_params(
-            f"ranker.provider must be one of {', '.join(PROVIDERS)}", field="ranker.provider"
-        )
-    common = {"provider", "window", "timeout"}
-    known = (
-        common
-        | {
-            "none": set(),
-            "onnx": {"path", "model", "tokenizer", "name", "max_length", "sigmoid", "threads"},
-            "tei": {"base_url", "model", "api_key_env"},
-            "cohere": {"base_url", "model", "api_key_env"},
-        }[spec["provider"]]
-    )
-    check_spec_fields(spec, known, "ranker")
-    default = WINDOW_DEFAULT_CPU if spec["provider"] == "onnx" else WINDOW_DEFAULT
-    spec["window"] = validate_window(spec.get("window", default), "ranker.window")
-    timeout = spec.get("timeout", TIMEOUT_DEFAULT)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise invalid_params(
-            "ranker.timeout must be a positive number of seconds", field="ranker.timeout"
-        )
-    spec["timeout"] = float(timeout)
-    if spec["provider"] == "onnx" and not (spec.get("path") or spec.get("model")):
-        raise invalid_params(
-            "ranker.path (a folder with model.onnx and tokenizer.json) is required",
-            field="ranker.path",
-        )
-    if spec["provider"] in ("tei", "cohere") and not spec.get("base_url"):
-        raise invalid_params("ranker.base_url is required", field="ranker.base_url")
-    return spec
-
-
 _CACHE: dict[str, Ranker] = {}
 _CACHE_LOCK = threading.Lock()
 
 
 def load_ranker(spec: dict[str, Any]) -> Ranker | None:
     """The ranker for a spec, loaded once per process (None for provider none)."""
-    spec = validate_spec(spec)
+    spec = validate_ranker(spec)
     if spec["provider"] == "none":
         return None
     key = json.dumps({k: v for k, v in spec.items() if k not in ("window",)}, sort_keys=True)
@@ -255,7 +196,7 @@ def _build(spec: dict[str, Any]) -> Ranker:
         if spec.get("model"):
             model = Path(spec["model"]).expanduser()
         else:
-            assert folder is not None  # validate_spec requires ranker.path or ranker.model
+            assert folder is not None  # validate_ranker requires ranker.path or ranker.model
             model = folder / "model.onnx"
         tokenizer = (
             Path(spec["tokenizer"]).expanduser()

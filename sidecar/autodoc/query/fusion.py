@@ -34,8 +34,6 @@ LEXICAL_SLOPE, LEXICAL_CENTRE = 12.0, 0.45
 # The only setting of the grid at or above plain RRF on all eight.
 CONVEX_SEMANTIC = 0.5
 CONVEX_FLOORS = {"lexical": 0.0, "semantic": 0.1}
-RETRIEVER_TOP = 50  # candidates each stage hands to fusion
-MAX_READ = 1000  # how deep a stage reads when invisible or filtered chunks starve it
 
 
 @dataclass

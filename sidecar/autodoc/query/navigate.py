@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 
 from autodoc import store as queries
-from autodoc.index.indexer import link_key
 from autodoc.parse.chunking import BREADCRUMB_SEP
 from autodoc.parse.document import Link, links_on_line
+from autodoc.parse.names import link_key
 from autodoc.store import Store, Workspace
 
 HOVER_LINES = 6  # of the target section, after its heading

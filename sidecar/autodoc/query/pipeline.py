@@ -20,10 +20,9 @@ from typing import Any, TypedDict, cast
 from autodoc import store as queries
 from autodoc.bm25.analyzer import Lexical, analyze
 from autodoc.files.confine import open_inside
-from autodoc.models.rankers import NO_RANKER, RankPlan, validate_window
-from autodoc.parse import frontmatter_schema
+from autodoc.models.rankers import NO_RANKER, RankPlan
 from autodoc.parse.query_parser import ParsedQuery, parse_query
-from autodoc.query import confidence, fusion, intent
+from autodoc.query import confidence, facet_filter, fusion, intent
 from autodoc.query.snippets import TermMatcher, make_snippet
 from autodoc.query.stages import (
     REGISTRY,
@@ -41,6 +40,7 @@ from autodoc.store import Store, Workspace, read_epochs
 from autodoc.vectors.embedding_cache import SemanticPlan
 from autodoc.wire import limits, protocol
 from autodoc.wire.errors import CancelToken, RpcError, invalid_params
+from autodoc.wire.provider_specs import validate_window
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 100
@@ -107,7 +107,7 @@ def parse_options(opts: Any) -> SearchOptions:
     window = opts.get("window")
     if window is not None:
         window = validate_window(window, "window")
-    facet_opts, tags = frontmatter_schema.validate_options(opts.get("facets"), opts.get("tags"))
+    facet_opts, tags = facet_filter.validate_options(opts.get("facets"), opts.get("tags"))
     method = opts.get("fusion", fusion.DEFAULT_FUSION)
     if not isinstance(method, str) or method not in fusion.FUSIONS:
         raise invalid_params(
@@ -189,9 +189,9 @@ def _context(
     options = parse_options(opts)
     started = time.perf_counter()
     with store.snapshot() as conn:
-        schema = frontmatter_schema.stored_schema(conn, ws.id)
+        schema = queries.stored_schema(conn, ws.id)
     query = parse_query(text, schema.is_facet)
-    flt = frontmatter_schema.build_filter(
+    flt = facet_filter.build_filter(
         schema,
         [(t.field, t.value, t.negated) for t in query.facets],
         options.facets,

@@ -79,6 +79,7 @@ from autodoc.store.reads import (
     section_at,
     set_active_embedding,
     shared_link_counts,
+    stored_schema,
     stored_schema_json,
     successors,
     texts_to_embed,
@@ -107,7 +108,7 @@ from autodoc.store.schema import (
     SCHEMA_VERSION,
     ChunkState,
 )
-from autodoc.store.workspace import WORKSPACE_NAME, Workspace, read_epochs
+from autodoc.store.workspace import WORKSPACE_NAME, DocumentSet, Workspace, read_epochs
 
 __all__ = [
     "CHANGE_LOG_DAYS",
@@ -126,6 +127,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "WORKSPACE_NAME",
     "ChunkState",
+    "DocumentSet",
     "Store",
     "Workspace",
     "WriterLease",
@@ -189,6 +191,7 @@ __all__ = [
     "section_at",
     "set_active_embedding",
     "shared_link_counts",
+    "stored_schema",
     "stored_schema_json",
     "successors",
     "texts_to_embed",

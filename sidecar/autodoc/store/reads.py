@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from autodoc.parse.frontmatter_schema import EMPTY, Schema, schema_of
 from autodoc.store.db import Store
 from autodoc.store.schema import DEAD, LIVE, NAME_ALIAS, NAME_LISTED, NAME_TITLE
 
@@ -263,6 +264,12 @@ def documents_with_facet_under(
 def stored_schema_json(conn: sqlite3.Connection, ws_id: int) -> str | None:
     row = conn.execute("SELECT schema FROM schemas WHERE workspace_id = ?", (ws_id,)).fetchone()
     return row[0] if row is not None else None
+
+
+def stored_schema(conn, ws_id: int) -> Schema:
+    """The workspace's schema in this snapshot (EMPTY when it has none)."""
+    stored = stored_schema_json(conn, ws_id)
+    return schema_of(stored) if stored is not None else EMPTY
 
 
 def replace_facets(

@@ -1,5 +1,6 @@
-"""A workspace as the store holds it: its row read into a `Workspace`, the rule for its name, and
-the epochs that cached views of it are keyed by."""
+"""A workspace as the store holds it: its row read into a `Workspace`, the rule for its name, the
+epochs that cached views of it are keyed by, and a set of its documents (`DocumentSet`, what a
+filter keeps)."""
 
 from __future__ import annotations
 
@@ -50,3 +51,17 @@ def read_epochs(conn: sqlite3.Connection, ws_id: int) -> tuple[int, int] | None:
         "SELECT lexical_epoch, vector_epoch FROM workspaces WHERE id = ?", (ws_id,)
     ).fetchone()
     return (row[0], row[1]) if row is not None else None
+
+
+@dataclass
+class DocumentSet:
+    """The documents a filter keeps: `keep` holds them, or `drop` holds the live others."""
+
+    size: int  # how many are kept
+    keep: set[int] | None = None
+    drop: set[int] | None = None
+
+    def __contains__(self, doc_id: int) -> bool:
+        if self.keep is not None:
+            return doc_id in self.keep
+        return doc_id not in (self.drop or ())

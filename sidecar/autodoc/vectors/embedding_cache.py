@@ -17,10 +17,9 @@ import numpy as np
 
 from autodoc import store as queries
 from autodoc.models.embedders import Embedder
-from autodoc.parse.frontmatter_schema import DocumentSet
-from autodoc.query.fusion import MAX_READ, RETRIEVER_TOP
-from autodoc.store import Store, Workspace
+from autodoc.store import DocumentSet, Store, Workspace
 from autodoc.vectors.usearch_index import Vectors, sign_bits
+from autodoc.wire.limits import MAX_READ, RETRIEVER_TOP
 
 # A filter whose documents hold at most this share of the chunks is served by scanning only
 # their vectors; a wider one by the whole-workspace shortlist, filtered (on cpp-docs a filter

@@ -16,108 +16,18 @@ runs qdrant-client's local mode in-process (exact brute force: tests and trials,
 
 from __future__ import annotations
 
-import contextlib
 import threading
-import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from autodoc import store as queries
-from autodoc.models.embedders import api_key, check_spec_fields
-from autodoc.wire.errors import invalid_params
+from autodoc.store.qdrant_connection import client_for, is_local, quiet
 
 DENSE = "dense"
 MIRROR_BATCH = 1024  # chunks upserted per call
 SWEEP_PAGE = 10_000  # point ids read per call when orphans are swept
 OVERSAMPLING = 2.0  # binary-quantized candidates rescored per hit wanted
-KINDS = ("embedded", "qdrant")
-# A server's address (url, api_key_env, timeout) or a local folder (path); the collection, made
-# with these shards and replicas where it does not exist yet; on_disk keeps the full vectors on
-# disk (the binary codes stay in RAM, rescoring reads the originals); lexical: the lexical
-# stage's index in Qdrant too (qdrant_lexical.py, the default) or Tantivy on this machine.
-QDRANT_FIELDS = {
-    "kind", "url", "path", "api_key_env", "timeout", "collection", "shards", "replicas",
-    "on_disk", "lexical",
-}  # fmt: skip
-LEXICAL_KINDS = ("qdrant", "tantivy")  # where a Qdrant workspace's lexical index lives
-_CLIENTS: dict[tuple[str, str], tuple[Any, Any]] = {}
-_CLIENTS_LOCK = threading.Lock()
-
-
-def validate_store(spec: Any) -> dict[str, Any]:
-    """`embedding.store`; -32602 naming the bad field."""
-    if spec is None:
-        return {"kind": "embedded"}
-    if not isinstance(spec, dict) or spec.get("kind") not in KINDS:
-        raise invalid_params(
-            "embedding.store.kind must be embedded or qdrant", field="embedding.store"
-        )
-    known = {"kind"} if spec["kind"] == "embedded" else QDRANT_FIELDS
-    check_spec_fields(spec, known, "embedding.store")
-    for key in ("shards", "replicas"):
-        value = spec.get(key, 1)
-        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 64:
-            raise invalid_params(
-                f"embedding.store.{key} must be 1 to 64", field=f"embedding.store.{key}"
-            )
-    if spec.get("lexical", "qdrant") not in LEXICAL_KINDS:
-        raise invalid_params(
-            "embedding.store.lexical must be qdrant or tantivy", field="embedding.store.lexical"
-        )
-    if spec["kind"] == "qdrant":
-        if not (isinstance(spec.get("url"), str) or isinstance(spec.get("path"), str)):
-            raise invalid_params(
-                "embedding.store needs a url or a path", field="embedding.store.url"
-            )
-        try:
-            import qdrant_client  # noqa: F401
-        except ImportError:
-            raise invalid_params(
-                "embedding.store kind qdrant needs qdrant-client: pip install -e '.[qdrant]'",
-                field="embedding.store",
-            ) from None
-    return dict(spec)
-
-
-@contextlib.contextmanager
-def quiet(local: bool) -> Iterator[None]:
-    """Local mode warns that indexes and search parameters have no effect there; a server's
-    client does not, and the warning filters are the process's: left alone then."""
-    if not local:
-        yield
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
-def is_local(spec: dict[str, Any]) -> bool:
-    """qdrant-client's in-process local mode (a folder, or ":memory:"), not a server."""
-    return bool(spec.get("path")) or spec.get("url") == ":memory:"
-
-
-def client_for(spec: dict[str, Any]) -> tuple[Any, Any]:
-    """One client per server (or local folder) per process, and the lock its calls take: local
-    mode allows one client and is not safe for concurrent calls (the vector set and the lexical
-    index share it); a server's client needs none."""
-    from qdrant_client import QdrantClient
-
-    where = ("path", spec["path"]) if spec.get("path") else ("url", spec["url"])
-    made: tuple[Any, Any]
-    with _CLIENTS_LOCK:
-        if where not in _CLIENTS:
-            if where[0] == "path":
-                made = QdrantClient(path=where[1]), threading.Lock()
-            elif where[1] == ":memory:":
-                made = QdrantClient(":memory:"), threading.Lock()
-            else:
-                key = api_key(spec.get("api_key_env"))
-                client = QdrantClient(url=where[1], api_key=key, timeout=spec.get("timeout", 10))
-                made = client, contextlib.nullcontext()
-            _CLIENTS[where] = made
-        return _CLIENTS[where]
 
 
 class QdrantVectors:

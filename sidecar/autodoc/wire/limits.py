@@ -16,6 +16,8 @@ MAX_QUERY_CHARS = 4_000  # a search query's text
 MAX_QUERY_WORDS = 64  # a search query's words (the lexical stage builds a clause per word)
 READ_MAX_LINES = 400  # lines one `doc.read` / `read_span` returns; `next_line` asks for more
 READ_MAX_BYTES = 64_000  # bytes of text one read returns (whole lines; at least one line)
+RETRIEVER_TOP = 50  # candidates each retrieval stage hands to fusion
+MAX_READ = 1000  # how deep a stage reads when invisible or filtered chunks starve it
 
 # A JSON string whole (even unclosed; the loop unrolled, so a 4 MB string is one fast match), or
 # a bracket.

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from autodoc.wire.errors import invalid_params
+from autodoc.wire.provider_specs import validate_embedding, validate_ranker, validate_store
 
 
 @dataclass(frozen=True)
@@ -29,20 +30,10 @@ class Option:
 
 
 def _embedding(value: Any) -> Any:
-    from autodoc.models.embedders import validate_spec  # keeps onnxruntime out of config's import
-
     if isinstance(value, dict) and "store" in value:  # where the vectors live: not the model's
-        from autodoc.vectors.qdrant_dense import validate_store
-
-        rest = validate_spec({k: v for k, v in value.items() if k != "store"})
+        rest = validate_embedding({k: v for k, v in value.items() if k != "store"})
         return {**rest, "store": validate_store(value["store"])}
-    return validate_spec(value)
-
-
-def _ranker(value: Any) -> Any:
-    from autodoc.models.rankers import validate_spec
-
-    return validate_spec(value)
+    return validate_embedding(value)
 
 
 def _schema_path(value: Any) -> Any:
@@ -114,7 +105,7 @@ OPTIONS: dict[str, Option] = {
         {"provider": "none", "window": 40, "timeout": 5.0},
         dict,
         doc="cross-encoder ranker: none (default), onnx, tei or cohere; window 10..100",
-        check=_ranker,
+        check=validate_ranker,
     ),
 }
 

@@ -21,11 +21,11 @@ import numpy as np
 
 from autodoc.bm25.analyzer import Lexical
 from autodoc.models.rankers import RankPlan
-from autodoc.parse import frontmatter_schema
 from autodoc.parse.query_parser import ParsedQuery
 from autodoc.query import fusion
+from autodoc.query.facet_filter import FacetFilter
 from autodoc.query.intent import Intent
-from autodoc.store import Store, Workspace
+from autodoc.store import DocumentSet, Store, Workspace
 from autodoc.vectors.embedding_cache import SemanticPlan
 from autodoc.wire import protocol
 
@@ -66,7 +66,7 @@ class QueryContext:
     text: str
     options: SearchOptions
     query: ParsedQuery
-    flt: frontmatter_schema.FacetFilter
+    flt: FacetFilter
     semantic: SemanticPlan
     rank: RankPlan
     check: Callable[[], None]
@@ -75,7 +75,7 @@ class QueryContext:
     intent: Intent = "words"
     # filled in inside the snapshot
     epochs: tuple[int, int] = (0, 0)
-    allowed: frontmatter_schema.DocumentSet | None = None
+    allowed: DocumentSet | None = None
     # what the stages leave
     performed: list[protocol.StageName] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)

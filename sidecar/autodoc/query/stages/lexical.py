@@ -9,13 +9,12 @@ import sqlite3
 from typing import Any, ClassVar
 
 from autodoc.bm25.analyzer import Lexical
-from autodoc.parse import frontmatter_schema
 from autodoc.parse.query_parser import ParsedQuery
 from autodoc.query import fusion
-from autodoc.query.fusion import MAX_READ, RETRIEVER_TOP
 from autodoc.query.intent import code_words, number_words
 from autodoc.query.stages.base import Phase, QueryContext, Skip, StageDefaults
-from autodoc.store import Store, Workspace, documents_named, first_live_chunk
+from autodoc.store import DocumentSet, Store, Workspace, documents_named, first_live_chunk
+from autodoc.wire.limits import MAX_READ, RETRIEVER_TOP
 
 
 class LexicalStage(StageDefaults):
@@ -53,7 +52,7 @@ def lexical_candidates(
     lexical: Lexical,
     ws: Workspace,
     query: ParsedQuery,
-    allowed: frontmatter_schema.DocumentSet | None = None,
+    allowed: DocumentSet | None = None,
     need: int = RETRIEVER_TOP,
     names: list[str] | None = None,
     whole: bool = False,
@@ -127,7 +126,7 @@ def exact_names(
     conn: sqlite3.Connection,
     ws: Workspace,
     query: ParsedQuery,
-    allowed: frontmatter_schema.DocumentSet | None,
+    allowed: DocumentSet | None,
 ) -> list[fusion.Fused]:
     """Documents whose title or an alias is exactly the query's words (case-insensitive), each
     as its first section, marked `exact`."""

@@ -1,34 +1,28 @@
-"""Name lookup: titles, aliases, headings and code identifiers, found by name (`search.find`).
+"""Names: what a document, a heading or a code span is called, and how a name is looked up.
 
-Agents and people often know a name, not words about it: `placeOrderRequest`, `strcpy_s`,
-`CWnd`. Ranking by BM25 or cosine is the wrong tool for that; a dictionary is the right one.
+A link's target is a *key* (`link_key`: a root-relative path without `.md`, lower-cased; a
+record number's `folder/#32`); a title may list or gloss several names (`title_names`).
+`search.find` looks names up by their subwords: every name (titles, aliases, headings, code
+identifiers; `document_symbols` collects them from a parsed document) is cut into subwords
+(camelCase, PascalCase, snake_case, `::`, spaces and punctuation), lowercased, and stored under
+each *suffix join*: the subwords from position i to the end, concatenated. `placeOrderRequest` is
+stored as `placeorderrequest` (position 0), `orderrequest` and `request`. A query is normalised
+the same way (`query_key`) and answered by one key range of a B-tree: the key equals a whole name
+(exact), begins one (prefix), or begins a later join (the rest): `orderRequest` and `order` find
+`placeOrderRequest`; `place order` begins it; `WebAuth` begins the join `webauthnsession` of
+`GetWebAuthnSession`. A subword never matches from its middle: `rder` finds nothing.
 
-Every name is cut into subwords (camelCase, PascalCase, snake_case, `::`, spaces and
-punctuation), lowercased, and stored under each *suffix join*: the subwords from position i to
-the end, concatenated. `placeOrderRequest` is stored as `placeorderrequest` (position 0),
-`orderrequest` and `request`. A query is normalised the same way and answered by one key range
-of a B-tree: the key equals a whole name (exact), begins one (prefix), or begins a later join
-(the rest): `orderRequest` and `order` find `placeOrderRequest`; `place order` begins it;
-`WebAuth` begins the join `webauthnsession` of `GetWebAuthnSession`. A subword never matches
-from its middle: `rder` finds nothing.
-
-Storage (one set per workspace, written in the transaction that publishes a document):
-`symbols` (id, name), `symbol_keys` (key, position, symbol) and `symbol_sites` (symbol,
-document, kind, label, line) with one site per name and document, at its strongest kind;
-`label` is the length of the title or heading a name came from: `CWnd` in "CWnd Class" is
-more the subject of its page than in "Detaching a CWnd from Its HWND".
+The index writes them (`index/name_index.py`), the query path reads them (`query/find.py`).
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
-from collections.abc import Iterable
-from typing import Any, Literal
+from collections.abc import Callable, Iterable
+from typing import Literal
 
-from autodoc import store as queries
 from autodoc.parse.document import ParsedDocument
-from autodoc.wire import protocol
-from autodoc.wire.errors import invalid_params
 
 # Kinds of site, strongest first: what a name is to the document it occurs in.
 KIND_TITLE, KIND_ALIAS, KIND_HEADING, KIND_CODE = 0, 1, 2, 3
@@ -38,13 +32,9 @@ KIND_NAMES: tuple[Literal["title", "alias", "heading", "identifier"], ...] = (
     "heading",
     "identifier",
 )
-MATCH_NAMES: tuple[Literal["exact", "prefix", "partial"], ...] = ("exact", "prefix", "partial")
 
 MAX_NAME_CHARS = 200  # longer "names" are sentences, not names
 MAX_KEYS = 12  # suffix joins stored per name: headings of many words stay cheap
-CANDIDATES = 5000  # key rows read per lookup; past this the answer says `truncated`
-DEFAULT_LIMIT = 20
-MAX_LIMIT = 500
 INDEX_FORMAT = "names=2"  # bump when extraction changes: documents are re-read once
 
 _PIECE = re.compile(r"[^\W_]+")  # letters and digits, any script
@@ -229,109 +219,57 @@ def document_symbols(doc: ParsedDocument) -> dict[str, tuple[int, int, int]]:
     return sites
 
 
-# -- writing --------------------------------------------------------------------------------
+def link_key(
+    source: str, kind: str, target: str, is_file: Callable[[str], bool] | None = None
+) -> str:
+    """The `names.key` a link looks up: a root-relative path for Markdown links.
+
+    A frontmatter path is read relative to its file (`../adr/0042.md`, `0042.md`), except
+    that one with a folder and no `./` or `../` (`adr/0042-use-postgres.md`, as vaults often
+    write them) is read from the root when `is_file` (root-relative path) finds no file beside
+    the source but one from the root."""
+    t = target.strip()
+    if kind == "record":
+        return record_key(posixpath.dirname(source), t)
+    if kind == "md" or (kind == "meta" and ("/" in t or without_md_suffix(t) != t)):
+        base = "" if t.startswith("/") else posixpath.dirname(source)
+        beside = posixpath.normpath(posixpath.join(base, t.lstrip("/")))
+        from_root = posixpath.normpath(t)
+        rootish = kind == "meta" and "/" in t and not t.startswith(("/", "./", "../"))
+        if rootish and is_file is not None and from_root != beside:
+            t = from_root if not is_file(beside) and is_file(from_root) else beside
+        else:
+            t = beside
+    return without_md_suffix(t).lower()
 
 
-def _detach(conn, doc_ids: list[int]) -> set[int]:
-    """Delete these documents' sites; the names they used, to check for orphans after."""
-    return queries.detach_names(conn, doc_ids)
+def without_md_suffix(path: str) -> str:
+    lower = path.lower()
+    for suffix in (".markdown", ".md"):
+        if lower.endswith(suffix):
+            return path[: -len(suffix)]
+    return path
 
 
-def _drop_orphans(conn, ws_id: int, symbol_ids: set[int]) -> None:
-    """Names no document uses any more leave the dictionary (their keys by primary key)."""
-    orphans = queries.orphan_names(conn, sorted(symbol_ids))
-    queries.drop_names(conn, ws_id, [(sid, suffix_keys(name)) for sid, name in orphans])
+def record_key(folder: str, number: str) -> str:
+    """The `names.key` of a record number in a folder: `docs/adr/#32`."""
+    return f"{folder.lower()}/#{number}"
 
 
-def forget_documents(conn, ws_id: int, doc_ids: list[int]) -> None:
-    """Deleted documents: their sites go, and the names only they used."""
-    _drop_orphans(conn, ws_id, _detach(conn, doc_ids))
+# A title that names several things (`strcpy_s, wcscpy_s, _mbscpy_s`: one page for a family of
+# functions) or one thing and what it is (`/Zc:__cplusplus (Enable updated __cplusplus macro)`):
+# each name is the document's too, so the exact-name pass finds it for `strcpy_s`.
+_LISTED = re.compile(r"^[^\s,]+(?:\s*,\s*[^\s,]+)+$")
+_GLOSSED = re.compile(r"^(.*?\S)\s*\([^()]*\)$")
 
 
-def write_documents(
-    conn,
-    ws_id: int,
-    docs: list[tuple[int, dict[str, tuple[int, int, int]]]],
-    replaced: list[int],
-) -> None:
-    """Replace the sites of these documents (`replaced`: those that may have had some)."""
-    used = _detach(conn, replaced)
-    names = sorted({name for _, sites in docs for name in sites})
-    known = queries.name_ids(conn, ws_id, names)
-    fresh = [n for n in names if n not in known]
-    added = queries.add_names(conn, ws_id, fresh)
-    known.update(added)
-    key_rows = [
-        (ws_id, key, pos, sid) for name, sid in added.items() for pos, key in suffix_keys(name)
-    ]
-    key_rows.sort()  # in key order: B-tree pages fill in sequence
-    queries.add_name_keys(conn, key_rows)
-    queries.add_name_sites(
-        conn,
-        sorted(
-            (known[name], doc_id, kind, label, line)
-            for doc_id, sites in docs
-            for name, (kind, label, line) in sites.items()
-        ),
-    )
-    _drop_orphans(conn, ws_id, used - {known[n] for n in names})
-
-
-# -- reading --------------------------------------------------------------------------------
-
-
-def parse_options(opts: Any) -> tuple[bool, int]:
-    if opts is None:
-        opts = {}
-    if not isinstance(opts, dict):
-        raise invalid_params("options must be an object: {exact, limit}", field="opts")
-    unknown = sorted(set(opts) - {"exact", "limit"})
-    if unknown:
-        raise invalid_params(
-            f"unknown option {unknown[0]!r} (known: exact, limit)", field=unknown[0]
-        )
-    exact = opts.get("exact", False)
-    if not isinstance(exact, bool):
-        raise invalid_params("exact must be true or false", field="exact")
-    limit = opts.get("limit", DEFAULT_LIMIT)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise invalid_params(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
-    return exact, limit
-
-
-def find(conn, ws_id: int, name: Any, *, exact: bool, limit: int):
-    """Names that match and the documents holding them, a row per name and document: exact →
-    prefix → partial, then title → alias → heading → identifier, shorter names first, then
-    names from shorter titles and headings.
-    Returns (rows, truncated); a row is (tier, kind, name, document_id, line)."""
-    if not isinstance(name, str) or not name.strip():
-        raise invalid_params("name must be a non-empty string", field="name")
-    key = query_key(name)
-    if not key:
-        raise invalid_params("name has no letters or digits to look up", field="name")
-    return queries.find_names(conn, ws_id, key, exact=exact, limit=limit, cap=CANDIDATES)
-
-
-def answer(
-    conn, ws_id: int, name: Any, opts: Any = None
-) -> tuple[list[protocol.FindMatch], bool, bool]:
-    """`search.find`'s (matches, exact, truncated): each match with its document and the
-    section around it."""
-    exact, limit = parse_options(opts)
-    rows, truncated = find(conn, ws_id, name, exact=exact, limit=limit)
-    matches = []
-    for tier, kind, matched, doc_id, line in rows:
-        path, title = queries.document_title(conn, doc_id)
-        section = queries.section_at(conn, doc_id, line)
-        match = protocol.FindMatch(
-            name=matched,
-            match=MATCH_NAMES[tier],
-            kind=KIND_NAMES[kind],
-            path=path,
-            title=title,
-            line=line,
-        )
-        if section is not None:
-            _, match["line_start"], match["line_end"], match["breadcrumb"] = section
-        matches.append(match)
-    return matches, exact, truncated
+def title_names(title: str) -> list[str]:
+    """The names a title lists (`a, b, c`: each a single word) or glosses (`/EH (…)`: `/eh`),
+    lower-cased; none for a title that is one name or a sentence."""
+    t = " ".join(title.split()).lower()
+    glossed = _GLOSSED.match(t)
+    if glossed:
+        t = glossed[1]
+    if _LISTED.match(t):
+        return [n.strip() for n in t.split(",") if n.strip()]
+    return [t] if glossed else []
