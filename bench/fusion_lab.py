@@ -31,9 +31,9 @@ TOP = 50
 def capture(work_root: Path, bench: Path, out: Path) -> None:
     from autodoc.engine import Engine
     from autodoc.parse.query_parser import parse_query
-    from autodoc.query.stages.semantic import semantic_coverage
     from autodoc.store import read_epochs
-    from autodoc.vectors.embedding_cache import _visible, sign_bits
+    from autodoc.vectors.coverage import semantic_coverage
+    from autodoc.vectors.nearest import _visible, sign_bits
 
     lists = {}
     for name in DATASETS:

@@ -41,10 +41,11 @@ from hybrid_latency import pct
 from lexical_latency import make_queries
 from vector_recall import synthetic
 
-from autodoc.bm25.analyzer import LexicalDoc, LexicalIndex
+from autodoc.bm25.analyzer import LexicalDoc
+from autodoc.bm25.tantivy_index import LexicalIndex
 from autodoc.models.embedders import bundled_embedder
 from autodoc.parse.query_parser import parse_query
-from autodoc.vectors.embedding_cache import SHORTLIST, sign_bits
+from autodoc.vectors.nearest import SHORTLIST, sign_bits
 
 TOP = 50
 

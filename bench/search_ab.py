@@ -29,7 +29,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from index_time import checkout
-from lexical_latency import live_chunks, make_queries
 
 REPO = Path(__file__).resolve().parents[1]
 SETS = {"lexical": ["lexical"], "semantic": ["semantic"], "hybrid": ["lexical", "semantic"]}
@@ -85,6 +84,9 @@ def main() -> int:
     ap.add_argument("--work", type=Path, help="keep the indexed store here (reused when present)")
     ap.add_argument("--workspace", default="bench", help="the workspace name in the store")
     args = ap.parse_args()
+    # here, not at the top: a child runs the other revision, whose modules may live elsewhere
+    from lexical_latency import live_chunks, make_queries
+
     sets = ["lexical"] + (["semantic", "hybrid"] if args.embedding == "bundled" else [])
     with tempfile.TemporaryDirectory() as tmp, checkout(args.before) as old:
         assert old is not None

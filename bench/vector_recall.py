@@ -28,7 +28,7 @@ import onnxruntime  # noqa: F401 - before usearch (see autodoc.models.embedders)
 from usearch.index import Index
 
 from autodoc.models.embedders import bundled_embedder
-from autodoc.vectors.embedding_cache import sign_bits
+from autodoc.vectors.nearest import sign_bits
 
 K = 50
 

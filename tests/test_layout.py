@@ -1,5 +1,7 @@
-"""The tree's rules: no function in the sidecar over 60 lines without a reason written above it,
-each server adapter well under 300 lines, and no SQL outside the store package."""
+"""The tree's rules that import-linter cannot say (its contracts, in pyproject.toml, hold the
+layers and forbid cycles): no module over 600 lines, no function over 60 without a reason written
+above it, one name for one module across the tree, each server adapter well under 300 lines, and
+no SQL outside the store package."""
 
 from __future__ import annotations
 
@@ -10,6 +12,30 @@ from .conftest import REPO
 
 SIDECAR = REPO / "sidecar" / "autodoc"
 MAX_LINES = 60
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_over_600_lines():
+    long = {
+        str(p.relative_to(SIDECAR)): n
+        for p in SIDECAR.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}
+
+
+def test_every_module_name_is_unique_across_the_tree():
+    """`lexical.py` beside `stages/lexical.py` made a reader ask which one they had open: a
+    module's file name (a package's folder name) says what it is, once."""
+    seen: dict[str, list[str]] = {}
+    for p in SIDECAR.rglob("*.py"):
+        if p.name in ("__init__.py", "__main__.py"):
+            continue
+        seen.setdefault(p.stem, []).append(str(p.relative_to(SIDECAR)))
+    for folder in SIDECAR.rglob("*/"):
+        if (folder / "__init__.py").exists():
+            seen.setdefault(folder.name, []).append(str(folder.relative_to(SIDECAR)) + "/")
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}
 
 
 def test_no_long_function_without_a_reason_above_it():

@@ -276,7 +276,8 @@ def test_a_file_left_by_a_killed_writer_does_not_block_the_next_commit(tmp_path)
     same opstamp failed with FileAlreadyExists."""
     import shutil
 
-    from autodoc.bm25.analyzer import LexicalDoc, LexicalIndex
+    from autodoc.bm25.analyzer import LexicalDoc
+    from autodoc.bm25.tantivy_index import LexicalIndex
 
     def docs(n):
         return [LexicalDoc(i, i, "T", "T", [], [], f"word {i}")

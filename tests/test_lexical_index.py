@@ -10,11 +10,11 @@ from autodoc.bm25.analyzer import (
     STEMMED,
     UNSTEMMED,
     LexicalDoc,
-    LexicalIndex,
     _analyzer,
     analyze,
     is_stopword,
 )
+from autodoc.bm25.tantivy_index import LexicalIndex
 from autodoc.parse.query_parser import parse_query
 
 

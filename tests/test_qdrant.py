@@ -19,7 +19,7 @@ pytest.importorskip("qdrant_client", reason="the qdrant extra is not installed")
 from autodoc.engine import Engine
 from autodoc.index.indexer import Indexer
 from autodoc.store import read_epochs
-from autodoc.vectors.embedding_cache import semantic_candidates
+from autodoc.vectors.nearest import semantic_candidates
 from autodoc.vectors.qdrant_dense import QdrantVectors
 from autodoc.wire.errors import RpcError
 

@@ -16,7 +16,7 @@ from autodoc.query import fusion
 from autodoc.query.stages.fuse import FuseStage
 from autodoc.query.stages.semantic import SemanticStage
 from autodoc.store import read_epochs
-from autodoc.vectors import embedding_cache, usearch_index
+from autodoc.vectors import embedding_cache, nearest, usearch_index
 from autodoc.vectors.embedding_cache import collect_unused, fill
 from autodoc.wire.errors import EMBED_FAILED, SWITCHING, UNSUPPORTED, RpcError
 
@@ -232,7 +232,7 @@ def _spy(monkeypatch, owner, name: str) -> list:
 def test_a_narrow_filter_scans_only_its_documents(rpc, vault, monkeypatch):
     _bulk_and_rare(rpc, vault)
     shortlists = _spy(monkeypatch, usearch_index.VectorIndex, "shortlist")
-    subsets = _spy(monkeypatch, embedding_cache, "_subset")
+    subsets = _spy(monkeypatch, nearest, "_subset")
     answer = search(rpc, "kb", "deployment pipeline", stages=["semantic"], paths=["rare/"])
     assert sorted(h["path"] for h in answer["hits"]) == ["rare/r0.md", "rare/r1.md", "rare/r2.md"]
     assert not shortlists and len(subsets) == 1  # 3 of 153 documents: their vectors only
@@ -241,13 +241,11 @@ def test_a_narrow_filter_scans_only_its_documents(rpc, vault, monkeypatch):
 
 def test_a_wide_filter_that_starves_the_shortlist_scans_its_documents(rpc, vault, monkeypatch):
     _bulk_and_rare(rpc, vault)
-    monkeypatch.setattr(
-        embedding_cache, "SUBSET_SHARE", 0.0
-    )  # as if the filter kept many documents
+    monkeypatch.setattr(nearest, "SUBSET_SHARE", 0.0)  # as if the filter kept many documents
     monkeypatch.setattr(usearch_index, "SHORTLIST", 20)
-    monkeypatch.setattr(embedding_cache, "MAX_READ", 120)
+    monkeypatch.setattr(nearest, "MAX_READ", 120)
     shortlists = _spy(monkeypatch, usearch_index.VectorIndex, "shortlist")
-    subsets = _spy(monkeypatch, embedding_cache, "_subset")
+    subsets = _spy(monkeypatch, nearest, "_subset")
     answer = search(rpc, "kb", "deployment pipeline", stages=["semantic"], paths=["rare/"])
     assert sorted(h["path"] for h in answer["hits"]) == ["rare/r0.md", "rare/r1.md", "rare/r2.md"]
     assert [c[3] for c in shortlists] == [100, 120]  # read, then deeper: still no cake

@@ -15,6 +15,7 @@ import pytest
 from autodoc.engine import Engine
 from autodoc.store import LIVE, DocumentSet, read_epochs
 from autodoc.vectors import embedding_cache, usearch_index
+from autodoc.vectors import nearest as nearest_module
 
 from .conftest import fake_openai_engine, write
 from .fake_openai import FakeOpenAI
@@ -217,7 +218,7 @@ def test_an_exact_match_leads_even_when_the_shortlist_is_short(sem, monkeypatch)
 def test_reading_deeper_fills_a_starved_answer_and_says_when_it_could_not(sem, monkeypatch):
     engine, _ = sem
     monkeypatch.setattr(usearch_index, "SHORTLIST", 4)
-    monkeypatch.setattr(embedding_cache, "MAX_READ", 8)
+    monkeypatch.setattr(nearest_module, "MAX_READ", 8)
     # Most documents excluded: the shortlist cannot fill the answer, the kept ones are scanned.
     keep = doc_ids(engine, "shared/", "other/")
     drop = doc_ids(engine, "") - keep
@@ -301,7 +302,7 @@ def test_a_sign_bit_is_set_only_for_a_positive_component():
     vectors = np.array(
         [[0.5, -0.1, 0.0, 2.0, 1.0, -3.0, 0.25, 1e-9], [-0.5] * 4 + [0.5] * 4], dtype=np.float32
     )
-    assert embedding_cache.sign_bits(vectors).tolist() == [[0b10011011], [0b00001111]]
+    assert usearch_index.sign_bits(vectors).tolist() == [[0b10011011], [0b00001111]]
 
 
 # -- the narrow filter's own scan, the saved sign index, filling and collecting ---------------
@@ -327,10 +328,10 @@ def test_a_narrow_filter_rescores_only_its_sign_codes_nearest_the_query(sem, mon
     with the shortlist set where the k-th and (k+1)-th distances differ, so the set is defined."""
     engine, _ = sem
     keep = doc_ids(engine, "topics/t0")  # 10 documents, 20 chunks, 20 texts
-    monkeypatch.setattr(embedding_cache, "SUBSET_SHARE", 0.5)  # served by their own vectors
+    monkeypatch.setattr(nearest_module, "SUBSET_SHARE", 0.5)  # served by their own vectors
     rows = vectors(engine, keep)
     _, p = plan(engine)
-    qbits = embedding_cache.sign_bits(p.embedder.embed([text])[0])
+    qbits = usearch_index.sign_bits(p.embedder.embed([text])[0])
     distance = {r[3]: int(np.unpackbits(np.frombuffer(r[5], np.uint8) ^ qbits).sum()) for r in rows}
     ordered = sorted(distance.values())
     k = next(k for k in range(3, len(ordered)) if ordered[k - 1] < ordered[k])
@@ -352,10 +353,10 @@ def test_a_filter_holding_exactly_the_subset_share_scans_its_own_vectors(sem, mo
     keep = doc_ids(engine, "topics/t0")
     (total,) = {len(vectors(engine, doc_ids(engine, "")))}
     share = Fraction(len(vectors(engine, keep)) - (0 if at_edge else 1), total)
-    monkeypatch.setattr(embedding_cache, "SUBSET_SHARE", share)  # exact: chunks * share is a count
+    monkeypatch.setattr(nearest_module, "SUBSET_SHARE", share)  # exact: chunks * share is a count
     scans = []
-    real = embedding_cache._subset
-    monkeypatch.setattr(embedding_cache, "_subset", lambda *a: scans.append(a[7]) or real(*a))
+    real = nearest_module._subset
+    monkeypatch.setattr(nearest_module, "_subset", lambda *a: scans.append(a[7]) or real(*a))
     found, _ = candidates(engine, "lease writer", DocumentSet(len(keep), keep=keep))
     assert scans == ([keep] if at_edge else [])
     assert same(found, brute_force(engine, "lease writer", keep), engine)
@@ -383,7 +384,7 @@ def add_vectors(engine, vecs: np.ndarray) -> None:
                     p.model_fp,
                     f"{i:064x}",
                     v.tobytes(),
-                    embedding_cache.sign_bits(v).tobytes(),
+                    usearch_index.sign_bits(v).tobytes(),
                 )
                 for i, v in enumerate(vecs.astype(np.float32))
             ],
@@ -396,7 +397,7 @@ def test_an_answer_the_deepest_read_cannot_fill_says_it_is_truncated(tmp_path, m
     answers what it found and `truncated`; with one, the kept documents' own vectors answer
     (and a vector shared with a dropped document does not let it in)."""
     monkeypatch.setattr(usearch_index, "SHORTLIST", 4)
-    monkeypatch.setattr(embedding_cache, "MAX_READ", 8)
+    monkeypatch.setattr(nearest_module, "MAX_READ", 8)
     with FakeOpenAI(dim=32) as server:
         root = tmp_path / "vault"
         write(root, "x/a.md", "# Common\n\n" + LICENCE)  # its licence shares a vector
@@ -629,7 +630,7 @@ def candidates_for(engine, qvec: np.ndarray, allowed, need: int, complete: bool 
         (total,) = conn.execute(
             f"SELECT count(*) FROM chunks WHERE workspace_id = ? AND state = {LIVE}", (ws.id,)
         ).fetchone()
-        return embedding_cache.semantic_candidates(
+        return nearest_module.semantic_candidates(
             conn, engine.store, p.signs, ws, p.model_fp, qvec, allowed, need,
             complete=complete, chunks=total,
         )  # fmt: skip
@@ -640,7 +641,7 @@ def test_the_filters_own_scan_keeps_exactly_the_nearest_sign_codes(tmp_path, mon
     """24 one-chunk documents whose vectors are set so the i-th differs from the query's signs
     in i bits, and whose cosine order is not their Hamming order: a shortlist of 8 keeps
     exactly the eight nearest, whatever order the scan meets them in (two shufflings)."""
-    monkeypatch.setattr(embedding_cache, "SUBSET_SHARE", 1.0)
+    monkeypatch.setattr(nearest_module, "SUBSET_SHARE", 1.0)
     monkeypatch.setattr(usearch_index, "SHORTLIST", 8)
     with FakeOpenAI(dim=64) as server:
         root = tmp_path / "vault"
@@ -672,7 +673,7 @@ def test_the_filters_own_scan_keeps_exactly_the_nearest_sign_codes(tmp_path, mon
                     conn.execute(
                         "INSERT INTO embeddings(workspace_id, model_fp, text_hash, f32, bits)"
                         " VALUES (?, ?, ?, ?, ?)",
-                        (ws.id, fp, h, v.tobytes(), embedding_cache.sign_bits(v).tobytes()),
+                        (ws.id, fp, h, v.tobytes(), usearch_index.sign_bits(v).tobytes()),
                     )
                 conn.execute(  # as a collection does: the saved vectors are stale
                     "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key)"

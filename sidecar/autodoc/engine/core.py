@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from autodoc import store as queries
-from autodoc.bm25.analyzer import Lexical, LexicalIndex
+from autodoc.bm25.analyzer import Lexical
+from autodoc.bm25.tantivy_index import LexicalIndex
 from autodoc.models.embedders import Embedder, key_status, load_embedder
 from autodoc.models.rankers import NO_RANKER, RankPlan, load_ranker
-from autodoc.query.stages.semantic import semantic_coverage
 from autodoc.store import Store, Workspace
-from autodoc.vectors.embedding_cache import SemanticPlan
+from autodoc.vectors.coverage import semantic_coverage
+from autodoc.vectors.nearest import SemanticPlan
 from autodoc.vectors.usearch_index import VectorIndex, Vectors
 from autodoc.wire import protocol
 from autodoc.wire.errors import SWITCHING, UNSUPPORTED

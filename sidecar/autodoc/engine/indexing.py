@@ -15,8 +15,8 @@ from autodoc.index.check import check_workspace
 from autodoc.index.indexer import Indexer, Progress
 from autodoc.models.embedders import Embedder, key_status
 from autodoc.parse import frontmatter_schema
-from autodoc.query.stages.semantic import semantic_coverage, semantic_missing
 from autodoc.store import Workspace, read_epochs
+from autodoc.vectors.coverage import semantic_coverage, semantic_missing
 from autodoc.vectors.embedding_cache import collect_unused, fill
 from autodoc.wire import protocol
 from autodoc.wire.errors import StoreBusyError

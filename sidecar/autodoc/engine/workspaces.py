@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from autodoc.bm25.analyzer import LexicalIndex
+from autodoc.bm25.tantivy_index import LexicalIndex
 from autodoc.engine.core import lexical_home, lexical_store, store_spec
 from autodoc.engine.indexing import Indexing
 from autodoc.index.indexer import Indexer

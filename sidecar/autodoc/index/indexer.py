@@ -22,16 +22,15 @@ import sqlite3
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
 
 from autodoc.bm25.analyzer import Lexical, LexicalDoc
 from autodoc.files.confine import read_inside
 from autodoc.files.walker import FoundFile, Hidden, find, is_utf8, scan
 from autodoc.index import facet_values, name_index
+from autodoc.index.run_records import DocumentUpdate, PublishPlan, RunSummary
 from autodoc.parse import frontmatter_schema, names
-from autodoc.parse.chunking import CHUNKING_FORMAT, Chunk, Chunker
+from autodoc.parse.chunking import CHUNKING_FORMAT, Chunker
 from autodoc.parse.document import READING_FORMAT, ParsedDocument, parse_document, record_number
 from autodoc.parse.markdown import STRUCTURE_FORMAT
 from autodoc.parse.names import link_key, record_key, title_names, without_md_suffix
@@ -53,52 +52,6 @@ RETIRE_GRACE_S = 10.0  # how long a retired chunk stays findable for readers mid
 BATCH_DOCUMENTS = 500
 
 Progress = Callable[[int, int, str], None]
-
-
-@dataclass
-class DocumentUpdate:
-    file: FoundFile
-    parsed: ParsedDocument
-    chunks: list[Chunk]
-    content_hash: str
-    chunk_fp: str
-    meta_fp: str
-    symbols: dict[str, tuple[int, int, int]]  # name -> (kind, label, line), for lookup
-
-
-@dataclass
-class _Plan:
-    update: DocumentUpdate
-    doc_id: int
-    generation: int
-    created: bool  # new, or back after a delete
-    kept: dict[int, Chunk] = field(default_factory=dict)  # unchanged chunk id -> its new place
-    new: list[tuple[int, Chunk]] = field(default_factory=list)  # (assigned id, chunk)
-
-
-@dataclass
-class RunSummary:
-    workspace: str
-    files: int = 0
-    added: int = 0
-    modified: int = 0
-    deleted: int = 0
-    unchanged: int = 0
-    chunks_written: int = 0
-    chunks_kept: int = 0
-    chunks: int | None = 0  # None after a run over a few paths (not counted)
-    documents: int | None = 0
-    skipped: list[dict[str, str]] = field(default_factory=list)
-    warnings: list[dict[str, str]] = field(default_factory=list)
-    warnings_kept: int = 0  # warnings of unchanged files from earlier runs (not read again)
-    # hidden folders and Markdown files not entered: {"count", "examples"}
-    hidden: dict[str, Any] = field(default_factory=lambda: {"count": 0, "examples": []})
-    # the last run over all files was interrupted: {"already": files current, "files": found}
-    resumed: dict[str, int] | None = None
-    seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def document_names(path: str, title: str, aliases: list[str]) -> list[tuple[str, int]]:
@@ -447,7 +400,7 @@ class Indexer:
             summary.chunks_written += len(p.new)
             summary.chunks_kept += len(p.kept)
 
-    def _plan(self, conn, updates: list[DocumentUpdate]) -> list[_Plan]:
+    def _plan(self, conn, updates: list[DocumentUpdate]) -> list[PublishPlan]:
         """Give each changed document its next generation; keep chunks whose text is unchanged."""
         ws_id = self.ws.id
         rows = writes.documents_to_plan(conn, ws_id, [u.file.rel for u in updates])
@@ -474,9 +427,9 @@ class Indexer:
         for u in updates:
             row = rows.get(u.file.rel)
             if row is None:
-                plan = _Plan(u, fresh[u.file.rel], 1, True)
+                plan = PublishPlan(u, fresh[u.file.rel], 1, True)
             else:
-                plan = _Plan(u, row["id"], row["generation"] + 1, bool(row["deleted"]))
+                plan = PublishPlan(u, row["id"], row["generation"] + 1, bool(row["deleted"]))
             old = reusable.get(plan.doc_id, {})
             for ch in u.chunks:
                 ids = old.get((ch.kind, ch.text_hash))
@@ -488,7 +441,7 @@ class Indexer:
             plans.append(plan)
         return plans
 
-    def _switch(self, conn, plans: list[_Plan], now: float) -> None:
+    def _switch(self, conn, plans: list[PublishPlan], now: float) -> None:
         """New chunks live, replaced ones retired, documents at their new generation."""
         writes.publish_documents(
             conn,
@@ -550,7 +503,7 @@ class Indexer:
             return False
         return os.path.isfile(os.path.join(self.ws.root, *rel.split("/")))
 
-    def _replace_links_and_names(self, conn, plans: list[_Plan]) -> None:
+    def _replace_links_and_names(self, conn, plans: list[PublishPlan]) -> None:
         ws_id = self.ws.id
         ids = [p.doc_id for p in plans if not p.created]  # the others have none
         self._changed.update(p.doc_id for p in plans)

@@ -18,9 +18,9 @@ import numpy as np
 from autodoc import store as queries
 from autodoc.parse.query_parser import parse_query
 from autodoc.query.snippets import TermMatcher, make_snippet
-from autodoc.query.stages.semantic import semantic_coverage
 from autodoc.store import Store, Workspace, read_epochs
-from autodoc.vectors.embedding_cache import SemanticPlan, semantic_candidates
+from autodoc.vectors.coverage import semantic_coverage
+from autodoc.vectors.nearest import SemanticPlan, semantic_candidates
 from autodoc.wire import protocol
 from autodoc.wire.errors import invalid_params
 

@@ -7,8 +7,9 @@ the one place in the sidecar that holds SQL (tests/test_layout.py).
     workspace  `Workspace` (a workspace's row), the rule for its name, `read_epochs`
     db         `Store`: the connections, snapshots, the writer's transactions, workspaces, the
                change log, and the batched `IN (...)` helpers (`in_batches`, `rows`, `column`)
-    reads      named reads of the query path, status and checks; facets', the vector cache's and
-               name lookup's small writes
+    reads      named reads of the query path, status and checks; the facet rows' writes
+    embedding_rows  the vector cache's reads, fills and collections
+    name_rows  the name index's dictionary, keys and sites
     writes     the indexer's write protocol, one function per statement or small group
 
 Every public name of all but `writes` is importable from here, as when the store was one module;
@@ -19,77 +20,81 @@ from __future__ import annotations
 
 from autodoc.store import reads, writes
 from autodoc.store.db import READER_MMAP_BYTES, Store
+from autodoc.store.embedding_rows import (
+    add_vectors,
+    chunk_extent,
+    chunks_to_mirror,
+    collect_vectors,
+    collections,
+    documents_missing_vectors,
+    existing_chunk_ids,
+    live_chunk_count_of,
+    live_chunks_with_texts,
+    live_text_hashes_of,
+    missing_text_count,
+    retired_chunk_ids,
+    texts_to_embed,
+    vector_codes,
+    vector_coverage,
+    vector_ids,
+    vector_rows,
+    vector_stats,
+)
 from autodoc.store.lease import WriterLease
-from autodoc.store.reads import (
+from autodoc.store.name_rows import (
     add_name_keys,
     add_name_sites,
     add_names,
-    add_vectors,
+    detach_names,
+    document_title,
+    drop_names,
+    find_names,
+    name_ids,
+    orphan_names,
+    section_at,
+)
+from autodoc.store.reads import (
     backlinks,
     boost_facts,
-    chunk_extent,
     chunk_vectors,
     chunks_missing_vectors,
-    chunks_to_mirror,
     clear_facets,
-    collect_vectors,
-    collections,
-    detach_names,
     document_by_key,
     document_chunk_ids,
     document_generation,
     document_paths,
     document_sections,
-    document_title,
     documents_meta,
-    documents_missing_vectors,
     documents_modified,
     documents_named,
     documents_under,
     documents_with_facet,
     documents_with_facet_range,
     documents_with_facet_under,
-    drop_names,
-    existing_chunk_ids,
-    find_names,
     first_live_chunk,
     first_live_chunk_of,
     first_live_chunks,
     link_counts,
     links_into,
     links_on,
-    live_chunk_count_of,
     live_chunk_stats,
-    live_chunks_with_texts,
     live_document_count,
     live_document_frontmatter,
     live_document_id,
     live_documents,
-    live_text_hashes_of,
-    missing_text_count,
-    name_ids,
-    orphan_names,
     outlinks,
     problem_count,
     problems,
     recency_facts,
     replace_facets,
-    retired_chunk_ids,
     schema_error,
-    section_at,
     set_active_embedding,
     shared_link_counts,
     stored_schema,
     stored_schema_json,
     successors,
-    texts_to_embed,
     unresolved_links,
-    vector_codes,
     vector_count,
-    vector_coverage,
-    vector_ids,
-    vector_rows,
-    vector_stats,
     workspace_counts,
 )
 from autodoc.store.schema import (
@@ -178,6 +183,7 @@ __all__ = [
     "live_text_hashes_of",
     "missing_text_count",
     "name_ids",
+    "name_rows",
     "orphan_names",
     "outlinks",
     "problem_count",

@@ -1,30 +1,20 @@
-"""Stage 2, semantic: fill the vector cache, then binary prefilter + float32 rescore (spec §3).
+"""The vector cache at index time (spec §3): filling it with what the workspace's chunks lack,
+and collecting the vectors no chunk uses any more.
 
 Vectors are keyed by (workspace, model_fp, text_hash): identical texts share a row and an edit
-re-embeds only the sections it changed. Phase 2a scans the 1-bit sign codes of every vector with
-a USearch `b1` Hamming index (exact scan), or past a size an HNSW graph; phase 2b rescores the
-shortlist with exact float32 cosine from memory-mapped rows (the index: vector_index.py).
-SQLite decides which chunks are visible, as in the lexical stage.
+re-embeds only the sections it changed. The query path reads them in `nearest`.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from typing import Literal
-
-import numpy as np
+from collections.abc import Callable
 
 from autodoc import store as queries
 from autodoc.models.embedders import Embedder
-from autodoc.store import DocumentSet, Store, Workspace
-from autodoc.vectors.usearch_index import Vectors, sign_bits
-from autodoc.wire.limits import MAX_READ, RETRIEVER_TOP
+from autodoc.store import Store, Workspace
+from autodoc.vectors.usearch_index import sign_bits
 
-# A filter whose documents hold at most this share of the chunks is served by scanning only
-# their vectors; a wider one by the whole-workspace shortlist, filtered (on cpp-docs a filter
-# keeping 33% of the chunks took 116 ms by its own vectors, 13 ms by the shortlist).
-SUBSET_SHARE = 0.1
 FILL_BATCH = 256  # texts per transaction; the embedder batches by length inside
 
 Progress = Callable[[int, int], None]
@@ -83,142 +73,3 @@ def collect_unused(store: Store, ws: Workspace, keep: set[str]) -> int:
     """Drop vectors no visible chunk uses, and every vector of models not in `keep`."""
     with store.transaction() as conn:
         return queries.collect_vectors(conn, ws.id, keep)
-
-
-# -- the query path -----------------------------------------------------------------------------
-
-
-def semantic_candidates(
-    conn,
-    store: Store,
-    signs: Vectors,
-    ws: Workspace,
-    model_fp: str,
-    qvec: np.ndarray,
-    allowed: DocumentSet | None = None,
-    need: int = RETRIEVER_TOP,
-    *,
-    complete: bool,
-    chunks: int,
-) -> tuple[list[tuple[int, int, float]], bool]:
-    """Visible (chunk_id, document_id, cosine) best first; (hits, truncated).
-
-    `allowed`: the documents a filter keeps (None: all). When their chunks are at most
-    SUBSET_SHARE of the workspace's `chunks`, or the whole-workspace shortlist cannot fill
-    `need` from them, only their vectors are scanned, so a narrow filter cannot starve the
-    stage. A document answers semantically only once every visible chunk of it has a vector;
-    with `complete` (every visible chunk has one, per this snapshot's coverage) that check is
-    skipped.
-    """
-    qbits = sign_bits(qvec)
-    args = (conn, store, signs, ws.id, model_fp, qvec, qbits)
-    if allowed is not None:
-        if not allowed.size:
-            return [], False
-        if allowed.keep is not None and _chunk_count(conn, allowed.keep) <= (chunks * SUBSET_SHARE):
-            return _subset(*args, allowed.keep, allowed, need, complete)
-    read = signs.shortlist_size(need)
-    while True:
-        ranked, filled = signs.ranked(qvec, qbits, read)
-        found = _visible(conn, store, ws.id, model_fp, ranked, allowed, need, complete)
-        if len(found) >= need or not filled:
-            return found[:need], False
-        if read >= MAX_READ:
-            if allowed is not None:
-                keep = allowed.keep if allowed.keep is not None else _kept(conn, ws.id, allowed)
-                return _subset(*args, keep, allowed, need, complete)
-            return found[:need], True
-        read = MAX_READ
-
-
-def _chunk_count(conn, docs: set[int]) -> int:
-    """Live chunks of these documents (an index-only count)."""
-    return queries.live_chunk_count_of(conn, sorted(docs))
-
-
-def _kept(conn, ws_id: int, allowed: DocumentSet) -> set[int]:
-    return {d for d in queries.live_documents(conn, ws_id) if d in allowed}
-
-
-def _subset(
-    conn,
-    store: Store,
-    signs: Vectors,
-    ws_id: int,
-    model_fp: str,
-    qvec: np.ndarray,
-    qbits: np.ndarray,
-    keep: set[int],
-    allowed: DocumentSet,
-    need: int,
-    complete: bool,
-) -> tuple[list[tuple[int, int, float]], bool]:
-    """The kept documents' own vectors, nearest first (the index scans only them)."""
-    ranked = signs.ranked_among(conn, ws_id, model_fp, qvec, qbits, keep, need)
-    return _visible(conn, store, ws_id, model_fp, ranked, allowed, need, complete)[:need], False
-
-
-def _visible(
-    conn,
-    store: Store,
-    ws_id: int,
-    model_fp: str,
-    ranked: Sequence[tuple[str, float]],
-    allowed: DocumentSet | None,
-    need: int,
-    complete: bool,
-) -> list[tuple[int, int, float]]:
-    """Visible (chunk_id, document_id, cosine) for the ranked hashes, best first, looked up a
-    slice at a time."""
-    found: list[tuple[int, int, float]] = []
-    step = max(2 * need, 64)
-    for start in range(0, len(ranked), step):
-        part = ranked[start : start + step]
-        found += _visible_slice(conn, store, ws_id, model_fp, part, allowed, complete)
-        if len(found) >= need:
-            break
-    return found
-
-
-def _visible_slice(
-    conn,
-    store: Store,
-    ws_id: int,
-    model_fp: str,
-    ranked: Sequence[tuple[str, float]],
-    allowed: DocumentSet | None,
-    complete: bool,
-) -> list[tuple[int, int, float]]:
-    if not ranked:
-        return []
-    position = {h: i for i, (h, _) in enumerate(ranked)}
-    rows = queries.live_chunks_with_texts(conn, ws_id, list(position))
-    if allowed is not None:
-        rows = [r for r in rows if r[1] in allowed]
-    docs = [] if complete else sorted({r[1] for r in rows})
-    incomplete = queries.documents_missing_vectors(conn, docs, model_fp)
-    rows = [r for r in rows if r[1] not in incomplete]
-    rows.sort(key=lambda r: (position[r[2]], r[0]))
-    return [(r[0], r[1], ranked[position[r[2]]][1]) for r in rows]
-
-
-class SemanticPlan:
-    """How this answer's semantic stage runs: which embedder and vector set, or why not."""
-
-    def __init__(
-        self,
-        embedder: Embedder | None,
-        model_fp: str | None,
-        *,
-        state: Literal["", "off", "switching"] = "",
-        reason: str = "",
-        code: int = 0,
-        signs: Vectors | None = None,
-    ) -> None:
-        self.embedder = embedder
-        self.model_fp = model_fp
-        self.state = state  # "", "off" or "switching"; ready/partial come from coverage
-        self.reason = reason  # why the stage cannot run
-        self.code = code  # the error for a semantic-only request that cannot run
-        self.signs = signs
-        self.coverage: tuple[int, int] | None = None

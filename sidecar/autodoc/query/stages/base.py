@@ -26,7 +26,7 @@ from autodoc.query import fusion
 from autodoc.query.facet_filter import FacetFilter
 from autodoc.query.intent import Intent
 from autodoc.store import DocumentSet, Store, Workspace
-from autodoc.vectors.embedding_cache import SemanticPlan
+from autodoc.vectors.nearest import SemanticPlan
 from autodoc.wire import protocol
 
 Phase = Literal["snapshot", "after"]

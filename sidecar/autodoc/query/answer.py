@@ -1,0 +1,202 @@
+"""The answer of `search.query` (spec §7): hits built through the wire schema, the exact-name
+pin, the confidence, the semantic stage's state; and the answer of a query of filters only.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import TypedDict, cast
+
+from autodoc import store as queries
+from autodoc.models.rankers import NO_RANKER
+from autodoc.parse.query_parser import ParsedQuery
+from autodoc.query import confidence, fusion
+from autodoc.query.freshness import STALE_SPARE, stale_documents
+from autodoc.query.search_options import FACET_ONLY
+from autodoc.query.snippets import TermMatcher, make_snippet
+from autodoc.query.stages import (
+    QueryContext,
+    mode_used,
+)
+from autodoc.store import read_epochs
+from autodoc.vectors.coverage import semantic_coverage
+from autodoc.vectors.nearest import SemanticPlan
+from autodoc.wire import protocol
+
+
+def pin_exact(ctx: QueryContext) -> list[fusion.Fused]:
+    """A document's exact title or alias: its first section first, before every fused hit."""
+    fused = ctx.fused
+    if not ctx.exact:
+        return fused
+    found = {f.chunk_id: f for f in fused}
+    pinned = []
+    for e in ctx.exact:
+        if ctx.rows[e.chunk_id]["path"] in ctx.stale:
+            continue
+        f = found.get(e.chunk_id)
+        if f is not None:
+            f.via = [*f.via, "exact"]
+        pinned.append(f or e)
+    docs = {e.document_id for e in pinned}
+    pinned_ids = {e.chunk_id for e in pinned}
+    own = [f for f in fused if f.document_id in docs and f.chunk_id not in pinned_ids]
+    rest = [f for f in fused if f.document_id not in docs]
+    return fusion.cap_per_document(pinned + own + rest)  # the pin counts toward its cap
+
+
+def build_answer(ctx: QueryContext) -> protocol.Answer:
+    fused = pin_exact(ctx)[: ctx.options.limit]
+    record = ctx.fusion
+    assert record is not None and ctx.rank_record is not None  # the fuse and rerank stages ran
+    active = sum(w for s, w in record["weights"].items() if s in ctx.performed)
+    terms = TermMatcher(ctx.query)
+    hits = []
+    for f in fused:
+        relevance = (
+            1.0 if "exact" in f.via else round(fusion.relevance(f.score, active, record["k"]), 4)
+        )
+        hit = _hit(ctx.rows[f.chunk_id], terms, relevance, f.score, f.via)
+        if f.chunk_id in ctx.moved:
+            hit["superseded_by"] = ctx.successor_paths.get(ctx.moved[f.chunk_id], "")
+        if f.chunk_id in ctx.rank_scores:
+            hit["rank_score"] = round(ctx.rank_scores[f.chunk_id], 6)
+        hits.append(hit)
+    ctx.timings["total_ms"] = round((time.perf_counter() - ctx.started) * 1000, 2)
+    return protocol.Answer(
+        workspace=ctx.ws.name,
+        root=str(ctx.ws.root),
+        query=ctx.text,
+        hits=hits,
+        mode_used=mode_used(ctx.performed),
+        **_semantic_report(ctx.semantic),
+        rank=ctx.rank_record,
+        stages=protocol.StagesRecord(
+            requested=ctx.options.stages, performed=ctx.performed, skipped=ctx.skipped
+        ),
+        fusion=record,
+        filter=ctx.flt.describe(),
+        truncated=ctx.truncated,
+        stale=sorted(ctx.stale),
+        **_confidence(ctx, len(hits)),
+        epoch=list(ctx.epochs),
+        took_ms=ctx.timings["total_ms"],
+        timings=ctx.timings,
+    )
+
+
+class _Confidence(TypedDict):
+    missing: list[str]
+    confidence: protocol.ConfidenceLevel
+    cosine: float | None
+
+
+def _confidence(ctx: QueryContext, hits: int) -> _Confidence:
+    """What the answer can say about itself from absolute evidence (confidence.py)."""
+    words = confidence.content_words(ctx.query)
+    missing = confidence.missing_words(ctx.lexical, words)
+    semantic = ctx.signals.get("semantic") if "semantic" in ctx.performed else None
+    cosine = round(float(semantic[0]), 4) if semantic else None
+    lexical_hits = next((len(found) for stage, found in ctx.ranked if stage == "lexical"), 0)
+    return _Confidence(
+        missing=missing,
+        confidence=confidence.level(hits, len(words), len(missing), cosine, lexical_hits),
+        cosine=cosine,
+    )
+
+
+def _hit(
+    r: sqlite3.Row, terms: TermMatcher, relevance: float, score: float, via: list[str]
+) -> protocol.Hit:
+    snippet, highlights = make_snippet(r["text"], terms)
+    return protocol.Hit(
+        path=r["path"],
+        title=r["title"],
+        breadcrumb=r["breadcrumb"],
+        snippet=snippet,
+        highlights=highlights,
+        byte_start=r["byte_start"],
+        byte_end=r["byte_end"],
+        line_start=r["line_start"],
+        line_end=r["line_end"],
+        relevance=relevance,
+        score=round(score, 6),
+        via=cast(list[protocol.Via], via),
+        generation=r["generation"],
+        chunk_id=r["id"],
+        kind=r["kind"],
+    )
+
+
+class _SemanticReport(TypedDict):
+    semantic: protocol.SemanticStateName
+    semantic_coverage: protocol.Coverage | None
+    model: str
+
+
+def _semantic_report(semantic: SemanticPlan) -> _SemanticReport:
+    state: protocol.SemanticStateName
+    if semantic.state:
+        state = semantic.state
+    elif semantic.coverage is None:
+        state = "off" if semantic.embedder is None else "partial"
+    else:
+        state = "ready" if semantic.coverage[0] >= semantic.coverage[1] else "partial"
+    coverage = semantic.coverage
+    return _SemanticReport(
+        semantic=state,
+        semantic_coverage=(
+            protocol.Coverage(embedded=coverage[0], total=coverage[1]) if coverage else None
+        ),
+        model=semantic.embedder.name if semantic.embedder is not None else "",
+    )
+
+
+def browse_answer(ctx: QueryContext) -> protocol.Answer:
+    """A query of filters only (spec §6): the matching files in path order, each shown by its
+    first section; nothing is embedded or ranked."""
+    store, ws, options, semantic, rank = ctx.store, ctx.ws, ctx.options, ctx.semantic, ctx.rank
+    t0 = time.perf_counter()
+    with store.snapshot() as conn:
+        take, matched = ctx.flt.browse(conn, ws.id, options.limit + min(options.limit, STALE_SPARE))
+        epochs = read_epochs(conn, ws.id)
+        rows = store.chunk_rows(conn, queries.first_live_chunks(conn, take))
+        if semantic.embedder is not None and semantic.model_fp is not None and epochs:
+            semantic.coverage = semantic_coverage(conn, store, ws, semantic.model_fp, epochs)
+    stale = stale_documents(ws, rows.values())
+    order = sorted((r for r in rows.values() if r["path"] not in stale), key=lambda r: r["path"])
+    terms = TermMatcher(ParsedQuery(ctx.text))
+    hits = [_hit(r, terms, 0.0, 0.0, ["facet"]) for r in order[: options.limit]]
+    if rank.ranker is not None:
+        rank_record = protocol.RankRecord(state="skipped", model=rank.ranker.name, error=FACET_ONLY)
+    else:
+        rank_record = protocol.RankRecord(state="off", model="", error=rank.reason or NO_RANKER)
+    done = time.perf_counter()  # one reading for both, so the part never exceeds the whole
+    filter_ms = round((done - t0) * 1000, 2)
+    total_ms = round((done - ctx.started) * 1000, 2)
+    return protocol.Answer(
+        workspace=ws.name,
+        root=str(ws.root),
+        query=ctx.text,
+        hits=hits,
+        mode_used="facet",
+        **_semantic_report(semantic),
+        rank=rank_record,
+        stages=protocol.StagesRecord(
+            requested=options.stages,
+            performed=[],
+            skipped={s: FACET_ONLY for s in options.stages},
+        ),
+        fusion=None,
+        filter=ctx.flt.describe(),
+        matched=matched,
+        truncated=False,
+        stale=sorted(stale),
+        missing=[],
+        confidence="high" if hits else "none",  # the filter is exact: what matches, matches
+        cosine=None,
+        epoch=list(epochs or (0, 0)),
+        took_ms=total_ms,
+        timings={"filter_ms": filter_ms, "total_ms": total_ms},
+    )
