@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from autodoc.engine import Engine, checked_path
 from autodoc.files.confine import OutsideRoot, read_inside
 from autodoc.serve.dispatcher import Dispatcher
+from autodoc.store import Store
 from autodoc.wire.errors import RpcError
 
 from .conftest import lexical_workspace, long_count, write
@@ -176,3 +177,23 @@ def test_any_span_of_a_real_file_answers_or_is_invalid_params(kb, path, start, e
         return
     assert 1 <= got["line_start"] <= got["line_end"] <= got["lines_total"]
     assert "secret" not in got["text"]
+
+
+@pytest.mark.parametrize("query", ["lease recovery", "type:adr", "lease type:adr"])
+def test_a_search_reads_the_store_in_one_snapshot(rpc, vault, monkeypatch, query):
+    """The facet schema the query is read with, the filter, every stage and the rows shown
+    come from one read transaction: a schema or a document written meanwhile is seen by all of
+    them or by none (a filters-only query browses in that snapshot too)."""
+    write(vault, "_schema/frontmatter.yaml", "common:\n  type: string\n")
+    write(vault, "adr/1.md", "---\ntype: adr\n---\n# Lease recovery\n\nThe lease recovery rule.\n")
+    lexical_workspace(rpc, vault)
+    opened = []
+    real = Store.snapshot
+
+    def counted(self):
+        opened.append(1)
+        return real(self)
+
+    monkeypatch.setattr(Store, "snapshot", counted)
+    answer = rpc.call("search.query", ["v", query, {"stages": ["lexical"]}])
+    assert answer["hits"] and len(opened) == 1

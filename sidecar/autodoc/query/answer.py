@@ -153,17 +153,16 @@ def _semantic_report(semantic: SemanticPlan) -> _SemanticReport:
     )
 
 
-def browse_answer(ctx: QueryContext) -> protocol.Answer:
-    """A query of filters only (spec §6): the matching files in path order, each shown by its
-    first section; nothing is embedded or ranked."""
+def browse_answer(ctx: QueryContext, conn: sqlite3.Connection) -> protocol.Answer:
+    """A query of filters only (spec §6), on the search's snapshot: the matching files in path
+    order, each shown by its first section; nothing is embedded or ranked."""
     store, ws, options, semantic, rank = ctx.store, ctx.ws, ctx.options, ctx.semantic, ctx.rank
     t0 = time.perf_counter()
-    with store.snapshot() as conn:
-        take, matched = ctx.flt.browse(conn, ws.id, options.limit + min(options.limit, STALE_SPARE))
-        epochs = read_epochs(conn, ws.id)
-        rows = store.chunk_rows(conn, queries.first_live_chunks(conn, take))
-        if semantic.embedder is not None and semantic.model_fp is not None and epochs:
-            semantic.coverage = semantic_coverage(conn, store, ws, semantic.model_fp, epochs)
+    take, matched = ctx.flt.browse(conn, ws.id, options.limit + min(options.limit, STALE_SPARE))
+    epochs = read_epochs(conn, ws.id)
+    rows = store.chunk_rows(conn, queries.first_live_chunks(conn, take))
+    if semantic.embedder is not None and semantic.model_fp is not None and epochs:
+        semantic.coverage = semantic_coverage(conn, store, ws, semantic.model_fp, epochs)
     stale = stale_documents(ws, rows.values())
     order = sorted((r for r in rows.values() if r["path"] not in stale), key=lambda r: r["path"])
     terms = TermMatcher(ParsedQuery(ctx.text))

@@ -23,6 +23,7 @@ from autodoc.query.search_options import check_query, parse_options
 from autodoc.query.stages import (
     REGISTRY,
     QueryContext,
+    SearchOptions,
     Skip,
     Stage,
 )
@@ -44,27 +45,22 @@ def run_search(
     cancel: CancelToken | None = None,
     rank: RankPlan | None = None,
 ) -> protocol.Answer:
-    """Run the stages; `cancel` is checked between them, so superseded work stops early."""
-    ctx = _context(store, lexical, ws, text, opts, semantic, rank, cancel)
-    if ctx.wordless and ctx.flt.active:
-        return answer.browse_answer(ctx)
-    ctx.check()  # superseded already: embed nothing
-    plan = _plan(ctx)
-    ctx.check()
+    """Run the stages; `cancel` is checked between them, so superseded work stops early.
+
+    One snapshot serves the whole search: the facet schema the query is read with, the filter,
+    every snapshot stage and the rows shown, so a schema or a document that changes meanwhile is
+    seen by all of them or by none. Only the stages that run after it (a ranker may take
+    seconds) and the answer come later."""
+    if not isinstance(text, str):
+        raise invalid_params("query must be a string", field="query")
+    check_query(text)
+    options = parse_options(opts)
+    started = time.perf_counter()
     with store.snapshot() as conn:
-        epochs = read_epochs(conn, ws.id)
-        if epochs is None:
-            raise invalid_params(f"unknown workspace {ws.name!r}", workspace=ws.name)
-        ctx.epochs = epochs
-        ctx.check()
-        if ctx.flt.active:
-            with ctx.timed("filter_ms"):
-                ctx.allowed = ctx.flt.select(conn, ws.id)
-        for stage in REGISTRY:
-            if stage.phase == "snapshot":
-                _run(ctx, stage, plan, conn)
-        ctx.check()
-        _read_rows(ctx, conn, will_rank=any(s.phase == "after" for s in plan))
+        ctx = _context(conn, store, lexical, ws, text, options, semantic, rank, cancel, started)
+        if ctx.wordless and ctx.flt.active:
+            return answer.browse_answer(ctx, conn)
+        plan = _retrieve(ctx, conn)
     ctx.check()
     ctx.stale = stale_documents(ws, ctx.rows.values())
     ctx.fused = [f for f in ctx.fused if ctx.rows[f.chunk_id]["path"] not in ctx.stale]
@@ -74,23 +70,41 @@ def run_search(
     return answer.build_answer(ctx)
 
 
+def _retrieve(ctx: QueryContext, conn: sqlite3.Connection) -> list[Stage]:
+    """The stages prepared (the query embedded), the filter applied, the snapshot stages run in
+    order and the rows of the hits to show read: everything the snapshot is needed for."""
+    ctx.check()  # superseded already: embed nothing
+    plan = _plan(ctx)
+    ctx.check()
+    epochs = read_epochs(conn, ctx.ws.id)
+    if epochs is None:
+        raise invalid_params(f"unknown workspace {ctx.ws.name!r}", workspace=ctx.ws.name)
+    ctx.epochs = epochs
+    ctx.check()
+    if ctx.flt.active:
+        with ctx.timed("filter_ms"):
+            ctx.allowed = ctx.flt.select(conn, ctx.ws.id)
+    for stage in REGISTRY:
+        if stage.phase == "snapshot":
+            _run(ctx, stage, plan, conn)
+    ctx.check()
+    _read_rows(ctx, conn, will_rank=any(s.phase == "after" for s in plan))
+    return plan
+
+
 def _context(
+    conn: sqlite3.Connection,
     store: Store,
     lexical: Lexical,
     ws: Workspace,
-    text: Any,
-    opts: Any,
+    text: str,
+    options: SearchOptions,
     semantic: SemanticPlan,
     rank: RankPlan | None,
     cancel: CancelToken | None,
+    started: float,
 ) -> QueryContext:
-    if not isinstance(text, str):
-        raise invalid_params("query must be a string", field="query")
-    check_query(text)
-    options = parse_options(opts)
-    started = time.perf_counter()
-    with store.snapshot() as conn:
-        schema = queries.stored_schema(conn, ws.id)
+    schema = queries.stored_schema(conn, ws.id)
     query = parse_query(text, schema.is_facet)
     flt = facet_filter.build_filter(
         schema,

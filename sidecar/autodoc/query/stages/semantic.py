@@ -40,7 +40,7 @@ class SemanticStage:
         )
 
     def prepare(self, ctx: QueryContext) -> Skip | None:
-        """Embed the query before the snapshot opens: a provider may take a while. With
+        """Embed the query before the snapshot stages run. With
         `overlap`, beside the lexical stage it is embedded on a worker thread while that stage
         runs (the model releases the GIL)."""
         embedder = ctx.semantic.embedder
