@@ -81,7 +81,8 @@ def rpc(tmp_path_factory):
 
 
 READ_METHODS = ["workspace.list", "index.status", "search.query", "search.find", "doc.read",
-                "changes.since", "related"]  # fmt: skip
+                "doc.indexed", "changes.since", "related", "links.definition", "links.hover",
+                "links.references", "links.document", "links.diagnostics"]  # fmt: skip
 WRITE_METHODS = ["workspace.add", "workspace.remove", "workspace.section_size",
                  "workspace.configure", "index.run", "index.check"]  # fmt: skip
 
@@ -152,6 +153,38 @@ def test_find_with_any_name_and_options(rpc, name, opts):
 )
 def test_related_with_any_path_line_and_options(rpc, path, line, opts):
     _documented(rpc.call, "related", ["v", path, line, opts])
+
+
+LINK_PATHS = ["README.md", "adr/0004-lease-recovery.md", "notes/none.md", "../README.md", ""]
+link_opts = st.dictionaries(
+    st.sampled_from(["text", "units", "bogus"]),
+    query_text | st.sampled_from(["utf-8", "utf-16", "utf-32", "utf-7"]) | json_value,
+    max_size=3,
+)
+
+
+@FUZZ
+@given(
+    method=st.sampled_from(["links.definition", "links.hover", "links.references"]),
+    path=st.sampled_from(LINK_PATHS) | json_value,
+    line=st.integers(-3, 60) | st.integers(-(2**63), 2**63) | json_value,
+    character=st.integers(-3, 120) | st.integers(-(2**63), 2**63) | json_value,
+    opts=st.none() | link_opts,
+)
+def test_link_positions_with_any_path_line_character_and_options(
+    rpc, method, path, line, character, opts
+):
+    _documented(rpc.call, method, ["v", path, line, character, opts])
+
+
+@FUZZ
+@given(
+    method=st.sampled_from(["links.document", "links.diagnostics"]),
+    path=st.sampled_from(LINK_PATHS) | json_value,
+    opts=st.none() | link_opts,
+)
+def test_document_links_with_any_path_and_options(rpc, method, path, opts):
+    _documented(rpc.call, method, ["v", path, opts])
 
 
 def test_every_method_is_fuzzed(rpc):
@@ -278,3 +311,14 @@ def test_the_server_answers_any_frame_and_stays_up(wire, frame):
     # Whatever came before, a well-formed request is still answered.
     ok = wire.request(f"check-{rid}", "autodoc/workspace.list", [])
     assert "result" in ok, ok
+
+
+@FUZZ
+@given(
+    paths=st.lists(
+        st.sampled_from(["README.md", "../README.md", ""]) | query_text | json_value, max_size=5
+    )
+    | json_value
+)
+def test_doc_indexed_with_any_paths(rpc, paths):
+    _documented(rpc.call, "doc.indexed", ["v", paths])

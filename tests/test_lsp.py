@@ -331,6 +331,7 @@ async def test_a_newer_search_supersedes_the_older(client: LanguageClient):
 
 
 def test_superseding_is_per_client_and_stops_at_the_next_stage(engine, tmp_path):
+    from autodoc.serve.host import Host
     from autodoc.serve.lsp.lsp_server import AutodocServer
     from autodoc.wire.errors import Cancelled
 
@@ -338,7 +339,7 @@ def test_superseding_is_per_client_and_stops_at_the_next_stage(engine, tmp_path)
     shutil.copytree(EXAMPLE_VAULT, vault)
     engine.workspace_add("v", str(vault))
     engine.index_run("v")
-    server = AutodocServer(engine)
+    server = AutodocServer(Host(engine, watch=False))
     try:
         first = server.host.new_search()
         second = server.host.new_search()
@@ -355,10 +356,11 @@ def test_superseding_is_per_client_and_stops_at_the_next_stage(engine, tmp_path)
 async def test_a_cancelled_request_stops_its_read_at_the_next_stage(engine):
     """Server side of `$/cancelRequest`: the awaiting handler is cancelled, and the read in
     the worker thread sees its token cancelled and stops instead of running to the end."""
+    from autodoc.serve.host import Host
     from autodoc.serve.lsp.lsp_server import AutodocServer
     from autodoc.wire.errors import Cancelled, CancelToken
 
-    server = AutodocServer(engine)
+    server = AutodocServer(Host(engine, watch=False))
     token, started, release = CancelToken(), threading.Event(), threading.Event()
     outcome: list[str] = []
 

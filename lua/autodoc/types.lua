@@ -124,6 +124,11 @@
 ---@field truncated? boolean Set (true) when the span asked for was longer than one read returns (400 lines or 64 KB of text): `line_end` is the last line returned.
 ---@field next_line? integer With `truncated`: the line to ask for next.
 
+---@class autodoc.DocsIndexed `doc.indexed`'s answer: which of the paths asked about the index holds as documents
+---@field workspace string
+---@field indexed string[]
+---@field absent string[]
+
 ---@class autodoc.Change
 ---@field seq integer
 ---@field time number
@@ -253,6 +258,63 @@
 ---@field server autodoc.ServerInfo
 ---@field workspaces autodoc.WorkspaceState[]
 ---@field refused string[] Folders that could not become workspaces, and why.
+
+---@class autodoc.LinkTarget Where a link leads: the document, at the heading it names if any.
+---@field path string
+---@field line integer 1-based: the heading's line, or 1 for the document.
+---@field title string
+---@field heading string The heading linked to; "" for the document.
+
+---@class autodoc.LinkAt `links.definition`: the link written at the position asked about, and its target.
+---@field workspace string
+---@field path string The document asked about.
+---@field line integer
+---@field start integer The link's text, [start, end) on `line`.
+---@field end integer
+---@field target autodoc.LinkTarget? null: the link leads to no document.
+
+---@class autodoc.LinkHover `links.hover`: `links.definition`, and the first lines of the section linked to.
+---@field workspace string
+---@field path string
+---@field line integer
+---@field start integer
+---@field end integer
+---@field target autodoc.LinkTarget?
+---@field preview string Up to six non-blank lines after the section's heading ("" when it leads nowhere).
+
+---@class autodoc.LinkPlace
+---@field path string
+---@field line integer
+
+---@class autodoc.LinkReferences `links.references`: every place that links to a document or to one of its headings.
+---@field workspace string
+---@field path string The document linked to.
+---@field heading string Only links to this heading are listed; "" lists every link to the document.
+---@field places autodoc.LinkPlace[]
+
+---@class autodoc.DocumentLink
+---@field line integer
+---@field start integer
+---@field end integer
+---@field target autodoc.LinkTarget?
+
+---@class autodoc.DocumentLinks `links.document`: each link the index holds for the document, placed on its text.
+---@field workspace string
+---@field path string
+---@field links autodoc.DocumentLink[]
+
+---@class autodoc.LinkFinding An unresolved link, as `index.check` reports it, spanning its line of the text.
+---@field line integer
+---@field start integer
+---@field end integer
+---@field severity "error"|"warning"
+---@field kind string
+---@field message string
+
+---@class autodoc.LinkDiagnostics `links.diagnostics`: the document's links that lead nowhere (an editor's diagnostics).
+---@field workspace string
+---@field path string
+---@field findings autodoc.LinkFinding[]
 
 ---@class autodoc.ErrorObject A JSON-RPC error: `code` is one of errors.py's, never reused for another meaning.
 ---@field code integer

@@ -9,12 +9,14 @@ and `reading` build on it.
 from __future__ import annotations
 
 from autodoc.engine.core import COLLECT_EVERY_S, FILLING, NO_EMBEDDER, EngineCore
+from autodoc.engine.navigation import Navigation
 from autodoc.engine.reading import Reading, checked_path
 from autodoc.engine.workspaces import Workspaces
 
 
-class Engine(Workspaces, Reading):
-    """Every operation: workspaces (and indexing, which configuring may run), and reading."""
+class Engine(Workspaces, Reading, Navigation):
+    """Every operation: workspaces (and indexing, which configuring may run), reading, and
+    navigation (links as an editor follows them)."""
 
 
 __all__ = ["COLLECT_EVERY_S", "FILLING", "NO_EMBEDDER", "Engine", "EngineCore", "checked_path"]

@@ -123,6 +123,30 @@ class Reading(EngineCore):
             span["next_line"] = span["line_end"] + 1
         return span
 
+    def doc_indexed(self, name: Any, paths: Any) -> protocol.DocsIndexed:
+        """Which of these root-relative paths are live documents of the index (an evaluation's
+        golden targets, say): a typo there would count as a miss and look like bad ranking."""
+        ws = self.workspace(name)
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise invalid_params("paths must be an array of strings", field="paths")
+        indexed: list[str] = []
+        absent: list[str] = []
+        with self.store.snapshot() as conn:
+            for path in dict.fromkeys(paths):
+                held = _utf8(path) and queries.document_generation(conn, ws.id, path) is not None
+                (indexed if held else absent).append(path)
+        return protocol.DocsIndexed(workspace=ws.name, indexed=indexed, absent=absent)
+
+
+def _utf8(text: str) -> bool:
+    """Whether UTF-8 can carry `text` (a lone surrogate from `\\ud800` in JSON cannot, and no
+    stored path holds one)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
 
 def checked_path(path: Any) -> str:
     """A client's path as the read path takes it: a non-empty relative string; -32602 else.

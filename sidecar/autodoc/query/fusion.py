@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 
 RRF_K = 60
 PER_DOCUMENT = 3
-FUSIONS = ("convex", "confidence", "rrf")
-DEFAULT_FUSION = "convex"
 # Confidence fusion, chosen on all five visible benchmark splits at once (bench/fusion_lab.py,
 # doc/benchmarks/retrieval.md): a flatter k, the semantic vote growing with the top cosine, the
 # lexical vote with how far the best BM25 score stands above the tenth.

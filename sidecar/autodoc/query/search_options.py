@@ -13,7 +13,7 @@ from autodoc.query.stages import (
     TOGGLES,
     SearchOptions,
 )
-from autodoc.wire import limits
+from autodoc.wire import limits, protocol
 from autodoc.wire.errors import invalid_params
 from autodoc.wire.provider_specs import validate_window
 
@@ -82,10 +82,10 @@ def parse_options(opts: Any) -> SearchOptions:
     if window is not None:
         window = validate_window(window, "window")
     facet_opts, tags = facet_filter.validate_options(opts.get("facets"), opts.get("tags"))
-    method = opts.get("fusion", fusion.DEFAULT_FUSION)
-    if not isinstance(method, str) or method not in fusion.FUSIONS:
+    method = opts.get("fusion", protocol.DEFAULT_FUSION)
+    if not isinstance(method, str) or method not in protocol.FUSIONS:
         raise invalid_params(
-            f"fusion must be one of {', '.join(fusion.FUSIONS)}", field="fusion", value=method
+            f"fusion must be one of {', '.join(protocol.FUSIONS)}", field="fusion", value=method
         )
     recency = opts.get("recency")
     if recency is not None and (

@@ -1,10 +1,18 @@
-"""One table of named methods with positional JSON params, shared by the CLI, LSP and tests."""
+"""One table of named methods with positional JSON params, shared by the CLI, LSP and tests.
+
+Every front end (the CLI, the LSP, MCP and HTTP servers) reaches the engine through
+`Dispatcher.call`. With `AUTODOC_TRACE_METHODS=FILE` in its environment, a process appends each
+method it calls there, one name a line: how tests/test_front_ends.py sees that one dispatcher
+method answered each front end's request.
+"""
 
 from __future__ import annotations
 
 import inspect
 import logging
+import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -34,6 +42,38 @@ WRITES = frozenset(
 )
 # Methods that take a cancel token and check it between stages.
 CANCELLABLE = frozenset({"search.query"})
+# Methods that tell a caller's `Reports` how they go.
+REPORTING = frozenset({"index.run"})
+TRACE_ENV = "AUTODOC_TRACE_METHODS"
+
+
+@dataclass(frozen=True)
+class Reports:
+    """What a one-shot `index.run` tells its caller as it goes (the CLI's bars and lines):
+    `progress(done, total, path)` per file, `embed_progress(done, total)` per batch of vectors,
+    `notice(text)` for a person, `indexed(summary)` once the files are in. They are the
+    caller's code: what one of them raises reaches the caller as raised (Ctrl-C, a closed
+    pipe), not as an internal error."""
+
+    progress: Callable[[int, int, str], None] | None = None
+    embed_progress: Callable[[int, int], None] | None = None
+    notice: Callable[[str], None] | None = None
+    indexed: Callable[[dict[str, Any]], None] | None = None
+
+    def guarded(self, raised: list[BaseException]) -> dict[str, Any]:
+        """The listeners as keyword arguments, each noting in `raised` what it raised."""
+
+        def guard(fn: Callable[..., None]) -> Callable[..., None]:
+            def listener(*args: Any) -> None:
+                try:
+                    fn(*args)
+                except BaseException as exc:
+                    raised.append(exc)
+                    raise
+
+            return listener
+
+        return {k: guard(fn) for k, fn in vars(self).items() if fn is not None}
 
 
 class Dispatcher:
@@ -60,17 +100,35 @@ class Dispatcher:
             "search.find": e.find,
             "related": e.related,
             "doc.read": e.doc_read,
+            "doc.indexed": e.doc_indexed,
             "changes.since": e.changes_since,
+            "links.definition": e.links_definition,
+            "links.hover": e.links_hover,
+            "links.references": e.links_references,
+            "links.document": e.links_document,
+            "links.diagnostics": e.links_diagnostics,
         }
         self._arity = {name: _arity(fn) for name, fn in self.methods.items()}
+        self._trace = os.environ.get(TRACE_ENV) or None
 
-    def call(self, method: Any, params: Any = None, *, cancel: CancelToken | None = None) -> Any:
-        """Run a method; every failure is an RpcError with a documented code."""
+    def call(
+        self,
+        method: Any,
+        params: Any = None,
+        *,
+        cancel: CancelToken | None = None,
+        reports: Reports | None = None,
+    ) -> Any:
+        """Run a method; every failure is an RpcError with a documented code (but what a
+        caller's own `reports` raise)."""
         fn = self.methods.get(method) if isinstance(method, str) else None
         if fn is None:
             raise RpcError(
                 METHOD_NOT_FOUND, f"unknown method {method!r}", {"methods": sorted(self.methods)}
             )
+        if self._trace is not None:
+            with open(self._trace, "a", encoding="utf-8") as trace:
+                trace.write(method + "\n")
         if params is None:
             params = []
         if not isinstance(params, list):
@@ -80,13 +138,18 @@ class Dispatcher:
         if not low <= len(params) <= high:
             want = str(low) if low == high else f"{low} to {high}"
             raise invalid_params(f"{method} takes {want} params, got {len(params)}", method=method)
+        raised: list[BaseException] = []
         try:
             if cancel is not None and method in CANCELLABLE:
                 return fn(*params, cancel=cancel)
+            if reports is not None and method in REPORTING:
+                return fn(*params, **reports.guarded(raised))
             return fn(*params)
         except RpcError:
             raise
         except Exception as exc:  # a bug, not bad input: report it and keep serving
+            if any(exc is r for r in raised):  # the caller's own listener's: theirs to handle
+                raise
             log.exception("internal error in %s", method)
             raise RpcError(INTERNAL_ERROR, f"internal error: {exc}", {"method": method}) from exc
 

@@ -52,8 +52,14 @@ READS = frozenset(
         "search.query",
         "search.find",
         "doc.read",
+        "doc.indexed",
         "related",
         "changes.since",
+        "links.definition",
+        "links.hover",
+        "links.references",
+        "links.document",
+        "links.diagnostics",
     }
 )
 HTTP_WRITES = frozenset({"index.run", "index.check"})

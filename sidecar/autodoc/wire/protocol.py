@@ -21,6 +21,8 @@ from typing import Any, Literal, NotRequired
 from pydantic import ConfigDict, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
+from autodoc.wire.link_answers import LINK_TYPES
+
 # Attribute docstrings become the fields' descriptions (JSON Schema, types.lua).
 _WIRE = with_config(ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True))
 
@@ -32,6 +34,9 @@ Via = Literal["lexical", "semantic", "exact", "rank", "facet"]
 ConfidenceLevel = Literal["high", "low", "none"]
 LeaseState = Literal["writer", "read-only", "taking over"]
 Intent = Literal["phrase", "prefix", "path", "number", "identifier", "question", "words"]
+FusionName = Literal["convex", "confidence", "rrf"]  # `search.query`'s `fusion` option
+FUSIONS: tuple[FusionName, ...] = ("convex", "confidence", "rrf")
+DEFAULT_FUSION: FusionName = "convex"
 
 
 # -- search.query --------------------------------------------------------------------------------
@@ -250,6 +255,16 @@ class Span(TypedDict):
     64 KB of text): `line_end` is the last line returned."""
     next_line: NotRequired[int]
     """With `truncated`: the line to ask for next."""
+
+
+@_WIRE
+class DocsIndexed(TypedDict):
+    """`doc.indexed`'s answer: which of the paths asked about the index holds as documents
+    (each path once, in the order asked)."""
+
+    workspace: str
+    indexed: list[str]
+    absent: list[str]
 
 
 @_WIRE
@@ -474,38 +489,14 @@ class ErrorObject(TypedDict):
     data: NotRequired[Any]
 
 
-# Every wire object, in the order types.lua lists them.
+# Every wire object, in the order types.lua lists them (the `links.*` answers: link_answers.py).
 WIRE_TYPES: tuple[type, ...] = (
-    Hit,
-    RelatedHit,
-    RelatedAnswer,
-    StagesRecord,
-    FusionRecord,
-    RankRecord,
-    Coverage,
-    FilterRecord,
-    Answer,
-    FindMatch,
-    FindAnswer,
-    Span,
-    Change,
-    Changes,
-    Meter,
-    RankerState,
-    StageState,
-    WorkspaceInfo,
-    WorkspaceAdded,
-    LinkCounts,
-    Problem,
-    LexicalInfo,
-    EmbeddingInfo,
-    IndexStatus,
-    ServerInfo,
-    WorkspaceState,
-    IndexProgress,
-    Status,
+    Hit, RelatedHit, RelatedAnswer, StagesRecord, FusionRecord, RankRecord, Coverage,
+    FilterRecord, Answer, FindMatch, FindAnswer, Span, DocsIndexed, Change, Changes, Meter,
+    RankerState, StageState, WorkspaceInfo, WorkspaceAdded, LinkCounts, Problem, LexicalInfo,
+    EmbeddingInfo, IndexStatus, ServerInfo, WorkspaceState, IndexProgress, Status, *LINK_TYPES,
     ErrorObject,
-)
+)  # fmt: skip
 
 _ADAPTERS: dict[type, TypeAdapter[Any]] = {}
 

@@ -52,7 +52,7 @@ class SearchOptions:
     window: int | None = None  # how many fused hits the ranker reads (default: the workspace's)
     facets: dict[str, Any] | None = None  # {field: [values]}; a "-field" key excludes
     tags: list[str] | None = None  # tag names; "-name" excludes
-    fusion: str = fusion.DEFAULT_FUSION  # "convex", "confidence" or the spec's plain "rrf"
+    fusion: str = protocol.DEFAULT_FUSION  # "convex", "confidence" or the spec's plain "rrf"
     recency: float | None = None  # a half-life in days: newer documents rank higher
 
 

@@ -1,14 +1,14 @@
 """The LSP wire's edges: every body measured before it is parsed, every malformed message
 answered (never dropped), our errors as JSON-RPC errors, logs to the client, settings and URIs
-read safely. Used by `server.py`."""
+read safely. Used by `lsp_server.py` and `entry.py`; it knows no server class."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
@@ -25,9 +25,6 @@ from autodoc.wire.limits import (
     request_too_long,
     text_depth,
 )
-
-if TYPE_CHECKING:
-    from autodoc.serve.lsp.lsp_server import AutodocServer
 
 
 class _Invalid:
@@ -155,23 +152,20 @@ def clean_options(raw: Any) -> tuple[dict[str, Any], list[str]]:
 
 
 class LogToClient(logging.Handler):
-    """Warnings and errors also reach the editor as `window/logMessage`."""
+    """Warnings and errors also reach the editor as `window/logMessage`: `send(kind, text)`
+    (the server's `log_message`) sends it from any thread."""
 
-    def __init__(self, server: AutodocServer) -> None:
+    def __init__(self, send: Callable[[types.MessageType, str], None]) -> None:
         super().__init__(logging.WARNING)
-        self.server = server
+        self.send = send
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self.server.loop is None or self.server.loop.is_closed():
-            return
         kind = (
             types.MessageType.Error
             if record.levelno >= logging.ERROR
             else types.MessageType.Warning
         )
-        params = types.LogMessageParams(type=kind, message=self.format(record))
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            self.server.loop.call_soon_threadsafe(self.server.window_log_message, params)
+        self.send(kind, self.format(record))
 
 
 class AnsweredErrors(logging.Filter):

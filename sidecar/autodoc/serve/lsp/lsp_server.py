@@ -7,6 +7,11 @@ a long-lived process's duties: index the editor's folders in the background with
 keep them fresh (saves, a file watcher, stale hits), let a newer search supersede an older one,
 and tell clients when what a picker shows has changed.
 
+This module is the server class only: the features register their handlers on it (esbonio's
+layout: `features/`, one module per group, each with `setup(server)`), and `entry.serve` builds
+it over a host and runs it. Every feature reaches the index through the host's dispatcher
+(`call`), never the engine or the store.
+
 Threads: the asyncio loop reads and writes messages and never runs engine work; reads run on a
 small pool; every write runs on the refresher's single writer thread.
 """
@@ -14,9 +19,9 @@ small pool; every write runs on the refresher's single writer thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -28,24 +33,14 @@ from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 
 from autodoc import __version__
-from autodoc.engine import Engine
-from autodoc.parse.chunking import BREADCRUMB_SEP
 from autodoc.serve.dispatcher import WRITES
 from autodoc.serve.host import Host
-from autodoc.serve.lsp.lsp_framing import (
-    AnsweredErrors,
-    AutodocProtocol,
-    GuardedStdin,
-    LogToClient,
-    rpc_exception,
-)
-from autodoc.wire import protocol
+from autodoc.serve.lsp.lsp_framing import AutodocProtocol, rpc_exception
 from autodoc.wire.errors import PARSE_ERROR, CancelToken, RpcError
 from autodoc.wire.limits import MAX_DEPTH
 
 log = logging.getLogger(__name__)
 
-SYMBOL_LIMIT = 20
 PROGRESS_EVERY_S = 0.25
 
 
@@ -53,10 +48,10 @@ PROGRESS_EVERY_S = 0.25
 
 
 class AutodocServer(LanguageServer):
-    """The LSP adapter over a `Host`: messages in and out, `$/progress`, a client's settings,
-    and search results in standard LSP clothes. Workspaces and freshness are the host's."""
+    """The LSP adapter over a `Host`: messages in and out, `$/progress`, a client's settings.
+    Workspaces and freshness are the host's; the host's events become notifications."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, host: Host) -> None:
         super().__init__(
             "autodoc",
             __version__,
@@ -64,8 +59,9 @@ class AutodocServer(LanguageServer):
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             protocol_cls=AutodocProtocol,
         )
-        self.host = Host(engine, watch=False, notify=self.notify, on_lease=self._log_lease)
-        self.engine = engine
+        self.host = host
+        host.notify = self.notify
+        host.on_lease = self._log_lease
         self.readers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="autodoc-read")
         self.loop: asyncio.AbstractEventLoop | None = None
         self._initial_folders: list[Path] = []
@@ -84,6 +80,14 @@ class AutodocServer(LanguageServer):
         params = types.ShowMessageParams(type=kind, message=f"autodoc: {message}")
         if self.loop is not None:
             self.loop.call_soon_threadsafe(self.window_show_message, params)
+
+    def log_message(self, kind: types.MessageType, message: str) -> None:
+        """`window/logMessage` from any thread; nothing once the loop has closed."""
+        if self.loop is None or self.loop.is_closed():
+            return
+        params = types.LogMessageParams(type=kind, message=message)
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            self.loop.call_soon_threadsafe(self.window_log_message, params)
 
     def report_server_error(self, error: Exception, source) -> None:
         """Garbage on the wire gets a JSON-RPC parse error (id null); the server stays up."""
@@ -119,6 +123,8 @@ class AutodocServer(LanguageServer):
             raise rpc_exception(err) from None
 
     async def call(self, method: str, params: Any) -> Any:
+        """A dispatcher method through the host: a write on the writer thread, a read on the
+        pool (a search superseding this client's previous one)."""
         if method in WRITES:
             return await self.in_writer(self.host.write(method, params))
         token = self.host.new_search() if method == "search.query" else None
@@ -128,9 +134,10 @@ class AutodocServer(LanguageServer):
 
     # -- folders -----------------------------------------------------------------------------
 
-    async def open_folder(self, root: Path) -> None:
+    async def open_folder(self, root: Path) -> str | None:
         """Serve the folder, indexing it with `$/progress`; the host retries a store whose
-        writer lease another process holds."""
+        writer lease another process holds. The folder's workspace (None: it could not be
+        one)."""
         token = await self.progress_begin(f"Indexing {root.name}")
         last = [0.0]
 
@@ -157,7 +164,9 @@ class AutodocServer(LanguageServer):
             if self.loop is not None:  # before `autodoc/indexReady`, which is queued next
                 self.loop.call_soon_threadsafe(self.progress_end, token, message)
 
-        await asyncio.wrap_future(self.host.open(root, progress, finished))
+        opened = await asyncio.wrap_future(self.host.open(root, progress, finished))
+        name: str | None = opened["name"]
+        return name
 
     # -- progress ----------------------------------------------------------------------------
 
@@ -187,22 +196,7 @@ class AutodocServer(LanguageServer):
     def _log_lease(self, writer: bool, holder: str) -> None:
         kind = types.MessageType.Info if writer else types.MessageType.Warning
         text = "writer lease taken" if writer else f"read-only, writer lease held by {holder}"
-        if self.loop is not None:
-            self.loop.call_soon_threadsafe(
-                self.window_log_message, types.LogMessageParams(type=kind, message=text)
-            )
-
-    # -- search in LSP clothes ---------------------------------------------------------------
-
-    def symbols(self, query: str, token: CancelToken) -> list[types.SymbolInformation]:
-        """`workspace/symbol`: the best sections of every served folder, each named by its
-        heading and contained in the breadcrumb above it."""
-        hits: list[tuple[protocol.Hit, Path]] = []
-        for name, root in sorted(self.host.served.items()):
-            answer = self.engine.search(name, query, {"limit": SYMBOL_LIMIT}, cancel=token)
-            hits.extend((h, root) for h in answer["hits"])
-        hits.sort(key=lambda pair: -pair[0]["score"])
-        return [_symbol(hit, root) for hit, root in hits[:SYMBOL_LIMIT]]
+        self.log_message(kind, text)
 
     def shutdown_all(self) -> None:
         if self._closed:
@@ -210,47 +204,3 @@ class AutodocServer(LanguageServer):
         self._closed = True
         self.readers.shutdown(wait=False, cancel_futures=True)
         self.host.close()
-
-
-def _symbol(hit: protocol.Hit, root: Path) -> types.SymbolInformation:
-    crumbs = hit["breadcrumb"].split(BREADCRUMB_SEP)
-    return types.SymbolInformation(
-        name=crumbs[-1] or hit["title"] or hit["path"],
-        kind=types.SymbolKind.String,
-        location=types.Location(
-            uri=(root / hit["path"]).as_uri(),
-            range=types.Range(
-                start=types.Position(line=hit["line_start"] - 1, character=0),
-                end=types.Position(line=hit["line_end"], character=0),
-            ),
-        ),
-        container_name=BREADCRUMB_SEP.join(crumbs[:-1]) or None,
-    )
-
-
-def build_server(engine: Engine) -> AutodocServer:
-    from autodoc.serve.lsp import (
-        lsp_features,  # it imports this module for the handlers' annotations
-    )
-
-    server = AutodocServer(engine)
-    lsp_features.register(server)
-    return server
-
-
-def serve(db: str | None = None) -> int:
-    """Run until the client says exit. Nothing but LSP messages ever goes to stdout (the CLI
-    sends logs to stderr or `--log-file`)."""
-    rpc_log = logging.getLogger("pygls.protocol.json_rpc")
-    rpc_log.addFilter(AnsweredErrors())
-    # A picker cancels on every keystroke, often after the answer went out: pygls warns about
-    # each such "unknown message id"; only its errors are worth the editor's log.
-    rpc_log.setLevel(logging.ERROR)
-    engine = Engine(db)
-    server = build_server(engine)
-    logging.getLogger("autodoc").addHandler(LogToClient(server))
-    try:
-        server.start_io(GuardedStdin(sys.stdin.buffer))  # type: ignore[arg-type]
-    finally:
-        server.shutdown_all()
-    return 0

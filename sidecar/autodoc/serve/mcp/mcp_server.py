@@ -28,6 +28,7 @@ from pydantic import Field, ValidationError
 
 from autodoc import __version__
 from autodoc.engine import Engine
+from autodoc.serve.dispatcher import Dispatcher
 from autodoc.serve.host import Host
 from autodoc.serve.mcp.compact_answers import compact_related, compact_search
 from autodoc.serve.mcp.mcp_framing import GuardedStdin
@@ -63,8 +64,7 @@ class AgentServer:
     def __init__(
         self, engine: Engine, roots: list[Path], *, watch: bool = True, served_only: bool = False
     ) -> None:
-        self.host = Host(engine, watch=watch)
-        self.engine = engine
+        self.host = Host(engine, watch=watch)  # every tool goes through its dispatcher
         self.roots = roots
         self.served_only = served_only  # over HTTP: the store's other workspaces stay private
 
@@ -268,7 +268,7 @@ def serve(
 
         listen = listen_settings(http, token_file, token_env)
     engine = Engine(db)
-    folders = [Path(r) for r in roots] if roots else [_default_root(engine)]
+    folders = [Path(r) for r in roots] if roots else [_default_root(Dispatcher(engine))]
     for folder in folders:
         if not folder.is_dir():
             engine.close()
@@ -288,10 +288,10 @@ def serve(
     return 0
 
 
-def _default_root(engine: Engine) -> Path:
+def _default_root(dispatcher: Dispatcher) -> Path:
     """The workspace around the working directory, else the working directory itself."""
     cwd = Path.cwd().resolve()
-    for ws in engine.workspace_list():
+    for ws in dispatcher.call("workspace.list"):
         root = Path(ws["root"])
         if cwd == root or root in cwd.parents:
             return root

@@ -1,0 +1,241 @@
+"""Navigation: links as an editor follows them, for any client through the dispatcher (the LSP
+server's definition, hover, references, document links and diagnostics are these methods).
+
+The work is `query.navigate`'s (and `index.check`'s for unresolved links); this reads the text
+the position is on (the client's unsaved `text`, else the file, confined to the root), turns a
+client's columns into string offsets and back (`units`: an editor counts UTF-16 or UTF-8 code
+units, Python characters), and reads each answer from one store snapshot.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from autodoc import store as queries
+from autodoc.engine.core import EngineCore
+from autodoc.engine.reading import checked_path
+from autodoc.files.confine import read_inside
+from autodoc.index.check import link_findings
+from autodoc.query import navigate
+from autodoc.store import Workspace
+from autodoc.wire.errors import invalid_params
+from autodoc.wire.link_answers import (
+    DocumentLink,
+    DocumentLinks,
+    LinkAt,
+    LinkDiagnostics,
+    LinkFinding,
+    LinkHover,
+    LinkPlace,
+    LinkReferences,
+    LinkTarget,
+    Units,
+)
+
+UNITS: tuple[Units, ...] = ("utf-32", "utf-16", "utf-8")
+BIG = 2**31  # lines and columns are below it (SQLite's integers are 64-bit)
+_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+class Navigation(EngineCore):
+    def links_definition(
+        self, name: Any, path: Any, line: Any, character: Any, opts: Any = None
+    ) -> LinkAt | None:
+        """The link written at `path:line:character` and where it leads; null when no link is
+        there. opts: `text` (the line as the client has it now), `units`."""
+        found = self._link_at(name, path, line, character, opts, preview=False)
+        return None if found is None else found[0]
+
+    def links_hover(
+        self, name: Any, path: Any, line: Any, character: Any, opts: Any = None
+    ) -> LinkHover | None:
+        """`links.definition` with the first lines of the section linked to."""
+        found = self._link_at(name, path, line, character, opts, preview=True)
+        return None if found is None else LinkHover(**found[0], preview=found[1])
+
+    def links_references(
+        self, name: Any, path: Any, line: Any, character: Any, opts: Any = None
+    ) -> LinkReferences:
+        """Every place that links to the target of the link at the position; on a heading
+        (level 2 and below), to that heading; elsewhere, to the document asked about."""
+        ws, rel, at, text, units = self._position(name, path, line, character, opts)
+        found = navigate.link_at(text, _from_units(text, character, units))
+        with self.store.snapshot() as conn:
+            target = navigate.resolve(conn, ws, rel, at, found[2]) if found else None
+            if target is not None:
+                linked, heading = target.path, target.heading
+            else:
+                m = _HEADING.match(text)
+                linked, heading = rel, (m[2] if m and len(m[1]) > 1 else "")
+            doc_id = queries.live_document_id(conn, ws.id, linked)
+            places = [] if doc_id is None else navigate.references(conn, doc_id, heading or None)
+        return LinkReferences(
+            workspace=ws.name,
+            path=linked,
+            heading=heading,
+            places=[LinkPlace(path=p, line=n) for p, n in places],
+        )
+
+    def links_document(self, name: Any, path: Any, opts: Any = None) -> DocumentLinks:
+        """Each link the index holds for the document, placed on its text (opts: `text`, the
+        whole document as the client has it now; `units`)."""
+        ws, rel, lines, units = self._document(name, path, opts)
+        with self.store.snapshot() as conn:
+            found = navigate.document_links(conn, ws, rel, lines)
+        links = [
+            DocumentLink(
+                line=index + 1,
+                start=_to_units(lines[index], start, units),
+                end=_to_units(lines[index], end, units),
+                target=_target(target),
+            )
+            for index, start, end, target in found
+        ]
+        return DocumentLinks(workspace=ws.name, path=rel, links=links)
+
+    def links_diagnostics(self, name: Any, path: Any, opts: Any = None) -> LinkDiagnostics:
+        """The document's unresolved links, as `index.check` finds them, each spanning its line
+        of the text (opts as `links.document`)."""
+        ws, rel, lines, units = self._document(name, path, opts)
+        with self.store.snapshot() as conn:
+            rows = queries.unresolved_links(conn, ws.id, rel)
+        findings = []
+        for f in link_findings(ws, rows):
+            text = lines[f.line - 1] if 0 < f.line <= len(lines) else ""
+            findings.append(
+                LinkFinding(
+                    line=f.line,
+                    start=0,
+                    end=_to_units(text, len(text), units),
+                    severity="warning" if f.severity == "warning" else "error",
+                    kind=f.kind,
+                    message=f.message,
+                )
+            )
+        return LinkDiagnostics(workspace=ws.name, path=rel, findings=findings)
+
+    # -- the text a request is about ---------------------------------------------------------
+
+    def _link_at(
+        self, name: Any, path: Any, line: Any, character: Any, opts: Any, *, preview: bool
+    ) -> tuple[LinkAt, str] | None:
+        """The link at the position, and (with `preview`) the first lines of its target."""
+        ws, rel, at, text, units = self._position(name, path, line, character, opts)
+        found = navigate.link_at(text, _from_units(text, character, units))
+        if found is None:
+            return None
+        start, end, link = found
+        with self.store.snapshot() as conn:
+            target = navigate.resolve(conn, ws, rel, at, link)
+            shown = navigate.preview(conn, target) if preview and target is not None else ""
+        answer = LinkAt(
+            workspace=ws.name,
+            path=rel,
+            line=at,
+            start=_to_units(text, start, units),
+            end=_to_units(text, end, units),
+            target=_target(target),
+        )
+        return answer, shown
+
+    def _position(
+        self, name: Any, path: Any, line: Any, character: Any, opts: Any
+    ) -> tuple[Workspace, str, int, str, Units]:
+        """(workspace, path, line, the line's text, units) of a position request; -32602 for
+        anything malformed."""
+        ws = self.workspace(name)
+        rel = _checked(path)
+        for field, value, least in (("line", line, 1), ("character", character, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or not least <= value < BIG:
+                raise invalid_params(f"{field} must be an integer {least}..{BIG - 1}", field=field)
+        text, units = _options(opts)
+        if text is None:
+            lines = self._file_lines(ws, rel, path)
+            text = lines[line - 1] if line <= len(lines) else ""
+        return ws, rel, line, text, units
+
+    def _document(self, name: Any, path: Any, opts: Any) -> tuple[Workspace, str, list[str], Units]:
+        ws = self.workspace(name)
+        rel = _checked(path)
+        text, units = _options(opts)
+        lines = self._file_lines(ws, rel, path) if text is None else text.splitlines()
+        return ws, rel, lines, units
+
+    @staticmethod
+    def _file_lines(ws: Workspace, rel: str, path: Any) -> list[str]:
+        """The file's lines, read the one confined way (as `doc.read`)."""
+        try:
+            data, _ = read_inside(ws.root, rel, ws.options["max_file_mb"] * 10**6)
+        except (OSError, ValueError) as exc:
+            raise invalid_params(f"cannot read {path}: {exc}", path=path) from None
+        return data.decode("utf-8", "replace").splitlines()
+
+
+def _checked(path: Any) -> str:
+    rel = checked_path(path)
+    _unicode(rel, "path")
+    return rel
+
+
+def _unicode(text: str, field: str) -> None:
+    """-32602 for a string no UTF-8 can carry (a lone surrogate from `\\ud800` in JSON)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise invalid_params(f"{field} is not valid Unicode", field=field) from None
+
+
+def _options(opts: Any) -> tuple[str | None, Units]:
+    opts = {} if opts is None else opts
+    if not isinstance(opts, dict):
+        raise invalid_params("opts must be an object", field="opts")
+    unknown = sorted(set(opts) - {"text", "units"})
+    if unknown:
+        raise invalid_params(f"unknown option {unknown[0]!r}", field=unknown[0])
+    text = opts.get("text")
+    if text is not None:
+        if not isinstance(text, str):
+            raise invalid_params("text must be a string", field="text")
+        _unicode(text, "text")
+    units = opts.get("units", "utf-32")
+    if units not in UNITS:
+        raise invalid_params(f"units must be one of {', '.join(UNITS)}", field="units")
+    return text, units
+
+
+def _target(target: navigate.Target | None) -> LinkTarget | None:
+    if target is None:
+        return None
+    return LinkTarget(path=target.path, line=target.line, title=target.title,
+                      heading=target.heading)  # fmt: skip
+
+
+def _width(char: str, units: Units) -> int:
+    if units == "utf-32":
+        return 1
+    code = ord(char)
+    if units == "utf-16":
+        return 2 if code > 0xFFFF else 1
+    return 1 if code < 0x80 else 2 if code < 0x800 else 3 if code < 0x10000 else 4
+
+
+def _to_units(text: str, index: int, units: Units) -> int:
+    """A string offset into `text` as a client's column."""
+    return sum(_width(c, units) for c in text[:index]) if units != "utf-32" else index
+
+
+def _from_units(text: str, column: int, units: Units) -> int:
+    """A client's column on `text` as a string offset (as pygls reads an LSP position: a column
+    past the end is the last character)."""
+    total = _to_units(text, len(text), units)
+    if total == 0:
+        return 0
+    column = min(column, total - 1) if column > total else column
+    index = counted = 0
+    for char in text:
+        if counted >= column:
+            break
+        counted += _width(char, units)
+        index += 1
+    return index

@@ -1,0 +1,215 @@
+"""What the command line prints: answers as text for a person (JSON with `--json` is printed
+where it is asked for), progress bars on stderr, and the exit statuses.
+
+No method is called here: `cli.py` asks the dispatcher, this module renders the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from autodoc.wire.errors import RpcError
+
+EXIT_OK, EXIT_RPC_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that stopped reading
+
+
+def print_error(err: RpcError) -> None:
+    """A JSON-RPC error object, on stderr, as every command reports one."""
+    print(json.dumps({"error": err.to_dict()}, ensure_ascii=False), file=sys.stderr)
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def tell(text: str) -> None:
+    print(f"autodoc: {text}", file=sys.stderr, flush=True)
+
+
+def quiet_stdout() -> None:
+    """The reader of stdout is gone (`| head`): nothing more goes there, and no error at exit."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+class ProgressBar:
+    """A tqdm bar on stderr (count, rate, elapsed, estimate), opened at the first report and
+    closed at the last; silent when stderr is not a terminal. Remembers how far it got, for
+    the message after Ctrl-C."""
+
+    def __init__(self, label: str, unit: str) -> None:
+        self.label, self.unit = label, unit
+        self.done = self.total = 0
+        self.bar: Any = None
+
+    def __call__(self, done: int, total: int, path: str = "") -> None:
+        from tqdm import tqdm
+
+        self.done, self.total = done, total
+        if self.bar is None:
+            self.bar = tqdm(total=total, desc=self.label, unit=self.unit, file=sys.stderr,
+                            disable=not sys.stderr.isatty(), dynamic_ncols=True, mininterval=0.1,
+                            leave=False)  # fmt: skip
+        self.bar.update(done - self.bar.n)
+        if path:
+            self.bar.set_postfix_str(path if len(path) <= 40 else "…" + path[-39:], refresh=False)
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+# -- autodoc index ------------------------------------------------------------------------------
+
+
+def index_line(name: str, s: dict[str, Any]) -> str:
+    hidden = s["hidden"]
+    shown = ""
+    if hidden["count"]:
+        more = ", …" if hidden["count"] > len(hidden["examples"]) else ""
+        shown = (f", {hidden['count']} hidden not indexed ({', '.join(hidden['examples'])}{more};"
+                 " --include-hidden PATTERN indexes them)")  # fmt: skip
+    kept = ""
+    if s["warnings_kept"]:
+        kept = f" (and {s['warnings_kept']} from unchanged files: autodoc check lists them)"
+    return (
+        f"indexed {name}: {s['files']} files ({s['added']} added, {s['modified']} modified, "
+        f"{s['deleted']} deleted, {s['unchanged']} unchanged), {s['chunks']} chunks "
+        f"({s['chunks_written']} written), {len(s['skipped'])} skipped{shown}, "
+        f"{len(s['warnings'])} warnings{kept}, {s['seconds']:.1f} s"
+    )
+
+
+def print_index_summary(name: str, summary: dict[str, Any]) -> None:
+    """After the files' line: the embeddings, then what was skipped and warned about."""
+    emb = summary["embedding"]
+    if emb.get("model"):
+        rate = f", {emb['per_second']}/s" if emb.get("per_second") else ""
+        print(
+            f"embeddings ({emb['model']}): {emb['embedded']} new{rate}, "
+            f"{emb['coverage']['embedded']}/{emb['coverage']['total']} chunks covered"
+        )
+    else:
+        print(f"semantic search off: {emb.get('reason')}")
+    for title, rows, key in (
+        ("skipped", summary["skipped"], "reason"),
+        ("warnings", summary["warnings"], "message"),
+    ):
+        if rows:
+            print(f"{title}:")
+            for row in rows[:20]:
+                print(f"  {row['path']}: {row[key]}")
+            if len(rows) > 20:
+                print(f"  … and {len(rows) - 20} more (autodoc --call index.status '[\"{name}\"]')")
+
+
+# -- autodoc check ------------------------------------------------------------------------------
+
+
+def print_check(report: dict[str, Any]) -> None:
+    """Findings on stdout, the summary on stderr (even when the reader of stdout left)."""
+    try:
+        for f in report["findings"]:
+            level = "" if f["severity"] == "error" else "warning: "
+            print(f"{f['path']}:{f['line']}: {level}{f['message']}")
+    except BrokenPipeError:  # `| head`: the summary still goes to stderr, then exit 141
+        quiet_stdout()
+        print_check_summary(report)
+        raise
+    print_check_summary(report)
+
+
+def print_check_summary(report: dict[str, Any]) -> None:
+    """The one-line summary, on stderr: findings go to stdout for a CI log or a pipe."""
+    summary = report["summary"]
+    schema = report["schema"]
+    described = (
+        f"schema {schema['path']}: {len(schema['fields'])} fields, {len(schema['types'])} types"
+        if schema["fields"] or schema["types"]
+        else f"no schema at {schema['path']}"
+    )
+    kinds = ", ".join(f"{k} {n}" for k, n in summary["by_kind"].items())
+    print(
+        f"{summary['errors']} errors, {summary['warnings']} warnings in "
+        f"{summary['documents']} documents ({summary['typed']} typed; {described})"
+        + (f": {kinds}" if kinds else ""),
+        file=sys.stderr,
+    )
+
+
+# -- autodoc search, find, related --------------------------------------------------------------
+
+
+def print_search(answer: dict[str, Any]) -> None:
+    """One line a hit (colored on a terminal unless NO_COLOR), then a note on stderr."""
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    for hit in answer["hits"]:
+        loc = f"{hit['path']}:{hit['line_start']}-{hit['line_end']}"
+        snippet = highlight(hit["snippet"], hit["highlights"], color)
+        if color:
+            loc = f"\033[35m{loc}\033[0m"
+            crumb = f"\033[36m{hit['breadcrumb']}\033[0m"
+        else:
+            crumb = hit["breadcrumb"]
+        print(f"{loc}  {crumb}  {snippet}")
+    stages = answer["stages"]
+    note = f"{len(answer['hits'])} hits · {answer['mode_used']} · {answer['took_ms']:.1f} ms"
+    cov = answer.get("semantic_coverage")
+    if answer["semantic"] in ("partial", "switching") and cov:
+        note += f" · semantic {answer['semantic']} ({cov['embedded']}/{cov['total']} chunks)"
+    for stage, why in stages["skipped"].items():
+        note += f" · {stage} skipped: {why}"
+    if answer["missing"]:
+        note += f" · missing: {', '.join(answer['missing'])}"
+    if answer["confidence"] != "high":
+        note += f" · confidence {answer['confidence']}"
+    print(note, file=sys.stderr)
+
+
+def print_find(answer: dict[str, Any]) -> None:
+    for m in answer["matches"]:
+        span = f"{m['line_start']}-{m['line_end']}" if "line_start" in m else m["line"]
+        print(f"{m['path']}:{m['line']}  {m['name']}  {m['kind']}, {m['match']}  [{span}]")
+    note = f"{len(answer['matches'])} matches · {answer['took_ms']:.1f} ms"
+    if answer["truncated"]:
+        note += " · truncated: a longer name narrows the candidates"
+    print(note, file=sys.stderr)
+
+
+def print_related(answer: dict[str, Any]) -> None:
+    for hit in answer["hits"]:
+        why = ", ".join(
+            f"similar {hit['similarity']:.2f}" if r == "similar" else
+            (shares(hit["shared_links"]) if r == "shares links" else r)
+            for r in hit["reasons"]
+        )  # fmt: skip
+        print(f"{hit['path']}:{hit['line_start']}-{hit['line_end']}  {hit['breadcrumb']}  ({why})")
+    print(
+        f"{len(answer['hits'])} related to {answer['path']}:{answer['line_start']}-"
+        f"{answer['line_end']} ({answer['breadcrumb']}) · semantic {answer['semantic']}"
+        f" · {answer['took_ms']:.1f} ms",
+        file=sys.stderr,
+    )
+
+
+def shares(n: int) -> str:
+    return f"shares {n} link{'s' if n != 1 else ''}"
+
+
+def highlight(text: str, spans: list[list[int]], color: bool) -> str:
+    if not color or not spans:
+        return text
+    out, pos = [], 0
+    for a, b in spans:
+        out.append(text[pos:a])
+        out.append(f"\033[1;33m{text[a:b]}\033[0m")
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)

@@ -1,0 +1,20 @@
+"""Every dispatcher method as the custom request `autodoc/<method>`: the same params, results
+and error codes as `autodoc --call`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autodoc.serve.lsp.lsp_server import AutodocServer
+
+
+def setup(server: AutodocServer) -> None:
+    def method_handler(method: str):
+        async def handler(ls: AutodocServer, params: Any) -> Any:
+            return await ls.call(method, params)
+
+        handler.__name__ = f"autodoc_{method.replace('.', '_')}"
+        return handler
+
+    for method in server.host.dispatcher.methods:
+        server.feature(f"autodoc/{method}")(method_handler(method))

@@ -1,0 +1,185 @@
+"""Links in standard LSP clothes, for any editor's generic client: definition, references,
+document links and hover on wiki and Markdown links, and unresolved links as diagnostics (the
+findings `autodoc check` gives). Each is a `links.*` dispatcher method through the host; this
+maps URIs to workspace paths, passes the editor's unsaved text and its column units, and
+dresses the answers as LSP."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from autodoc.serve.lsp.lsp_framing import uri_to_path
+from autodoc.serve.lsp.lsp_server import AutodocServer
+from autodoc.wire.errors import INVALID_PARAMS, RpcError
+
+log = logging.getLogger("autodoc.server")
+
+SOURCE = "autodoc"
+UNITS = ("utf-8", "utf-16", "utf-32")
+
+
+def setup(server: AutodocServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_DEFINITION)
+    async def definition(ls: AutodocServer, params: types.DefinitionParams) -> Any:
+        at, root = await _ask(ls, "links.definition", params.text_document.uri, params.position)
+        if at is None or at["target"] is None:
+            return None
+        return _location(root, at["target"]["path"], at["target"]["line"])
+
+    @server.feature(types.TEXT_DOCUMENT_REFERENCES)
+    async def references(ls: AutodocServer, params: types.ReferenceParams) -> Any:
+        """On a link: the places linking to its target; on a heading: to that heading (the
+        title, level 1: to the document); elsewhere: every place that links to this document."""
+        found, root = await _ask(ls, "links.references", params.text_document.uri,
+                                 params.position)  # fmt: skip
+        if found is None:
+            return None
+        return [_location(root, place["path"], place["line"]) for place in found["places"]]
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def hover(ls: AutodocServer, params: types.HoverParams) -> Any:
+        """On a link: its target's title (and heading), `path:line` and first lines."""
+        at, _ = await _ask(ls, "links.hover", params.text_document.uri, params.position)
+        if at is None or at["target"] is None:
+            return None
+        target = at["target"]
+        head = f"**{target['title']}**" + (f" › {target['heading']}" if target["heading"] else "")
+        text = f"{head}\n\n`{target['path']}:{target['line']}`\n\n{at['preview']}".rstrip()
+        markup = types.MarkupContent(kind=types.MarkupKind.Markdown, value=text)
+        return types.Hover(contents=markup, range=_range(at))
+
+    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_LINK)
+    async def document_link(ls: AutodocServer, params: types.DocumentLinkParams) -> Any:
+        found, root = await _ask(ls, "links.document", params.text_document.uri, None)
+        if found is None:
+            return []
+        caps = ls.client_capabilities.text_document
+        tips = bool(caps and caps.document_link and caps.document_link.tooltip_support)
+        out = []
+        for link in found["links"]:
+            target = link["target"]
+            if target is None:
+                continue
+            heading = target["heading"]
+            uri = (root / target["path"]).as_uri() + (f"#L{target['line']}" if heading else "")
+            tip = target["title"] + (f" › {heading}" if heading else "")
+            out.append(types.DocumentLink(_range(link), target=uri,
+                                          tooltip=tip if tips else None))  # fmt: skip
+        return out
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    async def did_open(ls: AutodocServer, params: types.DidOpenTextDocumentParams) -> None:
+        await ls.in_reader(lambda: publish(ls, params.text_document.uri))
+
+    def republish(workspace: str) -> None:  # on the writer thread, after a save was indexed
+        for uri in list(server.workspace.text_documents):
+            server.readers.submit(publish, server, uri)
+
+    server.host.on_paths_indexed = republish
+
+
+def publish(ls: AutodocServer, uri: str) -> None:
+    """The document's unresolved links as diagnostics (none outside a served folder); on a
+    read thread."""
+    try:
+        _publish(ls, uri)
+    except Exception:  # on a pool thread: nobody else would see it
+        log.exception("diagnostics for %s failed", uri)
+
+
+def _publish(ls: AutodocServer, uri: str) -> None:
+    doc = _document(ls, uri)
+    if doc is None:
+        return
+    name, rel, _ = doc
+    try:
+        found = ls.host.dispatcher.call("links.diagnostics", [name, rel, _options(ls, uri)])
+    except RpcError as err:
+        if err.code != INVALID_PARAMS:
+            raise
+        log.debug("no diagnostics for %s: %s", uri, err.message)
+        return
+    diagnostics = [
+        types.Diagnostic(
+            range=_range(f),
+            message=f["message"],
+            severity=types.DiagnosticSeverity.Warning
+            if f["severity"] == "warning"
+            else types.DiagnosticSeverity.Error,
+            source=SOURCE,
+            code=f["kind"],
+        )
+        for f in found["findings"]
+    ]
+    params = types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics)
+    if ls.loop is not None:  # messages go out from the loop's thread
+        ls.loop.call_soon_threadsafe(ls.text_document_publish_diagnostics, params)
+
+
+# -- from LSP to the methods and back ----------------------------------------------------------
+
+
+async def _ask(
+    ls: AutodocServer, method: str, uri: str, position: types.Position | None
+) -> tuple[Any, Path]:
+    """A `links.*` method on the document at `uri` (at `position`), and its folder's root; a
+    document no served folder holds, or one the method cannot read, answers (None, root)."""
+    doc = _document(ls, uri)
+    if doc is None:
+        return None, Path()
+    name, rel, root = doc
+    params: list[Any]
+    if position is None:
+        params = [name, rel, _options(ls, uri)]
+    else:
+        opts = _options(ls, uri, position.line)
+        params = [name, rel, position.line + 1, position.character, opts]
+    try:
+        return await ls.call(method, params), root
+    except JsonRpcException as exc:
+        if exc.code != INVALID_PARAMS:
+            raise
+        log.debug("no link answer: %s", exc.message)
+        return None, root
+
+
+def _document(ls: AutodocServer, uri: str) -> tuple[str, str, Path] | None:
+    """(workspace, root-relative path, root) of a document under a served folder."""
+    path = uri_to_path(uri)
+    found = ls.host.locate(path) if path is not None else None
+    if found is None:
+        return None
+    root = ls.host.served.get(found[0])
+    return None if root is None else (found[0], found[1], root)
+
+
+def _options(ls: AutodocServer, uri: str, line: int | None = None) -> dict[str, Any]:
+    """The client's column units, and the editor's text when the document is open there: the
+    whole document, or its `line` (0-based)."""
+    encoding = ls.workspace.position_encoding
+    units = getattr(encoding, "value", encoding)
+    opts: dict[str, Any] = {"units": units if units in UNITS else "utf-16"}
+    opened = ls.workspace.text_documents.get(uri)
+    if opened is not None:
+        if line is None:
+            opts["text"] = opened.source
+        else:
+            lines = opened.lines
+            opts["text"] = lines[line].rstrip("\r\n") if 0 <= line < len(lines) else ""
+    return opts
+
+
+def _location(root: Path, path: str, line: int) -> types.Location:
+    start = types.Position(max(line - 1, 0), 0)
+    return types.Location(uri=(root / path).as_uri(), range=types.Range(start, start))
+
+
+def _range(span: Any) -> types.Range:
+    """A `links.*` span (1-based `line`, `start`, `end` in the client's units) as LSP's."""
+    line = span["line"] - 1
+    return types.Range(types.Position(line, span["start"]), types.Position(line, span["end"]))

@@ -1,0 +1,37 @@
+"""The editor's folders: workspace folders added and removed; a save re-indexes its file at
+once."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from lsprotocol import types
+
+from autodoc.serve.host import STATE_CHANGED
+from autodoc.serve.lsp.lsp_framing import uri_to_path
+from autodoc.serve.lsp.lsp_server import AutodocServer
+
+
+def setup(server: AutodocServer) -> None:
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    async def did_change_folders(
+        ls: AutodocServer, params: types.DidChangeWorkspaceFoldersParams
+    ) -> None:
+        for folder in params.event.removed:
+            root = uri_to_path(folder.uri)
+            for name, r in list(ls.host.served.items()):
+                if root is not None and r == root.resolve():
+                    ls.host.close_folder(name)
+        for folder in params.event.added:
+            root = uri_to_path(folder.uri)
+            if root is not None and root.is_dir():
+                added = await ls.open_folder(root)
+                ls.notify(STATE_CHANGED, {"event": "workspace.added", "workspace": added})
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+    def did_save(ls: AutodocServer, params: types.DidSaveTextDocumentParams) -> None:
+        path = uri_to_path(params.text_document.uri)
+        if path is None:
+            return
+        ls.host.saved(Path(os.path.realpath(path)))

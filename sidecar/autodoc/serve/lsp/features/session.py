@@ -1,0 +1,79 @@
+"""The session's life: initialize (the editor's folders and settings), initialized (read the
+settings, start the watcher, serve each folder), settings changed, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from functools import partial
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from autodoc.serve.lsp.lsp_framing import clean_options, uri_to_path
+from autodoc.serve.lsp.lsp_server import AutodocServer
+from autodoc.serve.watch import Watcher
+
+log = logging.getLogger("autodoc.server")
+
+CONFIG_SECTION = "autodoc"
+
+
+async def load_options(ls: AutodocServer) -> None:
+    """The client's settings: initializationOptions, then `workspace/configuration`; an invalid
+    one keeps its default and is shown."""
+    raw = dict(ls.init_options) if isinstance(ls.init_options, dict) else {}
+    caps = ls.client_capabilities.workspace
+    if caps is not None and caps.configuration:
+        try:
+            got = await ls.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section=CONFIG_SECTION)])
+            )
+            if got and isinstance(got[0], dict):
+                raw.update(got[0])
+        except Exception as exc:  # a client without a settings store: keep the others
+            log.info("workspace/configuration failed: %s", exc)
+    ls.host.options, problems = clean_options(raw)
+    for message in problems:
+        ls.show(message)
+
+
+def setup(server: AutodocServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: AutodocServer, params: types.InitializeParams) -> None:
+        folders = [
+            p for f in params.workspace_folders or [] if (p := uri_to_path(f.uri)) is not None
+        ]
+        if not folders and params.root_uri and (p := uri_to_path(params.root_uri)):
+            folders = [p]
+        ls._initial_folders = folders
+        ls.init_options = params.initialization_options or {}
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: AutodocServer, params: types.InitializedParams) -> None:
+        ls.loop = asyncio.get_running_loop()
+        await load_options(ls)
+        ls.host.watcher = Watcher(ls.host.refresher)
+        for root in ls._initial_folders:
+            if root.is_dir():
+                await ls.open_folder(root)
+            else:
+                ls.show(f"workspace folder is not a folder: {root}")
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(
+        ls: AutodocServer, params: types.DidChangeConfigurationParams
+    ) -> None:
+        await load_options(ls)
+        host = ls.host
+        for name in list(host.served):
+            try:
+                await ls.in_writer(host.refresher.submit(partial(host.apply_options, name)))
+            except JsonRpcException as exc:
+                ls.show(f"cannot apply options to {name}: {exc.message}")
+            host.check_state(name, "semantic")
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: AutodocServer, params: Any) -> None:
+        ls.shutdown_all()
