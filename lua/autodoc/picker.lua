@@ -36,6 +36,7 @@ local STAGES = { "lexical", "semantic", "rerank" }
 ---@field row_of table<integer, integer> hit index -> its line in the list
 ---@field searched_at integer hrtime of the latest search sent (progress re-searches wait 1 s)
 ---@field source autodoc.Source? what the picker lists instead of a search (find, related)
+---@field source_answer table? the source's latest answer (an `autodoc.RelatedAnswer`, ...)
 ---@field context table the source's own request context (related: path, line)
 ---@field status string? the source's status line
 ---@field mode string? the source's name
@@ -281,8 +282,7 @@ local function fit(s, width, from_left)
   return vim.fn.strcharpart(s, 0, lo) .. "…"
 end
 
----@param hit table
----@return string
+--- The list's left column: a source item's label, else a facet dot or the relevance.
 ---@param hit table
 ---@return string
 local function score_of(hit)
