@@ -13,7 +13,6 @@ local M = {}
 
 local ns = vim.api.nvim_create_namespace("autodoc_picker")
 local jump_ns = vim.api.nvim_create_namespace("autodoc_jump")
-local STAGES = { "lexical", "semantic", "rerank" }
 
 ---@class autodoc.PickerState
 ---@field client vim.lsp.Client
@@ -62,7 +61,7 @@ function M.load_stages()
     local ok, saved = pcall(vim.json.decode, fd:read("*a"))
     fd:close()
     if ok and type(saved) == "table" then
-      for _, s in ipairs(STAGES) do
+      for _, s in ipairs(sources.toggles) do
         if type(saved[s]) == "boolean" then
           stages[s] = saved[s]
         end
@@ -98,19 +97,15 @@ local function available(stage)
   return not a or (a.rank ~= nil and a.rank.state ~= "off")
 end
 
---- The stages to request: the checked boxes among those shown, never neither retriever.
+--- The stages to request: the checked boxes among those shown, never no retriever (with
+--- the semantic box hidden and Lexical unchecked, lexical answers).
 ---@return string[]
 local function requested()
-  local out = {}
-  for _, s in ipairs(STAGES) do
-    if stages[s] and available(s) then
-      table.insert(out, s)
-    end
+  local shown = {}
+  for _, s in ipairs(sources.toggles) do
+    shown[s] = stages[s] and available(s)
   end
-  if not vim.tbl_contains(out, "lexical") and not vim.tbl_contains(out, "semantic") then
-    table.insert(out, 1, "lexical") -- the semantic box is hidden: lexical answers
-  end
-  return out
+  return sources.stages(shown)
 end
 
 -- -- rendering --------------------------------------------------------------------------------
@@ -578,19 +573,30 @@ local function search_soon()
   )
 end
 
+--- "Lexical and Semantic": the retrievers as their boxes name them.
+---@return string
+local function retriever_names()
+  local names = vim.tbl_map(function(s)
+    return s:sub(1, 1):upper() .. s:sub(2)
+  end, sources.retrievers)
+  return table.concat(names, ", ", 1, #names - 1) .. " and " .. names[#names]
+end
+
 --- Flip a stage and search again at once.
 ---@param stage string
 function M.toggle(stage)
-  if not S then
+  if not S or not vim.tbl_contains(sources.toggles, stage) then
     return
   end
   if not available(stage) then
     return -- a hidden box keeps its state
   end
-  if stage ~= "rerank" and stages[stage] then
-    local other = stage == "lexical" and "semantic" or "lexical"
-    if not (stages[other] and available(other)) then
-      vim.notify("autodoc: one of Lexical and Semantic stays checked", vim.log.levels.INFO)
+  if stages[stage] and vim.tbl_contains(sources.retrievers, stage) then
+    local others = vim.tbl_filter(function(s)
+      return s ~= stage and stages[s] and available(s)
+    end, sources.retrievers)
+    if #others == 0 then
+      vim.notify("autodoc: one of " .. retriever_names() .. " stays checked", vim.log.levels.INFO)
       return
     end
   end

@@ -9,8 +9,6 @@ local sources = require("autodoc.sources")
 
 local M = {}
 
-local STAGES = { "lexical", "semantic", "rerank" }
-
 --- One request in the finder's coroutine: asked on the main loop, waited for by suspending.
 ---@param ctx table snacks' finder context
 ---@return autodoc.Item[], table?
@@ -49,7 +47,7 @@ local function pick(kind, client, root, workspace, context, opts)
     search = opts.query,
     preview = "file",
     sort = { fields = { "score:desc", "idx" } },
-    toggles = { lexical = "L", semantic = "S", rerank = "R" },
+    toggles = {}, -- each stage's flag in the title: its initial (L S R)
     finder = function(o, ctx)
       local query = ctx.filter.search
       if source.needs_query and query:match("^%s*$") then
@@ -57,7 +55,7 @@ local function pick(kind, client, root, workspace, context, opts)
       end
       local extra = vim.tbl_extend("force", context, {
         limit = config.options.limit,
-        stages = sources.stages({ lexical = o.lexical, semantic = o.semantic, rerank = o.rerank }),
+        stages = sources.stages(o), -- the toggles are options: o.lexical, o.semantic, ...
       })
       return function(cb)
         local items = ask(ctx, client, source, workspace, query, extra)
@@ -87,7 +85,8 @@ local function pick(kind, client, root, workspace, context, opts)
     actions = {},
     win = { input = { keys = {} } },
   }
-  for _, stage in ipairs(STAGES) do
+  for _, stage in ipairs(sources.toggles) do
+    spec.toggles[stage] = stage:sub(1, 1):upper()
     spec[stage] = checked[stage]
     spec.actions["autodoc_" .. stage] = function(picker)
       picker.opts[stage] = not picker.opts[stage]

@@ -10,8 +10,6 @@ local sources = require("autodoc.sources")
 
 local M = {}
 
-local STAGES = { "lexical", "semantic", "rerank" }
-
 ---@param kind "search"|"related"|"find"
 local function pick(kind, client, root, workspace, context, opts)
   local pickers = require("telescope.pickers")
@@ -69,7 +67,7 @@ local function pick(kind, client, root, workspace, context, opts)
         or conf.generic_sorter(opts.telescope or {}),
       previewer = conf.grep_previewer(opts.telescope or {}),
       attach_mappings = function(bufnr, map)
-        for _, stage in ipairs(STAGES) do
+        for _, stage in ipairs(sources.toggles) do
           map({ "i", "n" }, config.options.keys[stage], function()
             checked[stage] = not checked[stage]
             action_state.get_current_picker(bufnr):refresh(make_finder(), { reset_prompt = false })
