@@ -1,6 +1,6 @@
----@mod autodoc.sources What a picker can list besides a search: names (`search.find`) and
---- related sections (`related`). One request and one conversion each, so the built-in picker
---- and the adapters for other pickers show the same items.
+---@mod autodoc.sources What a picker lists: search hits (`search.query`), names
+--- (`search.find`) and related sections (`related`). One request and one conversion each, so
+--- the built-in picker and the adapters for other pickers ask the same and show the same items.
 
 local registry = require("autodoc.stages")
 
@@ -63,6 +63,7 @@ local function matches(item, query)
   return true
 end
 
+--- A search's items are its hits (`autodoc.Hit`, every field kept), each with its label.
 ---@type autodoc.Source
 M.search = {
   method = "autodoc/search.query",
@@ -73,14 +74,8 @@ M.search = {
   items = function(result)
     local out = {}
     for _, h in ipairs(result.hits or {}) do
-      table.insert(out, {
-        path = h.path,
-        line_start = h.line_start,
-        line_end = h.line_end,
-        breadcrumb = h.breadcrumb,
-        label = h.via and h.via[1] == "facet" and "   ·" or string.format("%.2f", h.relevance),
-        snippet = h.snippet,
-      })
+      local label = h.via and h.via[1] == "facet" and "   ·" or string.format("%.2f", h.relevance)
+      table.insert(out, vim.tbl_extend("force", h, { label = label }))
     end
     return out
   end,

@@ -16,6 +16,7 @@ local keys = require("autodoc.picker.keys")
 local layout = require("autodoc.picker.layout")
 local render = require("autodoc.picker.render")
 local search = require("autodoc.picker.search")
+local sources = require("autodoc.sources")
 local state = require("autodoc.picker.state")
 
 local M = {}
@@ -68,6 +69,11 @@ end
 ---@param opts? autodoc.SearchOpts
 function M.open(opts)
   opts = opts or {}
+  local source = sources[opts.source or "search"]
+  if type(source) ~= "table" or not source.method then
+    vim.notify("autodoc: no picker source " .. tostring(opts.source), vim.log.levels.ERROR)
+    return
+  end
   if state.current then
     M.close()
   end

@@ -212,26 +212,16 @@ local function fit(s, width, from_left)
   return vim.fn.strcharpart(s, 0, lo) .. "…"
 end
 
---- The list's left column: a source item's label, else a facet dot or the relevance.
----@param hit table
----@return string
-local function score_of(hit)
-  if hit.label then -- a source's item: a match kind, a related score
-    return hit.label
-  end
-  return hit.via and hit.via[1] == "facet" and "   ·" or string.format("%.2f", hit.relevance)
-end
-
 --- One hit as a list line that fits `width`: "0.93  path:line  breadcrumb". The path is cut
 --- from the left (its file name and line stay), the breadcrumb from the right; the path keeps
 --- at least 60% of what is left when both are long. Returns the line and the spans of
 --- its parts: { {from, to, group}, ... } in bytes.
----@param hit table
+---@param hit autodoc.Item
 ---@param width integer
 ---@param grouped boolean the file is the header above: show only the line number
 ---@return string, table[]
 local function hit_line(hit, width, grouped)
-  local score = score_of(hit)
+  local score = hit.label -- a relevance or a facet dot, a match kind, a related score
   local lead = grouped and ("  " .. score .. "  ") or (score .. "  ")
   local loc = grouped and ("L" .. hit.line_start) or (hit.path .. ":" .. hit.line_start)
   local crumb = hit.breadcrumb or ""

@@ -1,5 +1,6 @@
 ---@mod autodoc.picker.search Asking the sidecar as you type: after `debounce_ms`, the latest
---- query wins (the request in flight is cancelled), and each answer is listed.
+--- query wins (the request in flight is cancelled), and each answer is listed. Every request
+--- goes through the picker's `autodoc.sources` source, as the other pickers' adapters do.
 
 local client_mod = require("autodoc.client")
 local config = require("autodoc.config")
@@ -12,52 +13,39 @@ local M = {}
 ---@type number[]
 M.latencies = {}
 
---- An answer was listed: say so to `User AutodocResults` listeners.
-local function announce()
-  vim.api.nvim_exec_autocmds("User", { pattern = "AutodocResults", modeline = false })
+-- The sidecar stopped a search because a newer one from this client superseded it.
+local REQUEST_CANCELLED = -32800
+
+--- Take a source's answer (or its error) into the picker's state.
+---@param S autodoc.PickerState
+---@param source autodoc.Source
+---@param query string the query it answers
+---@param err table?
+---@param result table?
+local function accept(S, source, query, err, result)
+  if err then
+    S.error, S.hits, S.status = err.message, {}, ""
+    return
+  end
+  S.error = nil
+  if S.mode then -- find, related: their own answers, shown by the status line
+    S.source_answer = result
+  else
+    S.answer = result
+  end
+  S.hits = source.items(result, query)
+  S.status = source.describe(result, S.hits)
 end
 
---- Ask for a search and list its hits.
+--- Ask the picker's source (a search, find, related) and list its items.
 ---@param S autodoc.PickerState
 ---@param seq integer
-local function ask_search(S, seq)
-  local opts = { limit = config.options.limit, stages = state.requested(S) }
-  S.cancel = client_mod.request(
-    S.client,
-    "autodoc/search.query",
-    { S.workspace, S.query, opts },
-    function(err, result)
-      local cur = state.current
-      if not cur or seq ~= cur.seq then
-        return -- a newer query was sent meanwhile
-      end
-      cur.cancel = nil
-      if err then
-        if err.code == -32800 then
-          return -- superseded
-        end
-        cur.error = err.message
-        cur.hits = {}
-      else
-        cur.error, cur.answer, cur.hits = nil, result, result.hits
-      end
-      render.list(cur)
-      local typed = cur.typed_at[seq]
-      if typed then
-        table.insert(M.latencies, (vim.uv.hrtime() - typed) / 1e6)
-        cur.typed_at[seq] = nil
-      end
-      announce()
-    end
-  )
-end
-
---- Ask the picker's source (find, related) and list its items.
----@param S autodoc.PickerState
----@param seq integer
-local function ask_source(S, seq)
+local function ask(S, seq)
   local source, query = S.source, S.query
-  local ctx = vim.tbl_extend("force", S.context, { limit = config.options.limit })
+  local ctx = vim.tbl_extend("force", S.context, {
+    limit = config.options.limit,
+    stages = state.requested(S),
+  })
   S.cancel = client_mod.request(
     S.client,
     source.method,
@@ -65,18 +53,20 @@ local function ask_source(S, seq)
     function(err, result)
       local cur = state.current
       if not cur or seq ~= cur.seq then
-        return
+        return -- a newer query was sent meanwhile
       end
       cur.cancel = nil
-      if err then
-        cur.error, cur.hits, cur.status = err.message, {}, ""
-      else
-        cur.error, cur.source_answer = nil, result
-        cur.hits = source.items(result, query)
-        cur.status = source.describe(result, cur.hits)
+      if err and err.code == REQUEST_CANCELLED then
+        return -- superseded
       end
+      accept(cur, source, query, err, result)
       render.list(cur)
-      announce()
+      local typed = cur.typed_at[seq]
+      if typed then
+        table.insert(M.latencies, (vim.uv.hrtime() - typed) / 1e6)
+        cur.typed_at[seq] = nil
+      end
+      vim.api.nvim_exec_autocmds("User", { pattern = "AutodocResults", modeline = false })
     end
   )
 end
@@ -96,7 +86,7 @@ function M.now()
   end
   S.seq = S.seq + 1
   local seq = S.seq
-  if S.query:match("^%s*$") and (not S.source or S.source.needs_query) then
+  if S.query:match("^%s*$") and S.source.needs_query then
     S.hits, S.error = {}, nil
     render.list(S)
     return
@@ -106,10 +96,7 @@ function M.now()
   end
   S.typed_at[seq], S.typed = S.typed, nil
   S.searched_at = vim.uv.hrtime()
-  if S.source then
-    return ask_source(S, seq)
-  end
-  ask_search(S, seq)
+  ask(S, seq)
 end
 
 --- The query field changed: search once typing pauses for `debounce_ms`.

@@ -14,9 +14,9 @@ local M = {}
 ---@field root string
 ---@field workspace string?
 ---@field query string
----@field hits autodoc.Hit[]
+---@field hits autodoc.Item[] the listed items (a search's: its hits, each with its label)
 ---@field selected integer
----@field answer autodoc.Answer?
+---@field answer autodoc.Answer? the latest search answer (a plain search: mode nil)
 ---@field source_answer table? the source's latest answer (an `autodoc.RelatedAnswer`, ...)
 ---@field error string?
 ---@field seq integer the latest search sent
@@ -30,10 +30,10 @@ local M = {}
 ---@field rows table[] the list's lines: { hit = i } or { header = path }
 ---@field row_of table<integer, integer> hit index -> its line in the list
 ---@field searched_at integer hrtime of the latest search sent (progress re-searches wait 1 s)
----@field source autodoc.Source? what the picker lists instead of a search (find, related)
+---@field source autodoc.Source what the picker asks: `sources.search`, find or related
 ---@field context table the source's own request context (related: path, line)
 ---@field status string? the source's status line
----@field mode string? the source's name
+---@field mode string? the source's name, when it is not a plain search (find, related)
 
 ---@type autodoc.PickerState?
 M.current = nil
@@ -155,7 +155,7 @@ function M.new(client, root, opts, bufs)
     rows = {},
     row_of = {},
     searched_at = 0,
-    source = opts.source and sources[opts.source] or nil,
+    source = sources[opts.source or "search"],
     mode = opts.source,
     context = opts.context or {},
   }
