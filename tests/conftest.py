@@ -52,9 +52,9 @@ def vault(tmp_path: Path) -> Path:
 
 
 # Groups of tests that must run, not skip, in this run (the README's test command names the
-# tools it installs): AUTODOC_REQUIRE=nvim,commonmark[,corpus]. Where the shared folder is
-# present (as beside CI's clone) the corpus group is required too: a corpus missing from it
-# is a broken checkout, not a reason to skip.
+# tools it installs): AUTODOC_REQUIRE=nvim,commonmark,luacheck[,corpus]. Where the shared
+# folder is present (as beside CI's clone) the corpus group is required too: a corpus missing
+# from it is a broken checkout, not a reason to skip.
 REQUIRED = {g.strip() for g in os.environ.get("AUTODOC_REQUIRE", "").split(",") if g.strip()}
 if SHARED.is_dir():
     REQUIRED.add("corpus")

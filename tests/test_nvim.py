@@ -376,6 +376,25 @@ def test_the_picker_says_which_words_are_nowhere_and_when_it_is_unsure(start):
     assert answer["confidence"] == "high" and "missing" not in n.lines("stages")[0]
 
 
+def test_the_picker_lists_what_the_adapters_source_gives(start):
+    """The built-in picker asks through `autodoc.sources` as the adapters do: its list shows
+    the search source's items (here relabelled), which keep every field of the hits."""
+    n = start({"embedding": "none"})
+    n.serve()
+    n.lua(
+        "local search = require('autodoc.sources').search; local items = search.items;"
+        " search.items = function(...) local out = items(...);"
+        " for _, it in ipairs(out) do it.label = 'src' end; return out end"
+    )
+    n.nvim.command("set columns=200")
+    n.nvim.command("AutodocSearch reclaimBatch")
+    st = n.until(lambda: (s := n.state()) and s["hits"] and s)
+    assert n.lines("list")[0].startswith("src  adr/0003-embedded-sqlite-store.md:55  ")
+    hit, answered = st["hits"][0], st["answer"]["hits"][0]
+    assert hit == {**answered, "label": "src"}
+    n.nvim.input("<Esc>")
+
+
 # -- the root, and indexing shown in the picker ----------------------------------------------
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import itertools
 import re
 import shutil
+import subprocess
+import sys
 import time
 
 import pytest
@@ -132,14 +134,27 @@ def test_named_modes_are_the_evaluations_stage_sets(served):
 
 
 def test_the_registry_is_the_one_list_of_stages():
-    """In pipeline order; the wire's StageName and the picker's toggles are its toggles."""
+    """In pipeline order; the wire's StageName and the Neovim plugin's stage list (the one the
+    picker, the sources and every adapter derive their toggles from) are the registry's."""
     assert [s.name for s in stages.REGISTRY] == ["lexical", "semantic", "fuse", "rerank"]
     assert stages.TOGGLES == ("lexical", "semantic", "rerank") == protocol.StageName.__args__
     assert stages.RETRIEVERS == ("lexical", "semantic")
-    picker = (REPO / "lua" / "autodoc" / "picker.lua").read_text()
-    listed = re.search(r"local STAGES = \{([^}]*)\}", picker)
-    assert listed is not None
-    assert re.findall(r'"(\w+)"', listed.group(1)) == list(stages.TOGGLES)
+    lua = (REPO / "lua" / "autodoc" / "stages.lua").read_text()
+    table = re.search(r"^return \{\n(.*?)^\}\n\Z", lua, re.S | re.M)
+    assert table is not None
+    rows = table.group(1).splitlines()
+    entry = re.compile(r'  \{ name = "(\w+)", toggle = (true|false), retriever = (true|false) \},')
+    listed = [m.groups() if (m := entry.fullmatch(row)) else row for row in rows]
+    assert listed == [
+        (s.name, str(s.toggle).lower(), str(s.retriever).lower()) for s in stages.REGISTRY
+    ]
+    generated = subprocess.run(
+        [sys.executable, "-m", "autodoc.query.stages", "lua"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert lua == generated, "run: python -m autodoc.query.stages lua > lua/autodoc/stages.lua"
 
 
 @pytest.mark.parametrize("name", ["s-r", "s-n", "n-r", "n-n"])

@@ -48,11 +48,9 @@ end
 ---@return string root, string how "vault", "repository" or "cwd"
 function M.root(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
-  local opts, root, how = config.options, nil, "cwd"
-  root = vim.fs.root(bufnr, opts.root_markers)
-  if root then
-    how = "vault"
-  else
+  local opts = config.options
+  local root, how = vim.fs.root(bufnr, opts.root_markers), "vault"
+  if not root then
     root = #opts.vcs_markers > 0 and vim.fs.root(bufnr, opts.vcs_markers) or nil
     how = root and "repository" or "cwd"
   end

@@ -23,15 +23,27 @@
 ---@field max_root_files integer ask before indexing a root with more Markdown files (0: never)
 ---@field large_root "ask"|"folder"|"index" over max_root_files: ask, the note's folder, or index
 ---@field server table initializationOptions for the sidecar (embedding, section_tokens, ...)
----@field debounce_ms integer wait this long after a keystroke before searching
+---@field debounce_ms integer wait this long after a keystroke before searching (>= 0)
 ---@field limit integer hits per search (1..100)
----@field stages table<string, boolean> stages checked before any choice was saved
+---@field stages table<string, boolean> the stage toggles checked before any choice was saved
 ---@field picker autodoc.PickerOptions
 ---@field keys autodoc.Keys
 ---@field progress boolean report indexing progress with vim.notify
 ---@field span_highlight_ms integer how long the jumped-to span stays highlighted (0: until moved)
 
+local sources = require("autodoc.sources")
+
 local M = {}
+
+--- Every stage a client may switch on and off, checked.
+---@return table<string, boolean>
+local function all_stages()
+  local stages = {}
+  for _, stage in ipairs(sources.toggles) do
+    stages[stage] = true
+  end
+  return stages
+end
 
 ---@type autodoc.Options
 M.defaults = {
@@ -43,7 +55,7 @@ M.defaults = {
   server = {},
   debounce_ms = 60,
   limit = 30,
-  stages = { lexical = true, semantic = true, rerank = true },
+  stages = all_stages(), -- lexical, semantic, rerank
   picker = { width = 0.9, height = 0.8, list_width = 0.55, group_by_file = false },
   keys = {
     lexical = "<M-l>",
@@ -85,50 +97,115 @@ local function collect_unknown(prefix, given, known)
   end
 end
 
---- `vim.validate` in its 0.11 form, or the table form on 0.10.
+--- Raise unless `value` is of type `validator` (a type name) or passes it (a function); the
+--- error names the option, what it takes and what it got:
+--- "autodoc: picker.width: expected a fraction > 0 and <= 1, got 2".
 ---@param name string
 ---@param value any
----@param validator string|function
----@param message? string
-local function check(name, value, validator, message)
-  if vim.fn.has("nvim-0.11") == 1 then
-    vim.validate(name, value, validator, message)
+---@param validator string|fun(v: any): boolean
+---@param expected? string what the option takes (default: the type name)
+local function check(name, value, validator, expected)
+  local ok
+  if type(validator) == "string" then
+    ok = type(value) == validator
   else
-    vim.validate({ [name] = { value, validator, message } })
+    ok = validator(value)
+  end
+  if not ok then
+    local got = vim.inspect(value, { newline = " ", indent = "" })
+    error(string.format("autodoc: %s: expected %s, got %s", name, expected or validator, got), 0)
   end
 end
 
+---@param v any
+---@return boolean
+local function strings(v)
+  if type(v) ~= "table" or not vim.islist(v) then
+    return false
+  end
+  for _, item in ipairs(v) do
+    if type(item) ~= "string" then
+      return false
+    end
+  end
+  return true
+end
+
+---@param min number
+---@return fun(v: any): boolean
+local function at_least(min)
+  return function(v)
+    return type(v) == "number" and v >= min
+  end
+end
+
+---@param v any
+---@return boolean
+local function fraction(v)
+  return type(v) == "number" and v > 0 and v <= 1
+end
+
+---@param v any
+---@return boolean
+local function key(v)
+  return type(v) == "string" and v ~= ""
+end
+
+--- The names under `keys`: every action's and every stage toggle's, sorted.
+---@return string[]
+local function key_names()
+  local names = vim.tbl_keys(M.defaults.keys)
+  for _, stage in ipairs(sources.toggles) do
+    if not vim.tbl_contains(names, stage) then
+      table.insert(names, stage)
+    end
+  end
+  table.sort(names)
+  return names
+end
+
 ---@param o autodoc.Options
-local function validate(o)
-  check("cmd", o.cmd, "table")
-  check("root_markers", o.root_markers, "table")
-  check("vcs_markers", o.vcs_markers, "table")
-  check("max_root_files", o.max_root_files, function(v)
-    return type(v) == "number" and v >= 0
-  end, "a number >= 0")
-  check("large_root", o.large_root, function(v)
-    return v == "ask" or v == "folder" or v == "index"
-  end, '"ask", "folder" or "index"')
-  check("server", o.server, "table")
-  check("debounce_ms", o.debounce_ms, "number")
-  check("limit", o.limit, function(v)
-    return type(v) == "number" and v >= 1 and v <= 100
-  end, "a number 1..100")
+local function validate_picker(o)
   check("stages", o.stages, "table")
+  for _, stage in ipairs(sources.toggles) do
+    check("stages." .. stage, o.stages[stage], "boolean")
+  end
   check("picker", o.picker, "table")
+  check("picker.width", o.picker.width, fraction, "a fraction > 0 and <= 1")
+  check("picker.height", o.picker.height, fraction, "a fraction > 0 and <= 1")
   check("picker.list_width", o.picker.list_width, function(v)
     return type(v) == "number" and v >= 0.2 and v <= 0.8
   end, "a fraction 0.2..0.8")
   check("picker.group_by_file", o.picker.group_by_file, "boolean")
   check("keys", o.keys, "table")
-  check("progress", o.progress, "boolean")
-  check("span_highlight_ms", o.span_highlight_ms, "number")
-  if #o.cmd == 0 then
-    error("autodoc: cmd must name the sidecar command")
+  for _, name in ipairs(key_names()) do
+    check("keys." .. name, o.keys[name], key, "a key: a non-empty string such as <M-l>")
   end
 end
 
---- Merge `opts` into the defaults; raise on a wrong type, remember unknown keys.
+--- Every option, in the order of `autodoc.Options`; the first wrong one raises.
+---@param o autodoc.Options
+local function validate(o)
+  check("cmd", o.cmd, function(v)
+    return strings(v) and #v > 0
+  end, "the sidecar command: a non-empty list of strings")
+  check("root_markers", o.root_markers, strings, "a list of strings")
+  check("vcs_markers", o.vcs_markers, strings, "a list of strings")
+  check("max_root_files", o.max_root_files, at_least(0), "a number >= 0")
+  check("large_root", o.large_root, function(v)
+    return v == "ask" or v == "folder" or v == "index"
+  end, '"ask", "folder" or "index"')
+  check("server", o.server, "table")
+  check("debounce_ms", o.debounce_ms, at_least(0), "a number >= 0")
+  check("limit", o.limit, function(v)
+    return type(v) == "number" and v >= 1 and v <= 100
+  end, "a number 1..100")
+  validate_picker(o)
+  check("progress", o.progress, "boolean")
+  check("span_highlight_ms", o.span_highlight_ms, at_least(0), "a number >= 0")
+end
+
+--- Merge `opts` into the defaults; raise on a wrong value, naming it; remember unknown keys.
 ---@param opts? autodoc.Options|table
 ---@return autodoc.Options
 function M.setup(opts)

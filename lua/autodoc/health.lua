@@ -32,46 +32,90 @@ local function age(seconds)
   return math.floor(d / 3600) .. " h ago"
 end
 
-function M.check()
-  local health = vim.health
-  local config = require("autodoc.config")
-  local client_mod = require("autodoc.client")
-
-  health.start("Neovim")
+local function neovim()
+  vim.health.start("Neovim")
   if vim.fn.has("nvim-0.10") == 1 then
-    health.ok("Neovim " .. tostring(vim.version()))
+    vim.health.ok("Neovim " .. tostring(vim.version()))
   else
-    health.error("Neovim 0.10 or newer is required")
+    vim.health.error("Neovim 0.10 or newer is required")
   end
+end
 
-  health.start("Configuration")
+local function configuration()
+  local config = require("autodoc.config")
+  vim.health.start("Configuration")
   if #config.unknown == 0 then
-    health.ok("setup() options are valid")
+    vim.health.ok("setup() options are valid")
   else
-    health.warn("unknown setup() keys: " .. table.concat(config.unknown, ", "))
+    vim.health.warn("unknown setup() keys: " .. table.concat(config.unknown, ", "))
   end
+end
 
+--- The sidecar command runs: its `--version`.
+local function sidecar()
+  local health = vim.health
+  local cmd = require("autodoc.config").options.cmd
   health.start("Sidecar")
-  local cmd = config.options.cmd
-  if vim.fn.executable(cmd[1]) == 1 then
-    local version_cmd = vim.deepcopy(cmd)
-    if version_cmd[#version_cmd] == "serve" then
-      version_cmd[#version_cmd] = "--version"
-    else
-      table.insert(version_cmd, "--version")
-    end
-    local ok, out = pcall(function()
-      return vim.system(version_cmd, { text = true }):wait(10000)
-    end)
-    if ok and out.code == 0 then
-      health.ok(vim.trim(out.stdout) .. " (" .. table.concat(cmd, " ") .. ")")
-    else
-      health.error("`" .. table.concat(version_cmd, " ") .. "` failed", M.install_advice())
-    end
-  else
+  if vim.fn.executable(cmd[1]) ~= 1 then
     health.error(cmd[1] .. " not found on PATH", M.install_advice())
+    return
   end
+  local version_cmd = vim.deepcopy(cmd)
+  if version_cmd[#version_cmd] == "serve" then
+    version_cmd[#version_cmd] = "--version"
+  else
+    table.insert(version_cmd, "--version")
+  end
+  local ok, out = pcall(function()
+    return vim.system(version_cmd, { text = true }):wait(10000)
+  end)
+  if ok and out.code == 0 then
+    health.ok(vim.trim(out.stdout) .. " (" .. table.concat(cmd, " ") .. ")")
+  else
+    health.error("`" .. table.concat(version_cmd, " ") .. "` failed", M.install_advice())
+  end
+end
 
+--- One workspace a sidecar serves: its size and age, embedding and ranker.
+---@param ws table an `autodoc.WorkspaceState`
+local function workspace(ws)
+  local health = vim.health
+  if not ws.served then
+    health.info(ws.name .. ": in the store, not served by this sidecar (" .. ws.root .. ")")
+    return
+  end
+  health.ok(
+    string.format(
+      "%s: %d documents, %d chunks, indexed %s",
+      ws.name,
+      ws.documents,
+      ws.chunks,
+      age(ws.indexed_at)
+    )
+  )
+  local semantic = "embedding: " .. (ws.semantic or "off")
+  if ws.model and ws.model ~= "" then
+    semantic = semantic .. " (" .. ws.model .. ")"
+  elseif ws.semantic_reason and ws.semantic_reason ~= "" then
+    semantic = semantic .. " (" .. ws.semantic_reason .. ")"
+  end
+  if ws.semantic == "ready" or ws.semantic == "partial" then
+    health.ok(semantic)
+  else
+    health.warn(semantic)
+  end
+  local rank = ws.rank or {}
+  if rank.state and rank.state ~= "off" then
+    health.ok("ranker: " .. rank.state .. " (" .. (rank.model or "") .. ")")
+  else
+    health.info("ranker: off (" .. (rank.error or "") .. ")")
+  end
+end
+
+--- The buffer's root, and each running sidecar: its lease, then its workspaces.
+local function clients()
+  local health = vim.health
+  local client_mod = require("autodoc.client")
   health.start("Client")
   local root, how = client_mod.root()
   local found_by = ({
@@ -81,12 +125,12 @@ function M.check()
     folder = "your choice: the note's folder of a large root",
   })[how]
   health.info("the buffer's root: " .. root .. ", found by " .. found_by)
-  local clients = vim.lsp.get_clients({ name = "autodoc" })
-  if #clients == 0 then
+  local running = vim.lsp.get_clients({ name = "autodoc" })
+  if #running == 0 then
     health.info("no sidecar running; :AutodocSearch starts one for " .. root)
     return
   end
-  for _, client in ipairs(clients) do
+  for _, client in ipairs(running) do
     health.ok("running for " .. client.root_dir .. " (client " .. client.id .. ")")
     local status, err = client_mod.request_sync(client, "workspace/executeCommand", {
       command = "autodoc.status",
@@ -102,40 +146,17 @@ function M.check()
       end
       health.start("Workspaces")
       for _, ws in ipairs(status.workspaces) do
-        if not ws.served then
-          health.info(ws.name .. ": in the store, not served by this sidecar (" .. ws.root .. ")")
-          goto continue
-        end
-        health.ok(
-          string.format(
-            "%s: %d documents, %d chunks, indexed %s",
-            ws.name,
-            ws.documents,
-            ws.chunks,
-            age(ws.indexed_at)
-          )
-        )
-        local semantic = "embedding: " .. (ws.semantic or "off")
-        if ws.model and ws.model ~= "" then
-          semantic = semantic .. " (" .. ws.model .. ")"
-        elseif ws.semantic_reason and ws.semantic_reason ~= "" then
-          semantic = semantic .. " (" .. ws.semantic_reason .. ")"
-        end
-        if ws.semantic == "ready" or ws.semantic == "partial" then
-          health.ok(semantic)
-        else
-          health.warn(semantic)
-        end
-        local rank = ws.rank or {}
-        if rank.state and rank.state ~= "off" then
-          health.ok("ranker: " .. rank.state .. " (" .. (rank.model or "") .. ")")
-        else
-          health.info("ranker: off (" .. (rank.error or "") .. ")")
-        end
-        ::continue::
+        workspace(ws)
       end
     end
   end
+end
+
+function M.check()
+  neovim()
+  configuration()
+  sidecar()
+  clients()
 end
 
 return M

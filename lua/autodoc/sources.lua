@@ -1,8 +1,38 @@
----@mod autodoc.sources What a picker can list besides a search: names (`search.find`) and
---- related sections (`related`). One request and one conversion each, so the built-in picker
---- and the adapters for other pickers show the same items.
+---@mod autodoc.sources What a picker lists: search hits (`search.query`), names
+--- (`search.find`) and related sections (`related`). One request and one conversion each, so
+--- the built-in picker and the adapters for other pickers ask the same and show the same items.
+
+local registry = require("autodoc.stages")
 
 local M = {}
+
+--- The stages a client may switch on and off, in pipeline order (the registry's toggles): the
+--- built-in picker's boxes, the adapters' toggles, `keys.<stage>` and `stages.<stage>`.
+---@type string[]
+M.toggles = {}
+--- The stages that find candidates: a search always asks for at least one of them.
+---@type string[]
+M.retrievers = {}
+for _, stage in ipairs(registry) do
+  if stage.toggle then
+    table.insert(M.toggles, stage.name)
+  end
+  if stage.retriever then
+    table.insert(M.retrievers, stage.name)
+  end
+end
+
+--- Whether `names` holds a retriever.
+---@param names string[]
+---@return boolean
+function M.has_retriever(names)
+  for _, name in ipairs(names) do
+    if vim.tbl_contains(M.retrievers, name) then
+      return true
+    end
+  end
+  return false
+end
 
 ---@class autodoc.Item
 ---@field path string root-relative
@@ -33,6 +63,7 @@ local function matches(item, query)
   return true
 end
 
+--- A search's items are its hits (`autodoc.Hit`, every field kept), each with its label.
 ---@type autodoc.Source
 M.search = {
   method = "autodoc/search.query",
@@ -43,14 +74,8 @@ M.search = {
   items = function(result)
     local out = {}
     for _, h in ipairs(result.hits or {}) do
-      table.insert(out, {
-        path = h.path,
-        line_start = h.line_start,
-        line_end = h.line_end,
-        breadcrumb = h.breadcrumb,
-        label = h.via and h.via[1] == "facet" and "   ·" or string.format("%.2f", h.relevance),
-        snippet = h.snippet,
-      })
+      local label = h.via and h.via[1] == "facet" and "   ·" or string.format("%.2f", h.relevance)
+      table.insert(out, vim.tbl_extend("force", h, { label = label }))
     end
     return out
   end,
@@ -59,18 +84,19 @@ M.search = {
   end,
 }
 
---- The stages a search asks for, from a choice of checked boxes: never neither retriever.
+--- The stages a search asks for, from a choice of checked boxes: never no retriever (with
+--- none checked, the first one answers).
 ---@param checked table<string, boolean>
 ---@return string[]
 function M.stages(checked)
   local out = {}
-  for _, s in ipairs({ "lexical", "semantic", "rerank" }) do
+  for _, s in ipairs(M.toggles) do
     if checked[s] then
       table.insert(out, s)
     end
   end
-  if not checked.lexical and not checked.semantic then
-    table.insert(out, 1, "lexical")
+  if not M.has_retriever(out) then
+    table.insert(out, 1, M.retrievers[1])
   end
   return out
 end

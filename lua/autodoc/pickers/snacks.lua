@@ -9,8 +9,6 @@ local sources = require("autodoc.sources")
 
 local M = {}
 
-local STAGES = { "lexical", "semantic", "rerank" }
-
 --- One request in the finder's coroutine: asked on the main loop, waited for by suspending.
 ---@param ctx table snacks' finder context
 ---@return autodoc.Item[], table?
@@ -34,6 +32,51 @@ local function ask(ctx, client, source, workspace, query, extra)
   return result and source.items(result, query) or {}, result
 end
 
+--- The finder: the sidecar answers each search (with the stage toggles, which are options:
+--- `o.lexical`, `o.semantic`, ...), in its own order.
+---@param source autodoc.Source
+---@param context table the source's request context
+---@return fun(o: table, ctx: table): table|fun(cb: fun(item: table))
+local function finder(client, root, workspace, source, context)
+  return function(o, ctx)
+    local query = ctx.filter.search
+    if source.needs_query and query:match("^%s*$") then
+      return {}
+    end
+    local extra = vim.tbl_extend("force", context, {
+      limit = config.options.limit,
+      stages = sources.stages(o),
+    })
+    return function(cb)
+      local items = ask(ctx, client, source, workspace, query, extra)
+      for i, it in ipairs(items) do
+        cb({
+          idx = i,
+          score = #items - i + 1, -- the sidecar's order
+          text = it.path .. " " .. it.breadcrumb,
+          file = vim.fs.joinpath(root, it.path),
+          pos = { it.line_start, 0 },
+          end_pos = { it.line_end, 0 },
+          autodoc = it,
+        })
+      end
+    end
+  end
+end
+
+---@param item table
+---@return table[]
+local function format(item)
+  local it = item.autodoc
+  return {
+    { it.label, "AutodocRelevance" },
+    { "  " },
+    { it.path .. ":" .. it.line_start, "AutodocPath" },
+    { "  " },
+    { it.breadcrumb, "AutodocBreadcrumb" },
+  }
+end
+
 ---@param kind "search"|"related"|"find"
 ---@param context table the source's request context
 ---@param opts table user options, merged over the picker's
@@ -49,45 +92,14 @@ local function pick(kind, client, root, workspace, context, opts)
     search = opts.query,
     preview = "file",
     sort = { fields = { "score:desc", "idx" } },
-    toggles = { lexical = "L", semantic = "S", rerank = "R" },
-    finder = function(o, ctx)
-      local query = ctx.filter.search
-      if source.needs_query and query:match("^%s*$") then
-        return {}
-      end
-      local extra = vim.tbl_extend("force", context, {
-        limit = config.options.limit,
-        stages = sources.stages({ lexical = o.lexical, semantic = o.semantic, rerank = o.rerank }),
-      })
-      return function(cb)
-        local items = ask(ctx, client, source, workspace, query, extra)
-        for i, it in ipairs(items) do
-          cb({
-            idx = i,
-            score = #items - i + 1, -- the sidecar's order
-            text = it.path .. " " .. it.breadcrumb,
-            file = vim.fs.joinpath(root, it.path),
-            pos = { it.line_start, 0 },
-            end_pos = { it.line_end, 0 },
-            autodoc = it,
-          })
-        end
-      end
-    end,
-    format = function(item)
-      local it = item.autodoc
-      return {
-        { it.label, "AutodocRelevance" },
-        { "  " },
-        { it.path .. ":" .. it.line_start, "AutodocPath" },
-        { "  " },
-        { it.breadcrumb, "AutodocBreadcrumb" },
-      }
-    end,
+    toggles = {}, -- each stage's flag in the title: its initial (L S R)
+    finder = finder(client, root, workspace, source, context),
+    format = format,
     actions = {},
     win = { input = { keys = {} } },
   }
-  for _, stage in ipairs(STAGES) do
+  for _, stage in ipairs(sources.toggles) do
+    spec.toggles[stage] = stage:sub(1, 1):upper()
     spec[stage] = checked[stage]
     spec.actions["autodoc_" .. stage] = function(picker)
       picker.opts[stage] = not picker.opts[stage]
