@@ -26,7 +26,7 @@ class _Sent:
 def _run(data: bytes, limit: int, block: int, monkeypatch) -> tuple[list[str], list]:
     monkeypatch.setattr(mcp_framing, "MAX_REQUEST_BYTES", limit)
     monkeypatch.setattr(mcp_framing, "BLOCK", block)
-    guard = mcp_framing.GuardedStdin(io.BytesIO(data))
+    guard = mcp_framing.LineStdin(io.BytesIO(data))
     sent = _Sent()
     guard.write = sent  # type: ignore[assignment]
 

@@ -13,7 +13,7 @@ import sys
 from autodoc.engine import Engine
 from autodoc.serve.host import Host
 from autodoc.serve.lsp.features import setup_all
-from autodoc.serve.lsp.lsp_framing import AnsweredErrors, GuardedStdin, LogToClient
+from autodoc.serve.lsp.lsp_framing import AnsweredErrors, FramedStdin, LogToClient
 from autodoc.serve.lsp.lsp_server import AutodocServer
 
 
@@ -35,7 +35,7 @@ def serve(db: str | None = None) -> int:
     server = build_server(Host(Engine(db), watch=False))
     logging.getLogger("autodoc").addHandler(LogToClient(server.log_message))
     try:
-        server.start_io(GuardedStdin(sys.stdin.buffer))  # type: ignore[arg-type]
+        server.start_io(FramedStdin(sys.stdin.buffer))  # type: ignore[arg-type]
     finally:
         server.shutdown_all()
     return 0

@@ -46,7 +46,7 @@ class _Refused:
 REFUSED = "$/ refused"
 
 
-class GuardedStdin:
+class FramedStdin:
     """stdin as pygls reads it (`readline`, `read(n)`), each body measured before it is parsed:
     one longer than MAX_REQUEST_BYTES is read in blocks and thrown away, one nested deeper than
     MAX_DEPTH is not handed on; pygls gets a small stand-in naming the request's id, which

@@ -35,7 +35,7 @@ BLOCK = 1 << 16
 HEAD = 4096  # of a line too long to keep: enough to find its id
 
 
-class GuardedStdin:
+class LineStdin:
     """An async iterable of stdin's lines for `mcp.server.stdio.stdio_server(stdin=...)`."""
 
     def __init__(self, raw: BinaryIO) -> None:

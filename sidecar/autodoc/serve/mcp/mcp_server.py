@@ -31,7 +31,7 @@ from autodoc.engine import Engine
 from autodoc.serve.dispatcher import Dispatcher
 from autodoc.serve.host import Host
 from autodoc.serve.mcp.compact_answers import compact_related, compact_search
-from autodoc.serve.mcp.mcp_framing import GuardedStdin
+from autodoc.serve.mcp.mcp_framing import LineStdin
 from autodoc.serve.mcp.tool_docs import (
     FIND_DOC,
     INSTRUCTIONS,
@@ -227,8 +227,8 @@ class AutodocMCP(MCPServer):
             raise
 
     async def run_stdio_async(self) -> None:
-        """The SDK's stdio loop, its lines measured first (`mcp_wire.GuardedStdin`)."""
-        stdin = GuardedStdin(sys.stdin.buffer)
+        """The SDK's stdio loop, its lines measured first (`mcp_framing.LineStdin`)."""
+        stdin = LineStdin(sys.stdin.buffer)
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
             stdin.write = write_stream
             await self._lowlevel_server.run(
