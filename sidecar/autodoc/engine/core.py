@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from autodoc import store as queries
+from autodoc import store as sql
 from autodoc.bm25.analyzer import Lexical
 from autodoc.bm25.tantivy_index import LexicalIndex
 from autodoc.models.embedders import Embedder, key_status, load_embedder
@@ -165,11 +165,11 @@ class EngineCore:
         """(live documents, live chunks) of a workspace, as stored now."""
         ws = self.workspace(name)
         with self.store.snapshot() as conn:
-            return queries.workspace_counts(conn, ws.id)
+            return sql.workspace_counts(conn, ws.id)
 
     def _describe(self, ws: Workspace) -> protocol.WorkspaceInfo:
         with self.store.snapshot() as conn:
-            docs, chunks = queries.workspace_counts(conn, ws.id)
+            docs, chunks = sql.workspace_counts(conn, ws.id)
         return protocol.WorkspaceInfo(
             name=ws.name,
             root=str(ws.root),

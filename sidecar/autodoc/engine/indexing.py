@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from autodoc import store as queries
+from autodoc import store as sql
 from autodoc.engine.core import COLLECT_EVERY_S, MIRROR_EVERY_S, EngineCore, lexical_store, log
 from autodoc.index.check import check_workspace
 from autodoc.index.indexer import Indexer, Progress
@@ -113,7 +113,7 @@ class Indexing(EngineCore):
 
     def _activate(self, ws: Workspace, embedder: Embedder, spec: dict[str, Any]) -> None:
         with self.store.transaction() as conn:
-            queries.set_active_embedding(
+            sql.set_active_embedding(
                 conn, ws.id, embedder.model_fp, json.dumps(spec, sort_keys=True)
             )
 
@@ -207,10 +207,10 @@ class Indexing(EngineCore):
         with self.store.snapshot() as conn:
             problems = [
                 protocol.Problem(path=path, kind=kind, message=message)
-                for path, kind, message in queries.problems(conn, ws.id, limit=200)
+                for path, kind, message in sql.problems(conn, ws.id, limit=200)
             ]
-            n_problems = queries.problem_count(conn, ws.id)
-            links, resolved = queries.link_counts(conn, ws.id)
+            n_problems = sql.problem_count(conn, ws.id)
+            links, resolved = sql.link_counts(conn, ws.id)
         plan = self.semantic_plan(ws)
         state = self._semantic_state(ws, plan)
         info = protocol.IndexStatus(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from autodoc import store as queries
+from autodoc import store as sql
 from autodoc.engine.core import EngineCore
 from autodoc.engine.reading import checked_path
 from autodoc.files.confine import read_inside
@@ -68,7 +68,7 @@ class Navigation(EngineCore):
             else:
                 m = _HEADING.match(text)
                 linked, heading = rel, (m[2] if m and len(m[1]) > 1 else "")
-            doc_id = queries.live_document_id(conn, ws.id, linked)
+            doc_id = sql.live_document_id(conn, ws.id, linked)
             places = [] if doc_id is None else navigate.references(conn, doc_id, heading or None)
         return LinkReferences(
             workspace=ws.name,
@@ -99,7 +99,7 @@ class Navigation(EngineCore):
         of the text (opts as `links.document`)."""
         ws, rel, lines, units = self._document(name, path, opts)
         with self.store.snapshot() as conn:
-            rows = queries.unresolved_links(conn, ws.id, rel)
+            rows = sql.unresolved_links(conn, ws.id, rel)
         findings = []
         for f in link_findings(ws, rows):
             text = lines[f.line - 1] if 0 < f.line <= len(lines) else ""

@@ -7,7 +7,7 @@ import os
 import time
 from typing import Any
 
-from autodoc import store as queries
+from autodoc import store as sql
 from autodoc.engine.core import EngineCore
 from autodoc.files.confine import NotInWorkspace, OutsideRoot, read_lines
 from autodoc.query import find
@@ -108,7 +108,7 @@ class Reading(EngineCore):
             )
         rel = got.path
         with self.store.snapshot() as conn:
-            generation = queries.document_generation(conn, ws.id, rel)
+            generation = sql.document_generation(conn, ws.id, rel)
         span = protocol.Span(
             workspace=ws.name,
             path=rel,
@@ -133,7 +133,7 @@ class Reading(EngineCore):
         absent: list[str] = []
         with self.store.snapshot() as conn:
             for path in dict.fromkeys(paths):
-                held = _utf8(path) and queries.document_generation(conn, ws.id, path) is not None
+                held = _utf8(path) and sql.document_generation(conn, ws.id, path) is not None
                 (indexed if held else absent).append(path)
         return protocol.DocsIndexed(workspace=ws.name, indexed=indexed, absent=absent)
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from autodoc import store as queries
+from autodoc import store as sql
 from autodoc.files.confine import open_inside
 from autodoc.files.walker import MARKDOWN_SUFFIXES
 from autodoc.parse import frontmatter_schema
@@ -47,11 +47,11 @@ class Finding:
 def check_workspace(store: Store, ws: Workspace, schema_path: str) -> dict[str, Any]:
     findings: list[Finding] = []
     with store.snapshot() as conn:
-        schema = queries.stored_schema(conn, ws.id)
-        schema_error = queries.schema_error(conn, ws.id)
-        problems = queries.problems(conn, ws.id)
-        docs = queries.documents_meta(conn, ws.id)
-        links = queries.unresolved_links(conn, ws.id)
+        schema = sql.stored_schema(conn, ws.id)
+        schema_error = sql.schema_error(conn, ws.id)
+        problems = sql.problems(conn, ws.id)
+        docs = sql.documents_meta(conn, ws.id)
+        links = sql.unresolved_links(conn, ws.id)
     for path, kind, message in problems:
         findings.append(_problem(path, kind, message))
     unreadable = {f.path for f in findings if f.kind == "frontmatter"}
@@ -87,7 +87,7 @@ def check_workspace(store: Store, ws: Workspace, schema_path: str) -> dict[str, 
 
 
 def link_findings(ws: Workspace, links: list[tuple[str, int, str, str]]) -> list[Finding]:
-    """A finding for each unresolved link (`queries.unresolved_links`' rows) that names no file
+    """A finding for each unresolved link (`sql.unresolved_links`' rows) that names no file
     either: `check` over the workspace, and an editor's diagnostics for one document."""
     files = _Files(ws.root)
     out = []

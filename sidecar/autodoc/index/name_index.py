@@ -9,7 +9,7 @@ more the subject of its page than in "Detaching a CWnd from Its HWND".
 
 from __future__ import annotations
 
-from autodoc import store as queries
+from autodoc import store as sql
 from autodoc.parse.names import suffix_keys
 
 # -- writing --------------------------------------------------------------------------------
@@ -17,13 +17,13 @@ from autodoc.parse.names import suffix_keys
 
 def _detach(conn, doc_ids: list[int]) -> set[int]:
     """Delete these documents' sites; the names they used, to check for orphans after."""
-    return queries.detach_names(conn, doc_ids)
+    return sql.detach_names(conn, doc_ids)
 
 
 def _drop_orphans(conn, ws_id: int, symbol_ids: set[int]) -> None:
     """Names no document uses any more leave the dictionary (their keys by primary key)."""
-    orphans = queries.orphan_names(conn, sorted(symbol_ids))
-    queries.drop_names(conn, ws_id, [(sid, suffix_keys(name)) for sid, name in orphans])
+    orphans = sql.orphan_names(conn, sorted(symbol_ids))
+    sql.drop_names(conn, ws_id, [(sid, suffix_keys(name)) for sid, name in orphans])
 
 
 def forget_documents(conn, ws_id: int, doc_ids: list[int]) -> None:
@@ -40,16 +40,16 @@ def write_documents(
     """Replace the sites of these documents (`replaced`: those that may have had some)."""
     used = _detach(conn, replaced)
     names = sorted({name for _, sites in docs for name in sites})
-    known = queries.name_ids(conn, ws_id, names)
+    known = sql.name_ids(conn, ws_id, names)
     fresh = [n for n in names if n not in known]
-    added = queries.add_names(conn, ws_id, fresh)
+    added = sql.add_names(conn, ws_id, fresh)
     known.update(added)
     key_rows = [
         (ws_id, key, pos, sid) for name, sid in added.items() for pos, key in suffix_keys(name)
     ]
     key_rows.sort()  # in key order: B-tree pages fill in sequence
-    queries.add_name_keys(conn, key_rows)
-    queries.add_name_sites(
+    sql.add_name_keys(conn, key_rows)
+    sql.add_name_sites(
         conn,
         sorted(
             (known[name], doc_id, kind, label, line)

@@ -8,7 +8,7 @@ import sqlite3
 import time
 from typing import TypedDict, cast
 
-from autodoc import store as queries
+from autodoc import store as sql
 from autodoc.models.rankers import NO_RANKER
 from autodoc.parse.query_parser import ParsedQuery
 from autodoc.query import confidence, fusion
@@ -160,7 +160,7 @@ def browse_answer(ctx: QueryContext, conn: sqlite3.Connection) -> protocol.Answe
     t0 = time.perf_counter()
     take, matched = ctx.flt.browse(conn, ws.id, options.limit + min(options.limit, STALE_SPARE))
     epochs = read_epochs(conn, ws.id)
-    rows = store.chunk_rows(conn, queries.first_live_chunks(conn, take))
+    rows = store.chunk_rows(conn, sql.first_live_chunks(conn, take))
     if semantic.embedder is not None and semantic.model_fp is not None and epochs:
         semantic.coverage = semantic_coverage(conn, store, ws, semantic.model_fp, epochs)
     stale = stale_documents(ws, rows.values())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from autodoc import store as queries
+from autodoc import store as sql
 from autodoc.parse.names import KIND_NAMES, query_key
 from autodoc.wire import protocol
 from autodoc.wire.errors import invalid_params
@@ -51,7 +51,7 @@ def find(conn, ws_id: int, name: Any, *, exact: bool, limit: int):
     key = query_key(name)
     if not key:
         raise invalid_params("name has no letters or digits to look up", field="name")
-    return queries.find_names(conn, ws_id, key, exact=exact, limit=limit, cap=CANDIDATES)
+    return sql.find_names(conn, ws_id, key, exact=exact, limit=limit, cap=CANDIDATES)
 
 
 def answer(
@@ -63,8 +63,8 @@ def answer(
     rows, truncated = find(conn, ws_id, name, exact=exact, limit=limit)
     matches = []
     for tier, kind, matched, doc_id, line in rows:
-        path, title = queries.document_title(conn, doc_id)
-        section = queries.section_at(conn, doc_id, line)
+        path, title = sql.document_title(conn, doc_id)
+        section = sql.section_at(conn, doc_id, line)
         match = protocol.FindMatch(
             name=matched,
             match=MATCH_NAMES[tier],

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from autodoc import store as queries
+from autodoc import store as sql
 from autodoc.parse.chunking import BREADCRUMB_SEP
 from autodoc.parse.document import Link, links_on_line
 from autodoc.parse.names import link_key
@@ -40,23 +40,23 @@ def link_at(text: str, character: int) -> tuple[int, int, Link] | None:
 
 def resolve(conn, ws: Workspace, source_rel: str, line: int, link: Link) -> Target | None:
     """Where a link of `source_rel` at `line` (1-based) leads, None when it leads nowhere."""
-    doc_id = queries.live_document_id(conn, ws.id, source_rel)
+    doc_id = sql.live_document_id(conn, ws.id, source_rel)
     target_id = None
     if doc_id is not None:
-        for _, kind, target, _heading, found in queries.links_on(conn, doc_id, line):
+        for _, kind, target, _heading, found in sql.links_on(conn, doc_id, line):
             if kind == link.kind and target == link.target:
                 target_id = found
                 break
     if target_id is None:  # not indexed yet: the key the indexer would give it
-        target_id = queries.document_by_key(conn, ws.id, link_key(source_rel, link.kind,
+        target_id = sql.document_by_key(conn, ws.id, link_key(source_rel, link.kind,
                                                                   link.target))  # fmt: skip
     return None if target_id is None else target_of(conn, target_id, link.heading)
 
 
 def target_of(conn, doc_id: int, heading: str) -> Target:
     """The document, at the section whose heading the link names (text or slug) if any."""
-    path, title = queries.document_title(conn, doc_id)
-    sections = queries.document_sections(conn, doc_id)
+    path, title = sql.document_title(conn, doc_id)
+    sections = sql.document_sections(conn, doc_id)
     want = _slug(heading) if heading else ""
     for start, _end, crumb, chunk_id in sections:
         last = crumb.rsplit(BREADCRUMB_SEP, 1)[-1]
@@ -80,7 +80,7 @@ def references(conn, doc_id: int, heading: str | None) -> list[tuple[str, int]]:
     to the document itself counts for its title, `heading` "")."""
     out = []
     want = _slug(heading) if heading else None
-    for path, line, linked in queries.links_into(conn, doc_id):
+    for path, line, linked in sql.links_into(conn, doc_id):
         if want is None or _slug(linked) == want:
             out.append((path, line))
     return out
@@ -91,13 +91,13 @@ def document_links(
 ) -> list[tuple[int, int, int, Target | None]]:
     """(line index, start, end, target or None) of each link the index holds for the document,
     placed on its line of `lines` (the editor's text)."""
-    doc_id = queries.live_document_id(conn, ws.id, rel)
+    doc_id = sql.live_document_id(conn, ws.id, rel)
     if doc_id is None:
         return []
     out = []
     places: dict[tuple[int, str], Target] = {}  # a target read once however often linked
     targets: dict[tuple[int, str], int | None] = {}
-    for line, kind, target, _heading, found in queries.links_on(conn, doc_id):
+    for line, kind, target, _heading, found in sql.links_on(conn, doc_id):
         targets[(line, f"{kind}:{target}")] = found
     for index in sorted({line - 1 for line, _ in targets}):
         if not 0 <= index < len(lines):

@@ -13,7 +13,7 @@ import sqlite3
 import time
 from typing import Any, cast
 
-from autodoc import store as queries
+from autodoc import store as sql
 from autodoc.bm25.analyzer import Lexical, analyze
 from autodoc.models.rankers import NO_RANKER, RankPlan
 from autodoc.parse.query_parser import parse_query
@@ -104,7 +104,7 @@ def _context(
     cancel: CancelToken | None,
     started: float,
 ) -> QueryContext:
-    schema = queries.stored_schema(conn, ws.id)
+    schema = sql.stored_schema(conn, ws.id)
     query = parse_query(text, schema.is_facet)
     flt = facet_filter.build_filter(
         schema,
@@ -177,4 +177,4 @@ def _read_rows(ctx: QueryContext, conn: sqlite3.Connection, *, will_rank: bool) 
     ctx.fused = ctx.fused[: max(depth, window) if will_rank else depth]
     chunk_ids = [f.chunk_id for f in ctx.fused] + [f.chunk_id for f in ctx.exact]
     ctx.rows = ctx.store.chunk_rows(conn, chunk_ids)
-    ctx.successor_paths = queries.document_paths(conn, list(ctx.moved.values()))
+    ctx.successor_paths = sql.document_paths(conn, list(ctx.moved.values()))

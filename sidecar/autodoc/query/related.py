@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from autodoc import store as queries
+from autodoc import store as sql
 from autodoc.parse.query_parser import parse_query
 from autodoc.query.snippets import TermMatcher, make_snippet
 from autodoc.store import Store, Workspace, read_epochs
@@ -78,14 +78,14 @@ def related(
     started = time.perf_counter()
     rel, at, limit, include_self = parse_request(path, line, opts)
     with store.snapshot() as conn:
-        doc_id = queries.live_document_id(conn, ws.id, rel)
+        doc_id = sql.live_document_id(conn, ws.id, rel)
         if doc_id is None:
             raise invalid_params(
                 f"{rel!r} is not a document of workspace {ws.name!r}", field="path"
             )
-        own = queries.document_chunk_ids(conn, doc_id)
+        own = sql.document_chunk_ids(conn, doc_id)
         if at is not None:
-            section = queries.section_at(conn, doc_id, at)
+            section = sql.section_at(conn, doc_id, at)
             asked = [section[0]] if section is not None else []
         else:
             asked = own
@@ -135,7 +135,7 @@ def _similar(
         return f"off: {plan.reason}" if plan.reason else "off"
     if not asked:
         return "not embedded"
-    blobs = queries.chunk_vectors(conn, plan.model_fp, asked)
+    blobs = sql.chunk_vectors(conn, plan.model_fp, asked)
     if not blobs:
         return "not embedded"
     vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
@@ -163,20 +163,20 @@ def _linked(conn, doc_id: int, out: dict[int, _Neighbour]) -> None:
     """Links both ways and shared link targets, as reasons (and, for documents meaning did not
     bring, the section to show: where the link is, or the document's first)."""
     sections: dict[int, int] = {}
-    for source, line in queries.backlinks(conn, doc_id):
+    for source, line in sql.backlinks(conn, doc_id):
         n = out.setdefault(source, _Neighbour(source))
         n.reasons.append("links here")
-        section = queries.section_at(conn, source, line)
+        section = sql.section_at(conn, source, line)
         if section is not None:
             sections[source] = section[0]  # the place that links here
-    for target in queries.outlinks(conn, doc_id):
+    for target in sql.outlinks(conn, doc_id):
         out.setdefault(target, _Neighbour(target)).reasons.append("linked from here")
-    for other, shared in queries.shared_link_counts(conn, doc_id, SHARED_READ):
+    for other, shared in sql.shared_link_counts(conn, doc_id, SHARED_READ):
         n = out.setdefault(other, _Neighbour(other))
         n.shared = shared
         n.reasons.append("shares links")
     missing = [d for d, n in out.items() if not n.chunk_id and d not in sections]
-    firsts = queries.first_live_chunk_of(conn, missing) if missing else {}
+    firsts = sql.first_live_chunk_of(conn, missing) if missing else {}
     for d, n in out.items():
         if d in sections and (not n.chunk_id or "similar" not in n.reasons):
             n.chunk_id = sections[d]

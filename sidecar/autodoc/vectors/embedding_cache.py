@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from autodoc import store as queries
+from autodoc import store as sql
 from autodoc.models.embedders import Embedder
 from autodoc.store import Store, Workspace
 from autodoc.vectors.usearch_index import sign_bits
@@ -40,20 +40,20 @@ def fill(
         return 0
     with store.snapshot() as conn:
         if among is None:
-            total = queries.missing_text_count(conn, ws.id, embedder.model_fp)
+            total = sql.missing_text_count(conn, ws.id, embedder.model_fp)
         else:
             total = len(among)
     done = 0
     while total and (stop is None or not stop.is_set()):
         with store.snapshot() as conn:
-            rows = queries.texts_to_embed(conn, ws.id, embedder.model_fp, among, FILL_BATCH)
+            rows = sql.texts_to_embed(conn, ws.id, embedder.model_fp, among, FILL_BATCH)
         if not rows:
             break
         # The chunk's breadcrumb is part of what is embedded (as in Chunk.embed_text).
         vectors = embedder.embed([f"{r[1]}\n\n{r[2]}" for r in rows])
         bits = sign_bits(vectors)
         with store.transaction() as conn:
-            queries.add_vectors(
+            sql.add_vectors(
                 conn,
                 ws.id,
                 [
@@ -72,4 +72,4 @@ def fill(
 def collect_unused(store: Store, ws: Workspace, keep: set[str]) -> int:
     """Drop vectors no visible chunk uses, and every vector of models not in `keep`."""
     with store.transaction() as conn:
-        return queries.collect_vectors(conn, ws.id, keep)
+        return sql.collect_vectors(conn, ws.id, keep)

@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 
-from autodoc import store as queries
+from autodoc import store as sql
 from autodoc.models.embedders import Embedder
 from autodoc.store import DocumentSet, Store, Workspace
 from autodoc.vectors.usearch_index import Vectors, sign_bits
@@ -70,11 +70,11 @@ def semantic_candidates(
 
 def _chunk_count(conn, docs: set[int]) -> int:
     """Live chunks of these documents (an index-only count)."""
-    return queries.live_chunk_count_of(conn, sorted(docs))
+    return sql.live_chunk_count_of(conn, sorted(docs))
 
 
 def _kept(conn, ws_id: int, allowed: DocumentSet) -> set[int]:
-    return {d for d in queries.live_documents(conn, ws_id) if d in allowed}
+    return {d for d in sql.live_documents(conn, ws_id) if d in allowed}
 
 
 def _subset(
@@ -129,11 +129,11 @@ def _visible_slice(
     if not ranked:
         return []
     position = {h: i for i, (h, _) in enumerate(ranked)}
-    rows = queries.live_chunks_with_texts(conn, ws_id, list(position))
+    rows = sql.live_chunks_with_texts(conn, ws_id, list(position))
     if allowed is not None:
         rows = [r for r in rows if r[1] in allowed]
     docs = [] if complete else sorted({r[1] for r in rows})
-    incomplete = queries.documents_missing_vectors(conn, docs, model_fp)
+    incomplete = sql.documents_missing_vectors(conn, docs, model_fp)
     rows = [r for r in rows if r[1] not in incomplete]
     rows.sort(key=lambda r: (position[r[2]], r[0]))
     return [(r[0], r[1], ranked[position[r[2]]][1]) for r in rows]

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from autodoc import store as queries
+from autodoc import store as sql
 from autodoc.store.qdrant_connection import client_for, is_local, quiet
 
 DENSE = "dense"
@@ -103,23 +103,19 @@ class QdrantVectors:
     def _mirror(self, conn) -> int:
         written = 0
         if self.pending:  # chunks below the watermark that were waiting for their vector
-            rows = queries.chunks_to_mirror(
-                conn, self.ws_id, self.model_fp, among=sorted(self.pending)
-            )
+            rows = sql.chunks_to_mirror(conn, self.ws_id, self.model_fp, among=sorted(self.pending))
             written += self._upsert(rows)
             self.pending -= {r[0] for r in rows}
         above = self.mirrored
         while True:
-            rows = queries.chunks_to_mirror(
+            rows = sql.chunks_to_mirror(
                 conn, self.ws_id, self.model_fp, above=above, limit=MIRROR_BATCH
             )
             if not rows:
                 break
             written += self._upsert(rows, fresh=self.mirrored == 0)
             above = rows[-1][0]
-        waiting = queries.chunks_missing_vectors(
-            conn, self.ws_id, self.model_fp, above=self.mirrored
-        )
+        waiting = sql.chunks_missing_vectors(conn, self.ws_id, self.model_fp, above=self.mirrored)
         self.pending |= {c for c in waiting if c <= above}
         self.mirrored = above
         self._retire(conn)
@@ -148,12 +144,12 @@ class QdrantVectors:
 
     def _retire(self, conn) -> None:
         m = self.m
-        retired = queries.retired_chunk_ids(conn, self.ws_id)
+        retired = sql.retired_chunk_ids(conn, self.ws_id)
         with self.lock:
             if retired:
                 self.client.set_payload(
                     self.name,
-                    payload={"state": int(queries.DEAD)},
+                    payload={"state": int(sql.DEAD)},
                     points=m.FilterSelector(
                         filter=m.Filter(must=[m.HasIdCondition(has_id=retired)])
                     ),
@@ -163,14 +159,14 @@ class QdrantVectors:
                 scroll_filter=m.Filter(
                     must=[
                         *self._mine(),
-                        m.FieldCondition(key="state", match=m.MatchValue(value=int(queries.DEAD))),
+                        m.FieldCondition(key="state", match=m.MatchValue(value=int(sql.DEAD))),
                     ]
                 ),
                 limit=10_000,
                 with_payload=False,
             )
         ids = [int(p.id) for p in dead]
-        gone = sorted(set(ids) - queries.existing_chunk_ids(conn, ids)) if ids else []
+        gone = sorted(set(ids) - sql.existing_chunk_ids(conn, ids)) if ids else []
         if gone:
             with self.lock:
                 self.client.delete(self.name, points_selector=m.PointIdsList(points=gone))
@@ -182,7 +178,7 @@ class QdrantVectors:
         is checked against the store. Returns how many went."""
         with self.lock:
             held = self.client.count(self.name, count_filter=self.m.Filter(must=self._mine()))
-        chunks, highest = queries.chunk_extent(conn, self.ws_id)
+        chunks, highest = sql.chunk_extent(conn, self.ws_id)
         if held.count <= chunks:
             return 0
         gone: list[Any] = []
@@ -197,7 +193,7 @@ class QdrantVectors:
                     with_payload=False,
                 )
             ids = [int(p.id) for p in page if int(p.id) <= highest]  # above: written since
-            gone += sorted(set(ids) - queries.existing_chunk_ids(conn, ids)) if ids else []
+            gone += sorted(set(ids) - sql.existing_chunk_ids(conn, ids)) if ids else []
             if offset is None:
                 break
         if gone:

@@ -30,7 +30,7 @@ import numpy as np
 import onnxruntime  # noqa: F401 - usearch 2.26.2-2.26.6 crash if imported before onnxruntime
 from usearch.index import Index
 
-from autodoc import store as queries
+from autodoc import store as sql
 
 # Past this many vectors the writer builds an HNSW graph and the shortlist comes from it: at
 # 108k cpp-docs vectors (real queries' top 50 against exact float32) the exact sign scan's 600
@@ -359,24 +359,24 @@ class VectorIndex:
             self._build_graph(upto)
 
     def _catch_up(self, conn, ws_id: int, model_fp: str) -> None:
-        count, top = queries.vector_stats(conn, ws_id, model_fp)
-        collected = queries.collections(conn, ws_id)
+        count, top = sql.vector_stats(conn, ws_id, model_fp)
+        collected = sql.collections(conn, ws_id)
         ids_now: np.ndarray | None = None  # SQLite's ids, read at most once
         if top < self.max_id:
             self._reset()  # ids went back: a rebuilt store
         elif len(self.rows) and (collected != self.collected or count < len(self.index)):
             # collected, or lost some other way (the count alone misses a collection that
             # more new rows outnumber: found by the crash test)
-            ids_now = queries.vector_ids(conn, ws_id, model_fp)
+            ids_now = sql.vector_ids(conn, ws_id, model_fp)
             self._forget(ids_now)
         self.collected = collected
-        self._add_new(queries.vector_rows(conn, ws_id, model_fp, above=self.max_id))
+        self._add_new(sql.vector_rows(conn, ws_id, model_fp, above=self.max_id))
         if len(self.index) < count and not self._restore(
-            queries.vector_ids(conn, ws_id, model_fp) if ids_now is None else ids_now
+            sql.vector_ids(conn, ws_id, model_fp) if ids_now is None else ids_now
         ):
             self._reset()  # ids at most max_id came back that were never indexed: start over
             self.collected = collected
-            self._add_new(queries.vector_rows(conn, ws_id, model_fp, above=0))
+            self._add_new(sql.vector_rows(conn, ws_id, model_fp, above=0))
 
     def _restore(self, ids_now: np.ndarray) -> bool:
         """Index again the vectors SQLite holds again (a restored backup) whose rows are kept;
@@ -501,7 +501,7 @@ class VectorIndex:
     ) -> Sequence[tuple[str, float]]:
         """The two phases over these documents' vectors only: Hamming distance on their sign
         codes (numpy popcount), then float32 rescoring of the SHORTLIST nearest."""
-        hashes = queries.live_text_hashes_of(conn, sorted(docs))
+        hashes = sql.live_text_hashes_of(conn, sorted(docs))
         keys, bits = self.codes_for(conn, ws_id, model_fp, hashes)
         if not len(keys):
             return []
@@ -518,9 +518,7 @@ class VectorIndex:
         (cpp-docs, 7,000 chunks: ~10 ms instead of ~100)."""
         with self.lock:
             if self._codes is None:  # once per process: the codes the index holds
-                self._codes = _Codes.of(
-                    queries.vector_codes(conn, ws_id, model_fp, upto=self.max_id)
-                )
+                self._codes = _Codes.of(sql.vector_codes(conn, ws_id, model_fp, upto=self.max_id))
             codes = self._codes
         return codes.lookup(hashes)
 
