@@ -19,7 +19,7 @@ from autodoc.files.confine import read_inside
 from autodoc.index.check import link_findings
 from autodoc.query import navigate
 from autodoc.store import Workspace
-from autodoc.wire.errors import invalid_params
+from autodoc.wire.errors import invalid_params, options_object
 from autodoc.wire.link_answers import (
     DocumentLink,
     DocumentLinks,
@@ -187,12 +187,7 @@ def _unicode(text: str, field: str) -> None:
 
 
 def _options(opts: Any) -> tuple[str | None, Units]:
-    opts = {} if opts is None else opts
-    if not isinstance(opts, dict):
-        raise invalid_params("opts must be an object", field="opts")
-    unknown = sorted(set(opts) - {"text", "units"})
-    if unknown:
-        raise invalid_params(f"unknown option {unknown[0]!r}", field=unknown[0])
+    opts = options_object(opts, ("text", "units"))
     text = opts.get("text")
     if text is not None:
         if not isinstance(text, str):

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from autodoc import store as sql
 from autodoc.parse.names import KIND_NAMES, query_key
 from autodoc.wire import protocol
-from autodoc.wire.errors import invalid_params
+from autodoc.wire.errors import invalid_params, options_object
 
 CANDIDATES = 5000  # key rows read per lookup; past this the answer says `truncated`
 DEFAULT_LIMIT = 20
@@ -23,15 +23,7 @@ MATCH_NAMES: tuple[Literal["exact", "prefix", "partial"], ...] = ("exact", "pref
 
 
 def parse_options(opts: Any) -> tuple[bool, int]:
-    if opts is None:
-        opts = {}
-    if not isinstance(opts, dict):
-        raise invalid_params("options must be an object: {exact, limit}", field="opts")
-    unknown = sorted(set(opts) - {"exact", "limit"})
-    if unknown:
-        raise invalid_params(
-            f"unknown option {unknown[0]!r} (known: exact, limit)", field=unknown[0]
-        )
+    opts = options_object(opts, ("exact", "limit"))
     exact = opts.get("exact", False)
     if not isinstance(exact, bool):
         raise invalid_params("exact must be true or false", field="exact")

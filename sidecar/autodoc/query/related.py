@@ -22,7 +22,7 @@ from autodoc.store import Store, Workspace, read_epochs
 from autodoc.vectors.coverage import semantic_coverage
 from autodoc.vectors.nearest import SemanticPlan, semantic_candidates
 from autodoc.wire import protocol
-from autodoc.wire.errors import invalid_params
+from autodoc.wire.errors import invalid_params, options_object
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
@@ -56,12 +56,7 @@ def parse_request(path: Any, line: Any, opts: Any) -> tuple[str, int | None, int
         raise invalid_params("path must be a root-relative document path", field="path")
     if line is not None and (isinstance(line, bool) or not isinstance(line, int) or line < 1):
         raise invalid_params("line must be a 1-based line number or null", field="line")
-    opts = {} if opts is None else opts
-    if not isinstance(opts, dict):
-        raise invalid_params("opts must be an object", field="opts")
-    unknown = sorted(set(opts) - {"limit", "include_self"})
-    if unknown:
-        raise invalid_params(f"unknown option {unknown[0]!r}", field=unknown[0])
+    opts = options_object(opts, ("limit", "include_self"))
     limit = opts.get("limit", DEFAULT_LIMIT)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise invalid_params(f"limit must be an integer 1..{MAX_LIMIT}", field="limit")

@@ -14,7 +14,7 @@ from autodoc.query.stages import (
     SearchOptions,
 )
 from autodoc.wire import limits, protocol
-from autodoc.wire.errors import invalid_params
+from autodoc.wire.errors import invalid_params, options_object
 from autodoc.wire.provider_specs import validate_window
 
 DEFAULT_LIMIT = 10
@@ -44,13 +44,7 @@ def check_query(text: str) -> None:
 
 
 def parse_options(opts: Any) -> SearchOptions:
-    if opts is None:
-        opts = {}
-    if not isinstance(opts, dict):
-        raise invalid_params("opts must be an object", got=type(opts).__name__)
-    unknown = sorted(set(opts) - _OPTS)
-    if unknown:
-        raise invalid_params(f"unknown search option {unknown[0]!r}", field=unknown[0])
+    opts = options_object(opts, _OPTS, "search option")
     limit = opts.get("limit", DEFAULT_LIMIT)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise invalid_params(f"limit must be an integer 1..{MAX_LIMIT}", field="limit", value=limit)

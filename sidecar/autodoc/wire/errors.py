@@ -5,6 +5,7 @@ Codes are part of the public contract: clients branch on them, so they never cha
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -43,6 +44,20 @@ class RpcError(Exception):
 
 def invalid_params(message: str, **data: Any) -> RpcError:
     return RpcError(INVALID_PARAMS, message, data or None)
+
+
+def options_object(opts: Any, known: Collection[str], what: str = "option") -> dict[str, Any]:
+    """A method's options object: null is none; anything else that is not an object, or a key
+    the method does not take, is -32602 naming it and what it takes."""
+    if opts is None:
+        return {}
+    takes = ", ".join(sorted(known))
+    if not isinstance(opts, dict):
+        raise invalid_params(f"options must be an object: {{{takes}}}", field="opts")
+    unknown = sorted(set(opts) - set(known))
+    if unknown:
+        raise invalid_params(f"unknown {what} {unknown[0]!r} (known: {takes})", field=unknown[0])
+    return opts
 
 
 class StoreBusyError(RpcError):
