@@ -101,6 +101,18 @@ function M.stages(checked)
   return out
 end
 
+--- What every picker adds to its source's context for one request: the configured limit and
+--- the stages to ask for.
+---@param context table the source's own context (a path and line for related)
+---@param stages string[]
+---@return table
+function M.request_context(context, stages)
+  return vim.tbl_extend("force", context, {
+    limit = require("autodoc.config").options.limit,
+    stages = stages,
+  })
+end
+
 --- The client, root and workspace around the current buffer, for an adapter to open its
 --- picker with (asking about a large root first, as the built-in picker does).
 ---@param callback fun(client: vim.lsp.Client, root: string, workspace: string)

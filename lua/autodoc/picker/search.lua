@@ -5,6 +5,7 @@
 local client_mod = require("autodoc.client")
 local config = require("autodoc.config")
 local render = require("autodoc.picker.render")
+local sources = require("autodoc.sources")
 local state = require("autodoc.picker.state")
 
 local M = {}
@@ -42,10 +43,7 @@ end
 ---@param seq integer
 local function ask(S, seq)
   local source, query = S.source, S.query
-  local ctx = vim.tbl_extend("force", S.context, {
-    limit = config.options.limit,
-    stages = state.requested(S),
-  })
+  local ctx = sources.request_context(S.context, state.requested(S))
   S.cancel = client_mod.request(
     S.client,
     source.method,

@@ -5,7 +5,6 @@
 --- query, `related({ whole? })` and `find()` as the other adapters. Each line is
 --- `path:line:1: label  breadcrumb`, so fzf-lua's file actions and previewer open the hit's line.
 
-local config = require("autodoc.config")
 local sources = require("autodoc.sources")
 
 local M = {}
@@ -20,10 +19,7 @@ local function pick(kind, client, root, workspace, context, opts)
     return function(fzf_cb)
       coroutine.wrap(function()
         local co = coroutine.running()
-        local extra = vim.tbl_extend("force", context, {
-          limit = config.options.limit,
-          stages = sources.stages(checked),
-        })
+        local extra = sources.request_context(context, sources.stages(checked))
         vim.schedule(function()
           require("autodoc.client").request(
             client,

@@ -43,10 +43,7 @@ local function finder(client, root, workspace, source, context)
     if source.needs_query and query:match("^%s*$") then
       return {}
     end
-    local extra = vim.tbl_extend("force", context, {
-      limit = config.options.limit,
-      stages = sources.stages(o),
-    })
+    local extra = sources.request_context(context, sources.stages(o))
     return function(cb)
       local items = ask(ctx, client, source, workspace, query, extra)
       for i, it in ipairs(items) do

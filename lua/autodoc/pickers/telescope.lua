@@ -39,10 +39,7 @@ local function make_finder(client, root, workspace, source, context, checked)
       if source.needs_query and prompt:match("^%s*$") then
         return {}
       end
-      local extra = vim.tbl_extend("force", context, {
-        limit = config.options.limit,
-        stages = sources.stages(checked),
-      })
+      local extra = sources.request_context(context, sources.stages(checked))
       local tx, rx = channel.oneshot()
       require("autodoc.client").request(
         client,
