@@ -199,7 +199,7 @@ def field_texts(d: LexicalDoc) -> dict[str, list[str]]:
 
 class Lexical(Protocol):
     """A workspace's lexical index as the indexer and the lexical stage use it: Tantivy on this
-    machine (LexicalIndex), or sparse vectors in Qdrant (qdrant_lexical.QdrantLexical). The
+    machine (LexicalIndex), or sparse vectors in Qdrant (qdrant_sparse.QdrantLexical). The
     queries `build`, `build_names` and `only_documents` make are the index's own, opaque to
     their callers; the index may hold chunks the caller's snapshot does not show."""
 

@@ -113,7 +113,8 @@ CREATE TABLE IF NOT EXISTS names(
 );
 CREATE INDEX IF NOT EXISTS names_by_key ON names(workspace_id, key, rank);
 CREATE INDEX IF NOT EXISTS names_by_document ON names(document_id);
--- name lookup (lookup.py): the workspace's names, their suffix-join keys, and where they occur
+-- name lookup (index/name_index.py writes, query/find.py reads): the workspace's names, their
+-- suffix-join keys, and where they occur
 CREATE TABLE IF NOT EXISTS symbols(
   id INTEGER PRIMARY KEY,
   workspace_id INTEGER NOT NULL,

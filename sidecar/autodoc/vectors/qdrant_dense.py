@@ -6,7 +6,7 @@ embedded VectorIndex stays the default. SQLite stays the source of truth, as it 
 lexical index: a point is a chunk (id = chunk id) whose payload names its workspace, document,
 generation, state and text hash; the writer mirrors chunks after each fill (new ones upserted,
 retired ones marked, purged ones deleted), and a reader's hits are checked against its own
-SQLite snapshot (semantic._visible), so it never sees a mixed generation: a point of a chunk not
+SQLite snapshot (nearest._visible), so it never sees a mixed generation: a point of a chunk not
 visible in the snapshot (written since, or retired before it) is dropped there.
 
 The dense vector is stored with binary quantization and searched with rescoring (oversampled),
@@ -31,7 +31,7 @@ OVERSAMPLING = 2.0  # binary-quantized candidates rescored per hit wanted
 
 
 class QdrantVectors:
-    """A workspace's vectors of one model in a Qdrant collection (vector_index.Vectors)."""
+    """A workspace's vectors of one model in a Qdrant collection (usearch_index.Vectors)."""
 
     remote = True
 

@@ -67,7 +67,7 @@ HASH_WIDTH = 64  # a sha256 text hash in hex
 
 class Vectors(Protocol):
     """What the semantic stage searches: a VectorIndex here, or a Qdrant collection
-    (qdrant_store.py). Either mirrors SQLite's vectors; SQLite decides what a reader sees.
+    (qdrant_dense.py). Either mirrors SQLite's vectors; SQLite decides what a reader sees.
     `remote`: other processes read it only as the writer's refresh mirrors it, so the writer
     refreshes it as a fill goes, not only after."""
 

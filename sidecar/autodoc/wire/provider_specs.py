@@ -24,7 +24,7 @@ STORE_KINDS = ("embedded", "qdrant")
 # A server's address (url, api_key_env, timeout) or a local folder (path); the collection, made
 # with these shards and replicas where it does not exist yet; on_disk keeps the full vectors on
 # disk (the binary codes stay in RAM, rescoring reads the originals); lexical: the lexical
-# stage's index in Qdrant too (qdrant_lexical.py, the default) or Tantivy on this machine.
+# stage's index in Qdrant too (bm25/qdrant_sparse.py, the default) or Tantivy on this machine.
 QDRANT_FIELDS = {
     "kind", "url", "path", "api_key_env", "timeout", "collection", "shards", "replicas",
     "on_disk", "lexical",

@@ -2,7 +2,7 @@
 
 A stage has a name (the wire's and the picker's), says whether it can run for this search and
 why not, and runs on a `QueryContext`: the query, the filter, the snapshot, and what the stages
-before it left there. `run_search` (search.py) is a short loop over the registry
+before it left there. `run_search` (query/pipeline.py) is a short loop over the registry
 (`stages/__init__.py`); the answer's `stages` record, `mode_used` and the evaluation's stage sets
 are all derived from the registry, never listed by hand.
 """

@@ -1,7 +1,7 @@
 """Fusion (spec §4): the retrieval stages' rankings as one (a convex combination of their scaled
 scores, confidence-weighted RRF or plain RRF; one stage alone: its own order), boosted by tags
 and inbound links, capped per document, superseded documents below their successors. The
-arithmetic is `autodoc/fuse.py`."""
+arithmetic is `query/fusion.py`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Stage 3, rerank: a cross-encoder re-orders the fused window (spec §5). A ranker that fails or
-times out leaves the fused order standing and says why. The rankers are `autodoc/rerank.py`."""
+times out leaves the fused order standing and says why. The rankers are `models/rankers.py`."""
 
 from __future__ import annotations
 
