@@ -51,12 +51,14 @@ def options_object(opts: Any, known: Collection[str], what: str = "option") -> d
     the method does not take, is -32602 naming it and what it takes."""
     if opts is None:
         return {}
-    takes = ", ".join(sorted(known))
     if not isinstance(opts, dict):
+        takes = ", ".join(sorted(known))
         raise invalid_params(f"options must be an object: {{{takes}}}", field="opts")
-    unknown = sorted(set(opts) - set(known))
+    unknown = [key for key in opts if key not in known]
     if unknown:
-        raise invalid_params(f"unknown {what} {unknown[0]!r} (known: {takes})", field=unknown[0])
+        takes = ", ".join(sorted(known))
+        first = min(unknown)
+        raise invalid_params(f"unknown {what} {first!r} (known: {takes})", field=first)
     return opts
 
 
