@@ -310,7 +310,9 @@ def test_a_narrow_facet_fills_the_limit_in_the_semantic_stage(rpc, vault):
     rpc.call("workspace.add", ["kb", str(vault)])
     rpc.call("index.run", ["kb"])  # the bundled model
     for stages in (["semantic"], ["lexical", "semantic"]):
-        answer = search(rpc, "kb", "deployment pipeline status:accepted", stages=stages, limit=5)
+        answer = search(  # the stages' own order: a fixed fusion lists every hit
+            rpc, "kb", "deployment pipeline status:accepted", stages=stages, limit=5, fusion="rrf"
+        )
         assert paths(answer) == ["rare/r0.md", "rare/r1.md", "rare/r2.md"], stages
         assert all("semantic" in h["via"] for h in answer["hits"])
         assert answer["mode_used"] == ("semantic" if stages == ["semantic"] else "hybrid")

@@ -35,7 +35,7 @@ from autodoc.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 
 from .conftest import EXAMPLE_VAULT, lexical_workspace
 
-QUERY = "why did we pick sqlite"
+QUERY = "embedded relational store"  # the title of the one record it names
 OPTS: dict[str, Any] = {"stages": ["lexical"], "limit": 5}
 TOKEN = "front-ends-token-0123456789"
 WAIT_S = 30.0

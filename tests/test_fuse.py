@@ -120,19 +120,49 @@ def doc_order(hits: list[Fused]) -> list[int]:
     return [h.document_id for h in hits]
 
 
-def test_a_successor_takes_its_older_documents_place_and_the_old_one_goes_right_below():
+def test_an_older_document_above_its_successor_goes_right_below_the_successors_best_hit():
     # old = 1, new = 2; others 3..5
     hits = [Fused(i, d) for i, d in enumerate([3, 1, 4, 2, 5, 1])]
     moved = fusion.demote_superseded(hits, {1: 2})
-    assert doc_order(hits) == [3, 2, 1, 1, 4, 5]
-    assert [h.chunk_id for h in hits] == [0, 3, 1, 5, 2, 4]  # each document's own order kept
+    assert doc_order(hits) == [3, 4, 2, 1, 5, 1]
+    assert [h.chunk_id for h in hits] == [0, 2, 3, 1, 4, 5]  # each document's own order kept
     assert moved == {1: 2, 5: 2}
 
 
-def test_demotion_goes_below_the_successors_last_hit():
+def test_demotion_leaves_an_older_hit_already_below_the_successors_best_one():
     hits = [Fused(i, d) for i, d in enumerate([2, 2, 1, 2, 3])]
     fusion.demote_superseded(hits, {1: 2})
-    assert doc_order(hits) == [2, 2, 2, 1, 3]
+    assert doc_order(hits) == [2, 2, 1, 2, 3]
+
+
+def before_best(before: dict[int, int], doc: dict[int, int], d: int) -> int:
+    return min(i for c, i in before.items() if doc[c] == d)
+
+
+def test_demotion_never_lifts_a_hit_above_one_that_outranked_it():
+    """Issue 41: the superseded record went *up*, above a note that outranked it, when its
+    successor's hits were gathered together. Every hit of the older document only goes down,
+    and the successor never moves."""
+    import random
+
+    rng = random.Random(41)
+    for _ in range(500):
+        docs = [rng.randrange(1, 6) for _ in range(rng.randrange(2, 12))]
+        hits = [Fused(i, d) for i, d in enumerate(docs)]
+        before = {h.chunk_id: i for i, h in enumerate(hits)}
+        pairs = {1: 2, 3: 4} if rng.random() < 0.5 else {1: 2}
+        fusion.demote_superseded(hits, pairs)
+        after = {h.chunk_id: i for i, h in enumerate(hits)}
+        doc = {h.chunk_id: h.document_id for h in hits}
+        best = {d: min(after[c] for c in after if doc[c] == d) for d in set(doc.values())}
+        for a in after:
+            for b in after:
+                if before[a] < before[b] and after[b] < after[a]:  # b passed a: a was demoted
+                    assert doc[a] in pairs and pairs[doc[a]] in best, (docs, pairs)
+                    assert after[a] > best[pairs[doc[a]]], (docs, pairs)
+        for old, new in pairs.items():
+            if old in best and new in best:
+                assert best[old] > best[new] or before_best(before, doc, old) > best[new]
 
 
 def test_a_query_that_names_the_old_document_keeps_it_in_place_annotated():

@@ -339,7 +339,7 @@ def test_hits_from_files_changed_since_indexing_are_dropped_at_answer_time(
     engine.on_stale = lambda ws, paths: seen.append((ws, paths))
 
     def answer():
-        got = engine.search("v", "marmoset", {"stages": stages})
+        got = engine.search("v", "marmoset", {"stages": stages, "fusion": "rrf"})  # every hit
         assert got["stages"]["performed"] == stages
         return got
 

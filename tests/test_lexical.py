@@ -224,7 +224,12 @@ def test_answer_shape_is_honest_about_stages(kb):
     ):
         assert key in hit
     assert hit["via"] == ["lexical"]
-    assert hit["relevance"] >= 1.0 - 1e-9  # first in the only stage that ran
+    # the learned probability that it answers, the column's top
+    assert 0.0 < hit["relevance"] <= 1.0 and hit["relevance"] == max(
+        h["relevance"] for h in answer["hits"]
+    )
+    _, plain = top(kb, "lease", stages=["lexical"], fusion="rrf")
+    assert plain["hits"][0]["relevance"] >= 1.0 - 1e-9  # first in the only stage that ran
     assert "lease" in hit["snippet"].lower()
     a, b = hit["highlights"][0]
     assert hit["snippet"][a:b].lower().startswith("lease")

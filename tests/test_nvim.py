@@ -653,7 +653,7 @@ def test_the_snacks_sources_search_relate_and_jump(tmp_path: Path, vault: Path):
     try:
         n.lua("require('snacks').setup({ picker = { enabled = true } })")
         n.serve()
-        n.lua("require('autodoc.pickers.snacks').search({ query = 'sqlite store' })")
+        n.lua("require('autodoc.pickers.snacks').search({ query = 'embedded relational store' })")
         items = (
             "local p = Snacks.picker.get()[1]; return p and vim.tbl_map(function(i)"
             " return {i.autodoc.path, i.pos[1], i.file, i.autodoc.label} end, p:items()) or {}"

@@ -15,6 +15,7 @@ local HIGHLIGHTS = {
   AutodocCheckOn = "DiagnosticOk",
   AutodocCheckOff = "NonText",
   AutodocLowConfidence = "WarningMsg",
+  AutodocDidYouMean = "Question", -- the query with a word found nowhere corrected
   AutodocProgress = "DiagnosticInfo", -- indexing or embedding under way
 }
 

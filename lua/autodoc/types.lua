@@ -12,7 +12,7 @@
 ---@field byte_end integer
 ---@field line_start integer 1-based, inclusive.
 ---@field line_end integer 1-based, inclusive.
----@field relevance number 0..1, comparable within one answer: 1.0 is first place in every stage that ran.
+---@field relevance number 0..1, never above the row before. `learned`: the calibrated probability that it answers (an exact title or alias: 1.0); else 1.0 is first place in every stage that ran.
 ---@field score number The fused score, for ordering only.
 ---@field via ("lexical"|"semantic"|"exact"|"rank"|"facet")[] The stages that found it.
 ---@field generation integer The document's generation the hit was read from.
@@ -51,10 +51,11 @@
 ---@field skipped table<string, string>
 
 ---@class autodoc.FusionRecord
----@field method string `convex` (the default: scaled scores, fixed shares), `confidence` (weighted RRF) or the spec's plain `rrf`; one stage alone is `rrf` with weight 1 (its own order).
----@field k integer RRF's k; 0 for `convex`.
+---@field method string `learned` (the default: each hit's calibrated probability of answering, from the shipped ranking model), `convex` (scaled scores, fixed shares), `confidence` (weighted RRF) or the spec's plain `rrf`; under a fixed fusion one stage alone is `rrf` with weight 1.
+---@field k integer RRF's k; 0 for `convex` and `learned`.
 ---@field weights table<string, number> Each retrieval stage's weight in this answer.
 ---@field intent "phrase"|"prefix"|"path"|"number"|"identifier"|"question"|"words" What the query looks like: number, identifier, path, phrase and prefix queries are answered lexical-first (semantic hits only below), question and words ones by both.
+---@field model? string
 
 ---@class autodoc.RankRecord The rerank stage in this answer: ran (`ready`), `skipped`, `failed` or `off`, and why.
 ---@field state "ready"|"off"|"skipped"|"failed"
@@ -86,13 +87,15 @@
 ---@field filter autodoc.FilterRecord
 ---@field matched? integer A filters-only query: how many documents match.
 ---@field truncated boolean A stage could not read deep enough to fill the answer.
+---@field below_floor integer `learned`: candidates left out as implausible (probability under the model's floor).
 ---@field stale string[] Paths changed on disk since indexing: left out of this answer, re-indexed now.
----@field missing string[] The query's content words that occur in no chunk of the workspace.
----@field confidence "high"|"low"|"none" From absolute evidence (`missing`, `cosine`), not from relevance: `none` says the workspace has no answer, `low` that the hits may not be one.
+---@field missing string[] The query's content words that occur in no chunk of the workspace and are rare in the language (a common word a vault never uses is no news).
+---@field confidence "high"|"low"|"none" `none` says the workspace has no answer, `low` that the hits may not be one. Under `learned` fusion from the top hit's calibrated probability; otherwise from `missing` and `cosine`.
 ---@field cosine number? The semantic stage's best cosine (absolute; null when it did not run).
 ---@field epoch integer[] The index's generation the answer was read at ([lexical, vector]): every hit comes from that one snapshot, and a later answer never has a lower one.
 ---@field took_ms number
 ---@field timings table<string, number>
+---@field did_you_mean? string The query, a word found nowhere replaced by one an edit or two away (also searched).
 
 ---@class autodoc.FindMatch
 ---@field name string The name as written in the document.

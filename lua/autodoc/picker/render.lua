@@ -156,6 +156,9 @@ local function summary(S, line)
   if doubt ~= "" then
     add(line, doubt, "AutodocLowConfidence")
   end
+  if a.did_you_mean then
+    add(line, " · did you mean: " .. a.did_you_mean, "AutodocDidYouMean")
+  end
 end
 
 --- The line under the windows: a source's status, or the stage boxes and the answer's summary;

@@ -6,6 +6,8 @@ indexed under and their weights, and the `Lexical` protocol both indexes impleme
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -54,8 +56,16 @@ CJK_FIELD, CJK_ANALYZER, CJK_WEIGHT = "cjk", "autodoc_cjk2", 1.0
 _CJK_RUN = re.compile(
     "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
 )
+# Markup a query may be about: `[[note#^block]]`, `%%comment%%`, `==highlight==`, a fence
+# ```` ```lang ````, `> [!note]`. The word analyzer drops punctuation, so a page that documents
+# the syntax looked like any page that says "comment". Every run of two or more punctuation
+# characters is also indexed as a token of its own field (Tantivy only: Qdrant's sparse terms
+# are words), and a query's runs score there.
+SYNTAX_FIELD, SYNTAX_ANALYZER, SYNTAX_WEIGHT = "syntax", "autodoc_syntax", 1.0
+_SYNTAX_RUN = re.compile(r"[^\w\s]{2,}")
+_SAME_CHAR = re.compile(r"([^\w\s])\1*")
 # Bumped when what is indexed changes; a writer rebuilds an index of another format from SQLite.
-LEXICAL_FORMAT = "7"
+LEXICAL_FORMAT = "8"
 # A word that may be a short commit hash: a prefix finds the full one.
 HEX_WORD = re.compile(r"^(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")
 
@@ -73,6 +83,22 @@ def _analyzer(stem: bool) -> tantivy.TextAnalyzer:
 
 
 STEMMED = _analyzer(stem=True)
+SYNTAX = TextAnalyzerBuilder(Tokenizer.whitespace()).build()
+
+
+def syntax_marks(text: str) -> list[str]:
+    """The markup in `text`'s runs of two or more punctuation characters: each repeated
+    character (`[[`, `%%`, `==`, a fence's backticks, at most three) and each pair of different
+    neighbours (`#^`, `[!`), so `[[note#^block]]` written inside backticks holds the same marks
+    as typed bare."""
+    marks: list[str] = []
+    for run in _SYNTAX_RUN.findall(text):
+        groups = [m.group(0) for m in _SAME_CHAR.finditer(run)]
+        marks.extend(g[:3] for g in groups if len(g) > 1)
+        marks.extend(a[-1] + b[0] for a, b in itertools.pairwise(groups))
+    return marks
+
+
 UNSTEMMED = _analyzer(stem=False)
 CJK_BIGRAMS = (
     TextAnalyzerBuilder(Tokenizer.ngram(min_gram=2, max_gram=2, prefix_only=False))
@@ -143,6 +169,71 @@ def naming_words(
     if not digits:
         return None
     return digits, {t for item in query.items for t in analyze(item.text)} - digits
+
+
+def edit_distance(a: str, b: str, cap: int) -> int:
+    """Damerau-Levenshtein distance (adjacent transpositions cost 1, as Tantivy's fuzzy query
+    counts them), or `cap` + 1 as soon as it must exceed `cap`."""
+    if abs(len(a) - len(b)) > cap:
+        return cap + 1
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        row = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], prev2[j - 2] + 1)
+        if min(row) > cap:
+            return cap + 1
+        prev2, prev = prev, row
+    return prev[-1]
+
+
+def idf_share(df: int, total: int) -> float:
+    """BM25's IDF of a term `df` of `total` chunks hold, over that of a term one chunk holds:
+    0..1 whatever the vault's size (0 for a term no chunk holds)."""
+    if df <= 0 or total <= 0:
+        return 0.0
+    rare = math.log(1 + (total - 0.5) / 1.5)
+    return math.log(1 + (total - df + 0.5) / (df + 0.5)) / rare if rare > 0 else 0.0
+
+
+# The frame of a question in plain words: auxiliaries, pronouns, wh-words (NLTK's English
+# stopword list). Tantivy's English list (Lucene's, 33 words) keeps them, so "why did we pick
+# sqlite" over a vault that never says "did" was marked `missing: did`, confidence low. They
+# are still searched; they only do not count as content a vault must hold (`missing`), nor in
+# the ranking's term coverage (`query_terms`).
+_FUNCTION_WORDS = """
+    a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself
+    yourselves"""
+FUNCTION_WORDS = frozenset(_FUNCTION_WORDS.split())
+
+
+def is_framing(word: str) -> bool:
+    """A stopword or a word of a question's frame (FUNCTION_WORDS): no content of its own."""
+    return is_stopword(word) or word.lower() in FUNCTION_WORDS
+
+
+def query_terms(query: ParsedQuery) -> list[str]:
+    """The query's distinct analyzed terms that are neither stopwords nor a question's frame
+    (FUNCTION_WORDS), in query order (all of them when every word is one): what the ranking's
+    term coverage counts."""
+    terms: dict[str, None] = {}
+    stops: dict[str, None] = {}
+    for item in query.items:
+        for word in item.text.split():
+            target = stops if (not item.phrase and is_framing(word)) else terms
+            for token in analyze(word):
+                target.setdefault(token, None)
+    return list(terms or stops)
 
 
 def is_stopword(word: str) -> bool:
@@ -223,3 +314,6 @@ class Lexical(Protocol):
     ) -> Any: ...
     def search(self, q: Any, limit: int) -> list[tuple[int, float]]: ...
     def missing(self, words: list[tuple[str, bool]]) -> list[str]: ...
+    def held_terms(self, query: ParsedQuery, chunk_ids: list[int]) -> tuple[Any, Any, Any]: ...
+    def corrections(self, word: str, distance: int) -> list[tuple[str, int, int]]: ...
+    def rarity(self, words: list[str]) -> list[float]: ...

@@ -30,18 +30,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import zlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from autodoc.bm25.analyzer import (
-    CJK_BIGRAMS,
     CJK_FIELD,
-    CJK_WEIGHT,
-    FIELD_WEIGHTS,
     HEX_WORD,
     LEXICAL_FORMAT,
     NAME_FIELDS,
@@ -49,54 +47,29 @@ from autodoc.bm25.analyzer import (
     LexicalDoc,
     analyze,
     cjk_runs,
-    field_texts,
+    idf_share,
     is_stopword,
     naming_words,
     normalise_numbers,
+    query_terms,
+)
+from autodoc.bm25.sparse_encoding import (
+    CJK_TERM,
+    WEIGHTS,
+    bigrams,
+    chunk_words,
+    sparse_weights,
+    term_id,
 )
 from autodoc.parse.query_parser import ParsedQuery, QueryItem
 from autodoc.store.qdrant_connection import client_for, is_local, quiet
 
 BM25, NAMES = "bm25", "names"
-K1, B = 1.2, 0.75  # Tantivy's BM25 constants
-WEIGHTS = {**FIELD_WEIGHTS, CJK_FIELD: CJK_WEIGHT}
 UPSERT_BATCH = 256  # points a call
 DELETE_BATCH = 1024
 MISSING_PAGE = 64  # chunks a request for the query's missing words reads
 FORMAT = f"{LEXICAL_FORMAT}.q1"  # bumped when what a point holds changes: the writer rebuilds
 _STATE_FILE = "qdrant.json"
-_CJK = "cjk:"  # a CJK bigram's term: no analyzed word holds a colon
-
-
-def term_id(word: str) -> int:
-    return zlib.crc32(word.encode())
-
-
-def chunk_words(d: LexicalDoc) -> dict[str, list[str]]:
-    """The chunk's analyzed words per field, as Tantivy indexes them (CJK: bigram terms)."""
-    texts = field_texts(d)
-    words = {name: [w for t in values for w in analyze(t)] for name, values in texts.items()}
-    words[CJK_FIELD] = [_CJK + g for run in texts[CJK_FIELD] for g in bigrams(run)]
-    return words
-
-
-def bigrams(run: str) -> list[str]:
-    return CJK_BIGRAMS.analyze(run)
-
-
-def sparse_weights(
-    words: dict[str, list[str]], avg: dict[str, float], fields: Iterable[str]
-) -> dict[int, float]:
-    """term id -> the best field's weighted BM25 term-frequency part (IDF added by Qdrant)."""
-    weight: dict[int, float] = {}
-    for name in fields:
-        found = words.get(name, [])
-        norm = K1 * (1 - B + B * len(found) / max(avg.get(name, 1.0), 1e-9))
-        for word, tf in Counter(found).items():
-            w = WEIGHTS[name] * tf * (K1 + 1) / (tf + norm)
-            key = term_id(word)
-            weight[key] = max(weight.get(key, 0.0), w)
-    return weight
 
 
 @dataclass
@@ -265,7 +238,7 @@ class QdrantLexical:
                 "terms": sorted(
                     {w for name, found in words.items() if name != CJK_FIELD for w in found}
                 ),
-                "grams": sorted({w.removeprefix(_CJK) for w in words[CJK_FIELD]}),
+                "grams": sorted({w.removeprefix(CJK_TERM) for w in words[CJK_FIELD]}),
                 "names": sorted({w for name in NAME_FIELDS for w in words[name]}),
                 "words": in_order,
             },
@@ -358,7 +331,7 @@ class QdrantLexical:
                 continue
             vector.update(scored)
             open_ended |= unscored
-            stop = not item.phrase and not item.prefix and is_stopword(item.text)
+            stop = item.optional or (not item.phrase and not item.prefix and is_stopword(item.text))
             (optional if stop or not all_words else required).append(condition)
         if all_words and not required and optional:  # stopwords only: require them all
             return self.build(_without_stops(query), all_words, restrict)
@@ -392,7 +365,7 @@ class QdrantLexical:
         runs = cjk_runs(item.text)
         if runs:  # every run of the item, each as its bigrams (Tantivy's CJK field)
             either.append(m.Filter(must=[self._cjk(run) for run in runs]))
-            scored += [term_id(_CJK + g) for run in runs for g in bigrams(run)]
+            scored += [term_id(CJK_TERM + g) for run in runs for g in bigrams(run)]
         unscored = bool(tail) or hex_word or any(not bigrams(run) for run in runs)
         return scored, either[0] if len(either) == 1 else m.Filter(should=either), unscored
 
@@ -478,6 +451,45 @@ class QdrantLexical:
                 pending.clear()  # count them present rather than ask for ever
                 break
         return [w for w, found in units.items() if not found or any(u in pending for u in found)]
+
+    def held_terms(self, query: ParsedQuery, chunk_ids: list[int]) -> tuple[Any, Any, Any]:
+        """As `LexicalIndex.held_terms`, the candidates' terms read from their payloads (one
+        request), which keep no fields apart: no term counts as held only in link lines."""
+        terms = query_terms(query)
+        held = np.zeros((len(chunk_ids), len(terms)), dtype=bool)
+        if not terms or not chunk_ids:
+            return np.zeros(len(terms)), held, held.copy()
+        weights = np.array(self._idf_shares(terms))
+        with self.lock:
+            points = self.client.retrieve(self.name, ids=chunk_ids, with_payload=["terms", "grams"])
+        row = {cid: i for i, cid in enumerate(chunk_ids)}
+        units = [("run", t) if cjk_runs(t) else ("term", t) for t in terms]
+        for p in points:
+            have = (set(p.payload.get("terms", [])), set(p.payload.get("grams", [])))
+            held[row[int(p.id)]] = [_holds(have, u) for u in units]
+        return weights, held, np.zeros_like(held)
+
+    def rarity(self, words: list[str]) -> list[float]:
+        """As `LexicalIndex.rarity` (a CJK word: 1.0)."""
+        shares = [max(self._idf_shares(analyze(w)), default=0.0) for w in words]
+        return [1.0 if cjk_runs(w) else share for w, share in zip(words, shares, strict=True)]
+
+    def _idf_shares(self, terms: list[str]) -> list[float]:
+        """Each term's `idf_share`, from exact counts of the chunks holding it (a CJK word:
+        every bigram of it)."""
+        m = self.m
+        with self.lock, quiet(self.local):
+            total = self.client.count(self.name, exact=True).count
+            held = [self._cjk(t) if cjk_runs(t) else _term(m, t) for t in terms]
+            counts = [
+                self.client.count(self.name, count_filter=m.Filter(must=[h])).count for h in held
+            ]
+        return [idf_share(df, total) for df in counts]
+
+    def corrections(self, word: str, distance: int) -> list[tuple[str, int, int]]:
+        """No typo correction on Qdrant's sparse vectors: it has no term dictionary to walk
+        (doc/scale.md says so); a misspelt word finds what meaning finds."""
+        return []
 
     def _units(self, word: str, prefix: bool) -> list[tuple[str, str]]:
         """What holding `word` means, as (kind, text) each some chunk must hold."""

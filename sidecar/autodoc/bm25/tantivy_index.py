@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import cast
 
+import numpy as np
 import tantivy
 from tantivy import Occur, Query
 
@@ -27,16 +28,24 @@ from autodoc.bm25.analyzer import (
     LEXICAL_FORMAT,
     NAME_FIELDS,
     STEMMED,
+    SYNTAX,
+    SYNTAX_ANALYZER,
+    SYNTAX_FIELD,
+    SYNTAX_WEIGHT,
     TEXT_FIELDS,
     TIE_BREAKER,
     UNSTEMMED,
     LexicalDoc,
     analyze,
     cjk_runs,
+    edit_distance,
     field_texts,
+    idf_share,
     is_stopword,
     naming_words,
     normalise_numbers,
+    query_terms,
+    syntax_marks,
 )
 from autodoc.parse.query_parser import ParsedQuery, QueryItem
 
@@ -53,6 +62,7 @@ def build_schema() -> tantivy.Schema:
     for name in TEXT_FIELDS:
         sb.add_text_field(name, tokenizer_name=ANALYZER_NAME)
     sb.add_text_field(CJK_FIELD, tokenizer_name=CJK_ANALYZER)
+    sb.add_text_field(SYNTAX_FIELD, tokenizer_name=SYNTAX_ANALYZER)
     return sb.build()
 
 
@@ -75,6 +85,7 @@ class LexicalIndex:
             self.mark_format()
         self.index.register_tokenizer(ANALYZER_NAME, STEMMED)
         self.index.register_tokenizer(CJK_ANALYZER, CJK_BIGRAMS)
+        self.index.register_tokenizer(SYNTAX_ANALYZER, SYNTAX)
         self.index.config_reader(reload_policy="Manual")
         self._writer: tantivy.IndexWriter | None = None
         self.epoch_seen = -1
@@ -120,6 +131,9 @@ class LexicalIndex:
             for name, values in field_texts(d).items():
                 for value in values:  # one value a CJK run: no bigram spans two
                     doc.add_text(name, value)
+            marks = syntax_marks(f"{d.title}\n{d.breadcrumb}\n{d.body}")
+            if marks:
+                doc.add_text(SYNTAX_FIELD, " ".join(marks))
             w.add_document(doc)
             n += 1
         return n
@@ -169,9 +183,16 @@ class LexicalIndex:
             clause = self._item_query(item)
             if clause is None:
                 continue
-            stop = not item.phrase and not item.prefix and is_stopword(item.text)
+            stop = item.optional or (not item.phrase and not item.prefix and is_stopword(item.text))
             (optional if stop or not all_words else required).append(clause)
-        if all_words and not required:  # a query of stopwords only: require them all
+        # A word's markup (`%%comment%%`, `[[note#^block]]`) is among the query's words:
+        # required by the all-words pass, like them. Punctuation alone (`!!!`) is no word.
+        marks = [m for item in query.items if analyze(item.text) for m in syntax_marks(item.text)]
+        (required if all_words else optional).extend(
+            Query.boost_query(Query.term_query(self.schema, SYNTAX_FIELD, m), SYNTAX_WEIGHT)
+            for m in dict.fromkeys(marks)
+        )
+        if all_words and not required:  # stopwords or markup only: require them all
             required, optional = optional, []
         if not required and not optional:
             return None
@@ -263,6 +284,91 @@ class LexicalIndex:
         """Of (word, is a prefix), those no chunk holds in any field, read from one searcher."""
         searcher = self.index.searcher()
         return [word for word, prefix in words if not self._holds(searcher, word, prefix)]
+
+    def held_terms(
+        self, query: ParsedQuery, chunk_ids: list[int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For the ranking's features: the query's distinct content terms' IDF weights, scaled
+        to 0..1 by the IDF of a term only one chunk holds (comparable across vaults); for each
+        of `chunk_ids` which of those terms it holds in any field, and which it holds only in
+        link lines (words that name another document). Bool matrices, one row a chunk. Two term
+        queries a term, restricted to those chunks, so the cost is the number of terms, not of
+        the index (the candidates' term coverage: `choose kafka`'s rare word)."""
+        terms = query_terms(query)
+        held = np.zeros((len(chunk_ids), len(terms)), dtype=bool)
+        named = np.zeros_like(held)
+        if not terms or not chunk_ids:
+            return np.zeros(len(terms)), held, named
+        searcher = self.index.searcher()
+        total = max(searcher.num_docs, 1)
+        among = Query.term_set_query(self.schema, "chunk_id", chunk_ids)
+        row = {cid: i for i, cid in enumerate(chunk_ids)}
+        weights = np.zeros(len(terms))
+        prose = [n for n in TEXT_FIELDS if n != "links"]
+        for j, term in enumerate(terms):
+            if cjk_runs(term):  # held inside runs: its bigrams, in their field
+                runs = self._cjk_query(term)
+                found = searcher.search(runs[0], 1, count=True) if runs else None
+                df = (found.count or 0) if found is not None else 0  # type: ignore[attr-defined]
+                clauses = [(runs, held)]
+            else:
+                df = max(searcher.doc_freq(name, term) for name in TEXT_FIELDS)
+                clauses = [
+                    ([Query.term_query(self.schema, n, term) for n in fields], into)
+                    for fields, into in ((prose, held), (["links"], named))
+                ]
+            weights[j] = idf_share(df, total)
+            if not df:
+                continue
+            for alternatives, into in clauses:
+                anywhere = Query.boolean_query([(Occur.Should, a) for a in alternatives])
+                q = Query.boolean_query([(Occur.Must, anywhere), (Occur.Must, among)])
+                for cid, _ in self.search(q, len(chunk_ids)):
+                    if cid in row:
+                        into[row[cid], j] = True
+        named &= ~held  # only in link lines
+        return weights, held | named, named
+
+    def rarity(self, words: list[str]) -> list[float]:
+        """Each word's rarest analyzed term's IDF share (`idf_share`: 1.0 a term one chunk
+        holds, 0.0 one none does); a CJK word, found inside runs rather than as a term, 1.0."""
+        searcher = self.index.searcher()
+        total = searcher.num_docs
+        out = []
+        for word in words:
+            if cjk_runs(word):
+                out.append(1.0)
+                continue
+            dfs = [max(searcher.doc_freq(n, t) for n in TEXT_FIELDS) for t in analyze(word)]
+            out.append(max((idf_share(df, total) for df in dfs), default=0.0))
+        return out
+
+    def corrections(self, word: str, distance: int) -> list[tuple[str, int, int]]:
+        """Indexed terms within `distance` edits of `word`'s stem, as (term, chunks holding
+        it, one such chunk), most held first: the words a typo may have meant. The term
+        dictionary is walked only under the stem's first or second letter, among chunks a
+        fuzzy query matches (a typo in the first letter is not corrected)."""
+        stems = analyze(word)
+        if len(stems) != 1:
+            return []
+        stem = stems[0]
+        searcher = self.index.searcher()
+        found: dict[str, int] = {}
+        for name in ("title", "body"):
+            fuzzy = Query.fuzzy_term_query(self.schema, name, stem, distance)
+            for lead in dict.fromkeys(stem[:2]):
+                for term, count in searcher.terms_with_prefix(name, lead, filter_query=fuzzy):
+                    if term != stem and edit_distance(term, stem, distance) <= distance:
+                        found[term] = max(found.get(term, 0), count)
+        out = []
+        for term, count in sorted(found.items(), key=lambda kv: (-kv[1], kv[0])):
+            anywhere = Query.boolean_query(
+                [(Occur.Should, Query.term_query(self.schema, n, term)) for n in TEXT_FIELDS]
+            )
+            hits = self.search(anywhere, 1)
+            if hits:
+                out.append((term, count, hits[0][0]))
+        return out
 
     def _holds(self, searcher: tantivy.Searcher, word: str, prefix: bool) -> bool:
         """Whether some chunk holds `word` in any field (`prefix`: some word starts with it; a

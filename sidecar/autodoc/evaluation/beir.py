@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from autodoc.query.stages import STAGE_SETS
+from autodoc.wire import limits
 from autodoc.wire.errors import invalid_params
 
 # STAGE_SETS (the registry's): each retriever alone, "hybrid" (every retriever, fused), "rerank"
@@ -92,7 +93,9 @@ def load_beir(dataset: Path, split: str) -> tuple[list[dict[str, Any]], list[Jud
     texts = {}
     for line in (dataset / "queries.jsonl").open(encoding="utf-8"):
         q = json.loads(line)
-        texts[str(q["_id"])] = q["text"]
+        # A search takes at most MAX_QUERY_WORDS words (wire/limits.py); a longer query (some of
+        # Gorilla's generated instructions) is asked by its first ones, as a client must.
+        texts[str(q["_id"])] = " ".join(q["text"].split()[: limits.MAX_QUERY_WORDS])
     qrels: dict[str, dict[str, int]] = {}
     with (dataset / "qrels" / f"{split}.tsv").open(encoding="utf-8") as fh:
         for n, line in enumerate(fh):

@@ -22,6 +22,7 @@ class QueryItem:
     text: str  # as the user wrote it, without quotes or the trailing *
     phrase: bool = False  # quoted: the words must be adjacent and in order
     prefix: bool = False  # a trailing * on the last word
+    optional: bool = False  # scores but is not required (the lexical rarer-half pass)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import TypedDict, cast
 from autodoc import store as sql
 from autodoc.models.rankers import NO_RANKER
 from autodoc.parse.query_parser import ParsedQuery
-from autodoc.query import confidence, fusion
+from autodoc.query import confidence, fusion, ranking
 from autodoc.query.freshness import STALE_SPARE, stale_documents
 from autodoc.query.search_options import FACET_ONLY
 from autodoc.query.snippets import TermMatcher, make_snippet
@@ -50,13 +50,9 @@ def build_answer(ctx: QueryContext) -> protocol.Answer:
     fused = pin_exact(ctx)[: ctx.options.limit]
     record = ctx.fusion
     assert record is not None and ctx.rank_record is not None  # the fuse and rerank stages ran
-    active = sum(w for s, w in record["weights"].items() if s in ctx.performed)
-    terms = TermMatcher(ctx.query)
+    terms = TermMatcher(ctx.lexical_query or ctx.query)
     hits = []
-    for f in fused:
-        relevance = (
-            1.0 if "exact" in f.via else round(fusion.relevance(f.score, active, record["k"]), 4)
-        )
+    for f, relevance in zip(fused, _relevance(ctx, fused), strict=True):
         hit = _hit(ctx.rows[f.chunk_id], terms, relevance, f.score, f.via)
         if f.chunk_id in ctx.moved:
             hit["superseded_by"] = ctx.successor_paths.get(ctx.moved[f.chunk_id], "")
@@ -64,7 +60,7 @@ def build_answer(ctx: QueryContext) -> protocol.Answer:
             hit["rank_score"] = round(ctx.rank_scores[f.chunk_id], 6)
         hits.append(hit)
     ctx.timings["total_ms"] = round((time.perf_counter() - ctx.started) * 1000, 2)
-    return protocol.Answer(
+    answer = protocol.Answer(
         workspace=ctx.ws.name,
         root=str(ctx.ws.root),
         query=ctx.text,
@@ -78,12 +74,33 @@ def build_answer(ctx: QueryContext) -> protocol.Answer:
         fusion=record,
         filter=ctx.flt.describe(),
         truncated=ctx.truncated,
+        below_floor=ctx.below_floor,
         stale=sorted(ctx.stale),
-        **_confidence(ctx, len(hits)),
+        **_confidence(ctx, hits),
         epoch=list(ctx.epochs),
         took_ms=ctx.timings["total_ms"],
         timings=ctx.timings,
     )
+    if ctx.did_you_mean:
+        answer["did_you_mean"] = ctx.did_you_mean
+    return answer
+
+
+def _relevance(ctx: QueryContext, fused: list[fusion.Fused]) -> list[float]:
+    """Each hit's relevance, never above the one before it: under `learned` fusion its
+    probability of answering, else its share of first place in every stage; an exact title or
+    alias 1.0."""
+    record = ctx.fusion
+    assert record is not None
+    if record["method"] == "learned":
+        raw = [1.0 if "exact" in f.via else f.score for f in fused]
+    else:
+        active = sum(w for s, w in record["weights"].items() if s in ctx.performed)
+        raw = [
+            1.0 if "exact" in f.via else fusion.relevance(f.score, active, record["k"])
+            for f in fused
+        ]
+    return [round(r, 4) for r in ranking.non_increasing(raw)]
 
 
 class _Confidence(TypedDict):
@@ -92,18 +109,22 @@ class _Confidence(TypedDict):
     cosine: float | None
 
 
-def _confidence(ctx: QueryContext, hits: int) -> _Confidence:
-    """What the answer can say about itself from absolute evidence (confidence.py)."""
+def _confidence(ctx: QueryContext, hits: list[protocol.Hit]) -> _Confidence:
+    """What the answer can say about itself: under `learned` fusion from the top hit's
+    calibrated probability, else from absolute evidence (confidence.py)."""
     words = confidence.content_words(ctx.query)
-    missing = confidence.missing_words(ctx.lexical, words)
+    absent = ctx.absent if ctx.absent is not None else ctx.lexical.missing(words)
+    missing = confidence.rare_words(absent)
     semantic = ctx.signals.get("semantic") if "semantic" in ctx.performed else None
     cosine = round(float(semantic[0]), 4) if semantic else None
-    lexical_hits = next((len(found) for stage, found in ctx.ranked if stage == "lexical"), 0)
-    return _Confidence(
-        missing=missing,
-        confidence=confidence.level(hits, len(words), len(missing), cosine, lexical_hits),
-        cosine=cosine,
-    )
+    assert ctx.fusion is not None
+    if ctx.fusion["method"] == "learned":
+        top = hits[0]["relevance"] if hits else None
+        level = ranking.confidence_level(ranking.active_model(), top, bool(missing))
+    else:
+        lexical_hits = next((len(found) for stage, found in ctx.ranked if stage == "lexical"), 0)
+        level = confidence.level(len(hits), len(words), len(missing), cosine, lexical_hits)
+    return _Confidence(missing=missing, confidence=level, cosine=cosine)
 
 
 def _hit(
@@ -191,6 +212,7 @@ def browse_answer(ctx: QueryContext, conn: sqlite3.Connection) -> protocol.Answe
         filter=ctx.flt.describe(),
         matched=matched,
         truncated=False,
+        below_floor=0,
         stale=sorted(stale),
         missing=[],
         confidence="high" if hits else "none",  # the filter is exact: what matches, matches

@@ -16,7 +16,11 @@ The cosine thresholds are the bundled model's, calibrated on the golden sets of 
 
 from __future__ import annotations
 
-from autodoc.bm25.analyzer import Lexical, analyze, is_stopword
+import functools
+import gzip
+from importlib import resources
+
+from autodoc.bm25.analyzer import FUNCTION_WORDS, analyze, is_stopword
 from autodoc.parse.query_parser import ParsedQuery
 from autodoc.wire.protocol import ConfidenceLevel
 
@@ -26,22 +30,6 @@ from autodoc.wire.protocol import ConfidenceLevel
 # negative seen, and marks a meaning-only answer `low` below the answerable queries' tail.
 NEAR_COSINE = 0.70  # at or above: a section close in meaning, though a word is missing
 FAR_COSINE = 0.30  # below: nothing close in meaning
-
-
-# The frame of a question in plain words: auxiliaries, pronouns, wh-words (NLTK's English
-# stopword list). Tantivy's English list (Lucene's, 33 words) keeps them, so "why did we pick
-# sqlite" over a vault that never says "did" was marked `missing: did`, confidence low. They
-# are still searched; they only do not count as content a vault must hold.
-_FUNCTION_WORDS = """
-    a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself
-    yourselves"""
-FUNCTION_WORDS = frozenset(_FUNCTION_WORDS.split())
 
 
 def content_words(query: ParsedQuery) -> list[tuple[str, bool]]:
@@ -58,11 +46,25 @@ def content_words(query: ParsedQuery) -> list[tuple[str, bool]]:
     return list(out.items())
 
 
-def missing_words(lexical: Lexical, words: list[tuple[str, bool]]) -> list[str]:
-    """Of `words` (`content_words`'), those no chunk of the index holds, in any field (for a
-    prefix: no word starts with it). The index may still hold a chunk retired seconds ago:
-    such a word counts as present, and the answer's hits show it is not."""
-    return lexical.missing(words)
+def rare_words(absent: list[str]) -> list[str]:
+    """Of words no chunk holds, those rare in English: a vault that never says `forgot` or
+    `thumbnail` may still answer, one that never says `rabbitmq` does not cover it."""
+    if not absent:
+        return absent
+    common = common_words()
+    return [w for w in absent if w.lower() not in common]
+
+
+COMMON_WORDS_FILE = "common_words.txt.gz"
+
+
+@functools.cache
+def common_words() -> frozenset[str]:
+    """English words at Zipf 3.0 or above (once per million words), from wordfreq's list
+    (bench/common_words.py writes the file; read once, on the first absent word)."""
+    data = resources.files("autodoc.query").joinpath(COMMON_WORDS_FILE).read_bytes()
+    lines = gzip.decompress(data).decode("utf-8").splitlines()
+    return frozenset(line for line in lines if line and not line.startswith("#"))
 
 
 def level(

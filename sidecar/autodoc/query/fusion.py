@@ -216,10 +216,13 @@ def apply_recency(
 def demote_superseded(
     hits: list[Fused], successor: dict[int, int], move: bool = True
 ) -> dict[int, int]:
-    """Put a successor's hits where its older document's first hit was, when that ranked
-    higher, and the older document's hits directly below them (spec §4: the superseded
-    document's hits go directly below the successor's): a query in the old decision's words
-    gets the decision in force first, the one it replaced right after it.
+    """Put an older document's hits that rank above its successor's best hit directly below
+    that hit (spec §4: the superseded document below its successor): a query in the old
+    decision's words gets the decision in force first, the one it replaced right after it.
+
+    Demotion only moves the older document's hits down: no hit rises above one that outranked
+    it (the hits they pass each move up one place, as when a row is deleted), and the
+    successor is never lifted.
 
     `successor`: {old document id: new document id}; only pairs that both appear are moved,
     and none when not `move` (a query that names a document: its number, its words quoted).
@@ -228,16 +231,18 @@ def demote_superseded(
     """
     moved: dict[int, int] = {}
     for old, new in successor.items():
+        new_first = next((i for i, h in enumerate(hits) if h.document_id == new), None)
         old_hits = [h for h in hits if h.document_id == old]
-        new_hits = [h for h in hits if h.document_id == new]
-        if not old_hits or not new_hits:
+        if new_first is None or not old_hits:
             continue
         moved.update((h.chunk_id, new) for h in old_hits)
-        position = {h.chunk_id: i for i, h in enumerate(hits)}
-        if not move or position[old_hits[0].chunk_id] > position[new_hits[-1].chunk_id]:
+        if not move:
+            continue
+        above = [h for h in hits[:new_first] if h.document_id == old]
+        if not above:
             continue  # already below
-        first = min(position[old_hits[0].chunk_id], position[new_hits[0].chunk_id])
-        before = hits[:first]
-        after = [h for h in hits[first:] if h.document_id not in (old, new)]
-        hits[:] = before + new_hits + old_hits + after
+        lowered = {h.chunk_id for h in above}
+        rest = [h for h in hits if h.chunk_id not in lowered]
+        at = rest.index(hits[new_first]) + 1
+        hits[:] = rest[:at] + above + rest[at:]
     return moved

@@ -166,10 +166,14 @@ def print_search(answer: dict[str, Any]) -> None:
         note += f" · semantic {answer['semantic']} ({cov['embedded']}/{cov['total']} chunks)"
     for stage, why in stages["skipped"].items():
         note += f" · {stage} skipped: {why}"
+    if answer.get("below_floor"):
+        note += f" · {answer['below_floor']} implausible left out"
     if answer["missing"]:
         note += f" · missing: {', '.join(answer['missing'])}"
     if answer["confidence"] != "high":
         note += f" · confidence {answer['confidence']}"
+    if answer.get("did_you_mean"):
+        note += f" · did you mean: {answer['did_you_mean']}"
     print(note, file=sys.stderr)
 
 

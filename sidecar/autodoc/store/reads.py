@@ -45,6 +45,12 @@ def boost_facts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple
     return {r[0]: (r[1], r[2]) for r in Store.rows(conn, sql, list(ids))}
 
 
+def outbound_links(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, int]:
+    """{document id: links it holds}, for those that hold any: an index page links to many."""
+    sql = "SELECT source_id, count(*) FROM links WHERE source_id IN ({marks}) GROUP BY source_id"
+    return {r[0]: r[1] for r in Store.rows(conn, sql, list(ids))}
+
+
 def successors(conn: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, int]]:
     """(old document, its successor) for these documents when they are superseded."""
     sql = "SELECT old_id, new_id FROM supersessions WHERE old_id IN ({marks})"

@@ -34,9 +34,10 @@ Via = Literal["lexical", "semantic", "exact", "rank", "facet"]
 ConfidenceLevel = Literal["high", "low", "none"]
 LeaseState = Literal["writer", "read-only", "taking over"]
 Intent = Literal["phrase", "prefix", "path", "number", "identifier", "question", "words"]
-FusionName = Literal["convex", "confidence", "rrf"]  # `search.query`'s `fusion` option
-FUSIONS: tuple[FusionName, ...] = ("convex", "confidence", "rrf")
-DEFAULT_FUSION: FusionName = "convex"
+# `search.query`'s `fusion` option
+FusionName = Literal["learned", "convex", "confidence", "rrf"]
+FUSIONS: tuple[FusionName, ...] = ("learned", "convex", "confidence", "rrf")
+DEFAULT_FUSION: FusionName = "learned"
 
 
 # -- search.query --------------------------------------------------------------------------------
@@ -62,7 +63,8 @@ class Hit(TypedDict):
     line_end: int
     """1-based, inclusive."""
     relevance: float
-    """0..1, comparable within one answer: 1.0 is first place in every stage that ran."""
+    """0..1, never above the row before. `learned`: the calibrated probability that it answers
+    (an exact title or alias: 1.0); else 1.0 is first place in every stage that ran."""
     score: float
     """The fused score, for ordering only."""
     via: list[Via]
@@ -132,15 +134,17 @@ class StagesRecord(TypedDict):
 @_WIRE
 class FusionRecord(TypedDict):
     method: str
-    """`convex` (the default: scaled scores, fixed shares), `confidence` (weighted RRF) or the
-    spec's plain `rrf`; one stage alone is `rrf` with weight 1 (its own order)."""
+    """`learned` (the default: each hit's calibrated probability of answering, from the
+    shipped ranking model), `convex` (scaled scores, fixed shares), `confidence` (weighted RRF)
+    or the spec's plain `rrf`; under a fixed fusion one stage alone is `rrf` with weight 1."""
     k: int
-    """RRF's k; 0 for `convex`."""
+    """RRF's k; 0 for `convex` and `learned`."""
     weights: dict[str, float]
     """Each retrieval stage's weight in this answer."""
     intent: Intent
     """What the query looks like: number, identifier, path, phrase and prefix queries are
     answered lexical-first (semantic hits only below), question and words ones by both."""
+    model: NotRequired[str]  # `learned`: the ranking model's version
 
 
 @_WIRE
@@ -190,13 +194,17 @@ class Answer(TypedDict):
     """A filters-only query: how many documents match."""
     truncated: bool
     """A stage could not read deep enough to fill the answer."""
+    below_floor: int
+    """`learned`: candidates left out as implausible (probability under the model's floor)."""
     stale: list[str]
     """Paths changed on disk since indexing: left out of this answer, re-indexed now."""
     missing: list[str]
-    """The query's content words that occur in no chunk of the workspace."""
+    """The query's content words that occur in no chunk of the workspace and are rare in the
+    language (a common word a vault never uses is no news)."""
     confidence: ConfidenceLevel
-    """From absolute evidence (`missing`, `cosine`), not from relevance: `none` says the
-    workspace has no answer, `low` that the hits may not be one."""
+    """`none` says the workspace has no answer, `low` that the hits may not be one. Under
+    `learned` fusion from the top hit's calibrated probability; otherwise from `missing` and
+    `cosine`."""
     cosine: float | None
     """The semantic stage's best cosine (absolute; null when it did not run)."""
     epoch: list[int]
@@ -204,6 +212,8 @@ class Answer(TypedDict):
     that one snapshot, and a later answer never has a lower one."""
     took_ms: float
     timings: dict[str, float]
+    did_you_mean: NotRequired[str]
+    """The query, a word found nowhere replaced by one an edit or two away (also searched)."""
 
 
 # -- search.find, doc.read, changes.since -------------------------------------------------------

@@ -52,7 +52,7 @@ class SearchOptions:
     window: int | None = None  # how many fused hits the ranker reads (default: the workspace's)
     facets: dict[str, Any] | None = None  # {field: [values]}; a "-field" key excludes
     tags: list[str] | None = None  # tag names; "-name" excludes
-    fusion: str = protocol.DEFAULT_FUSION  # "convex", "confidence" or the spec's plain "rrf"
+    fusion: str = protocol.DEFAULT_FUSION  # "learned", "convex", "confidence" or plain "rrf"
     recency: float | None = None  # a half-life in days: newer documents rank higher
 
 
@@ -77,10 +77,14 @@ class QueryContext:
     epochs: tuple[int, int] = (0, 0)
     allowed: DocumentSet | None = None
     # what the stages leave
+    absent: list[str] | None = None  # content words no chunk holds (the lexical stage's look)
+    lexical_query: ParsedQuery | None = None  # the words searched, typos corrected
+    did_you_mean: str | None = None  # that query as the user would type it
     performed: list[protocol.StageName] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     ranked: list[tuple[str, list[tuple[int, int]]]] = field(default_factory=list)
     signals: dict[str, list[float]] = field(default_factory=dict)  # each stage's scores
+    lexical_passes: list[int] = field(default_factory=list)  # which pass found each lexical hit
     truncated: bool = False
     timings: dict[str, float] = field(default_factory=dict)
     qvec: np.ndarray | None = None
@@ -88,6 +92,7 @@ class QueryContext:
     exact: list[fusion.Fused] = field(default_factory=list)
     fused: list[fusion.Fused] = field(default_factory=list)
     moved: dict[int, int] = field(default_factory=dict)  # chunk id -> successor document id
+    below_floor: int = 0  # candidates the learned ranking left out as implausible
     fusion: protocol.FusionRecord | None = None
     rows: dict[int, sqlite3.Row] = field(default_factory=dict)  # chunk id -> its row
     successor_paths: dict[int, str] = field(default_factory=dict)

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import sqlite3
 import time
 from typing import ClassVar
 
+import numpy as np
+
 from autodoc import store
 from autodoc.bm25.analyzer import analyze
-from autodoc.query import fusion
+from autodoc.query import confidence, fusion, ranking
 from autodoc.query.intent import LEXICAL_FIRST
 from autodoc.query.stages.base import Phase, QueryContext, Skip, StageDefaults
 from autodoc.wire import protocol
@@ -28,6 +31,86 @@ class FuseStage(StageDefaults):
     def run(self, ctx: QueryContext, conn: sqlite3.Connection | None) -> Skip | None:
         assert conn is not None
         stages = [stage for stage, _ in ctx.ranked]
+        fused = fusion.rrf(ctx.ranked)  # every candidate once, with its rank in each stage
+        docs = sorted({f.document_id for f in fused})
+        info = store.boost_facts(conn, docs)
+        words = {t for item in (ctx.lexical_query or ctx.query).items for t in analyze(item.text)}
+        tagged = {d for d, (_, tags) in info.items() if has_query_tag(tags, words)}
+        inbound = {d: links for d, (links, _) in info.items()}
+        tap = ranking.FEATURE_TAP.get()
+        if ctx.options.fusion == "learned" or tap is not None:
+            outbound = store.outbound_links(conn, docs)
+            x = ranking.candidate_features(fused, _evidence(ctx, fused, inbound, outbound, tagged))
+            if tap is not None:  # training captures the candidates (bench/train_ranking.py)
+                tap(ctx, conn, fused, x)
+        if ctx.options.fusion == "learned":
+            fused = self._learned(ctx, fused, x, stages)
+        else:
+            fused = self._by_rule(ctx, fused, stages, inbound, tagged)
+        if ctx.options.recency is not None:  # off: no score is touched, no order changes
+            facts = store.recency_facts(conn, docs)
+            fused = fusion.apply_recency(fused, facts, ctx.options.recency, time.time())
+        fused = fusion.cap_per_document(fused)
+        demote = ctx.options.demote_superseded
+        if demote is None:
+            demote = ctx.ws.options["demote_superseded"]
+        if demote:
+            pairs = store.successors(conn, docs)
+            successor = {o: n for o, n in pairs if n in info}
+            # a query that names a document (its number, a quoted phrase) gets that document
+            ctx.moved = fusion.demote_superseded(fused, successor, ctx.intent not in LEXICAL_FIRST)
+        if ctx.options.fusion == "learned":
+            floor = ranking.active_model().floor
+            kept = [f for f in fused if f.score >= floor]
+            ctx.below_floor = len(fused) - len(kept)
+            fused = kept
+        ctx.fused = fused
+        return None
+
+    def _learned(
+        self, ctx: QueryContext, fused: list[fusion.Fused], x: np.ndarray, stages: list[str]
+    ) -> list[fusion.Fused]:
+        """Each candidate's probability of answering (query/ranking.py) as its score, best
+        first within the promises `ranking.tiers` keeps: what a number or a code names first,
+        and under a query that names its words, what the words found before what only meaning
+        found."""
+        model = ranking.active_model()
+        for f, p in zip(fused, model.for_stages(stages).probability(x).tolist(), strict=True):
+            f.score = p
+        ctx.fusion = protocol.FusionRecord(
+            method="learned",
+            k=0,
+            weights={s: 1.0 for s in stages},
+            intent=ctx.intent,
+            model=model.version,
+        )
+        if "lexical" not in stages:
+            return sorted(fused, key=_tie_key)
+        at = stages.index("lexical")
+        named = {
+            cid
+            for (cid, _), kind in zip(ctx.ranked[at][1], ctx.lexical_passes, strict=True)
+            if kind == ranking.NAMES_PASS
+        }
+        tier = ranking.tiers(
+            named,
+            [f.chunk_id for f in fused],
+            [f.ranks[at] for f in fused],
+            ctx.intent in LEXICAL_FIRST,
+        )
+        order = sorted(range(len(fused)), key=lambda i: (tier[i], *fused[i].tie_key))
+        return [fused[i] for i in order]
+
+    def _by_rule(
+        self,
+        ctx: QueryContext,
+        fused: list[fusion.Fused],
+        stages: list[str],
+        inbound: dict[int, int],
+        tagged: set[int],
+    ) -> list[fusion.Fused]:
+        """The fixed fusions: convex, confidence-weighted RRF or the spec's plain RRF, then the
+        tag and link boosts."""
         both = stages == ["lexical", "semantic"]
         # The query names the words the answer holds: the lexical order stands, and a hit only
         # meaning found comes below every hit the words found.
@@ -60,25 +143,38 @@ class FuseStage(StageDefaults):
             fused = fusion.convex(ctx.ranked, signals, weights, floors)
         else:
             fused = fusion.rrf(ctx.ranked, k, weights)
-        docs = sorted({f.document_id for f in fused})
-        info = store.boost_facts(conn, docs)
-        words = {t for item in ctx.query.items for t in analyze(item.text)}
-        tagged = {d for d, (_, tags) in info.items() if has_query_tag(tags, words)}
-        fused = fusion.apply_boosts(fused, tagged, {d: inbound for d, (inbound, _) in info.items()})
-        if ctx.options.recency is not None:  # off: no score is touched, no order changes
-            facts = store.recency_facts(conn, docs)
-            fused = fusion.apply_recency(fused, facts, ctx.options.recency, time.time())
-        fused = fusion.cap_per_document(fused)
-        demote = ctx.options.demote_superseded
-        if demote is None:
-            demote = ctx.ws.options["demote_superseded"]
-        if demote:
-            pairs = store.successors(conn, docs)
-            successor = {o: n for o, n in pairs if n in info}
-            # a query that names a document (its number, a quoted phrase) gets that document
-            ctx.moved = fusion.demote_superseded(fused, successor, ctx.intent not in LEXICAL_FIRST)
-        ctx.fused = fused
-        return None
+        return fusion.apply_boosts(fused, tagged, inbound)
+
+
+_tie_key = operator.attrgetter("tie_key")
+
+
+def _evidence(
+    ctx: QueryContext,
+    fused: list[fusion.Fused],
+    inbound: dict[int, int],
+    outbound: dict[int, int],
+    tagged: set[int],
+) -> ranking.Evidence:
+    query = ctx.lexical_query or ctx.query
+    weights, held, in_links = ctx.lexical.held_terms(query, [f.chunk_id for f in fused])
+    words = confidence.content_words(ctx.query)
+    if ctx.absent is None:  # the lexical stage did not look: a semantic-only search
+        ctx.absent = ctx.lexical.missing(words)
+    return ranking.Evidence(
+        ranked=ctx.ranked,
+        signals=ctx.signals,
+        lexical_passes=ctx.lexical_passes,
+        term_weights=weights,
+        held=held,
+        held_in_links=in_links,
+        intent=ctx.intent,
+        missing_share=len(confidence.rare_words(ctx.absent)) / max(len(words), 1),
+        absent_share=len(ctx.absent) / max(len(words), 1),
+        inbound=inbound,
+        outbound=outbound,
+        tagged=tagged,
+    )
 
 
 def has_query_tag(tags_json: str | None, words: set[str]) -> bool:

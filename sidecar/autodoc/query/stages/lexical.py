@@ -4,14 +4,17 @@ is exactly the query (issue 11: typing a name finds it first)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sqlite3
+import statistics
 from typing import Any, ClassVar
 
-from autodoc.bm25.analyzer import Lexical
+from autodoc.bm25.analyzer import Lexical, analyze, is_framing
 from autodoc.parse.query_parser import ParsedQuery
-from autodoc.query import fusion
+from autodoc.query import confidence, fusion, spelling
 from autodoc.query.intent import code_words, number_words
+from autodoc.query.ranking import ALL_WORDS_PASS, ANY_WORD_PASS, NAMES_PASS, RARE_WORDS_PASS
 from autodoc.query.stages.base import Phase, QueryContext, Skip, StageDefaults
 from autodoc.store import DocumentSet, Store, Workspace, documents_named, first_live_chunk
 from autodoc.wire.limits import MAX_READ, RETRIEVER_TOP
@@ -27,18 +30,32 @@ class LexicalStage(StageDefaults):
         assert conn is not None
         with ctx.timed("lexical_ms"):
             ctx.lexical.refresh(ctx.epochs[0])
+            query = words_searched(ctx, conn)
             # A number query names a record by its digits; a longer query may hold a code
             # (`c1083 cannot open include file`), which names the document titled with it.
             number = ctx.intent == "number"
-            names = number_words(ctx.query) if number else code_words(ctx.query)
+            names = number_words(query) if number else code_words(query)
             found, cut, ctx.signals["lexical"] = lexical_candidates(
-                conn, ctx.store, ctx.lexical, ctx.ws, ctx.query, ctx.allowed, names=names,
-                whole=not number,
+                conn, ctx.store, ctx.lexical, ctx.ws, query, ctx.allowed, names=names,
+                whole=not number, passes=ctx.lexical_passes,
             )  # fmt: skip
             ctx.truncated |= cut
             ctx.ranked.append(("lexical", found))
         ctx.exact = exact_names(conn, ctx.ws, ctx.query, ctx.allowed)
         return None
+
+
+def words_searched(ctx: QueryContext, conn: sqlite3.Connection) -> ParsedQuery:
+    """The query, or, when a word is found nowhere and one within an edit or two is, the query
+    with that word corrected (`ctx.did_you_mean`). Notes the absent words for the answer."""
+    words = confidence.content_words(ctx.query)
+    ctx.absent = ctx.lexical.missing(words)
+    typed = [w for w, prefix in words if not prefix and w in ctx.absent]
+    fixed = spelling.correct(conn, ctx.store, ctx.lexical, ctx.query, typed) if typed else None
+    if fixed is None:
+        return ctx.query
+    ctx.lexical_query, ctx.did_you_mean = fixed
+    return ctx.lexical_query
 
 
 # What a hit the names pass did not find may score, at most, against the last one it found: the
@@ -56,14 +73,17 @@ def lexical_candidates(
     need: int = RETRIEVER_TOP,
     names: list[str] | None = None,
     whole: bool = False,
+    passes: list[int] | None = None,
 ) -> tuple[list[tuple[int, int]], bool, list[float]]:
-    """Visible (chunk_id, document_id) best first: all-words matches, then any-word ones;
-    before them, with `names` (a query's numbers), the documents those numbers name (`whole`:
-    the codes as written, not their digits).
+    """Visible (chunk_id, document_id) best first: all-words matches, then matches of the
+    query's rarer words (`rarer_half`), then any-word ones; before them, with `names` (a
+    query's numbers), the documents those numbers name (`whole`: the codes as written, not
+    their digits).
 
     `allowed`: the documents a filter keeps (None: all), applied inside the Tantivy query.
     Reads twice what it needs, then up to MAX_READ when invisible chunks starve the read.
-    Returns (rows, truncated, their BM25 scores).
+    Returns (rows, truncated, their BM25 scores); `passes`, when given, gets each row's pass
+    (NAMES_PASS, ALL_WORDS_PASS, RARE_WORDS_PASS, ANY_WORD_PASS): a feature of the ranking.
     """
     rows: list[tuple[int, int]] = []
     scores: list[float] = []
@@ -76,13 +96,9 @@ def lexical_candidates(
             restrict = lexical.only_documents(keep=sorted(allowed.keep))
         else:
             restrict = lexical.only_documents(drop=sorted(allowed.drop or ()))
-    passes = [(lexical.build(query, all_words=True, restrict=restrict), False)]
-    if passes[0][0] is not None:
-        passes.append((lexical.build(query, all_words=False, restrict=restrict), False))
-        if names:
-            passes.insert(0, (lexical.build_names(names, query, restrict, whole=whole), True))
+    queries = _passes(lexical, query, restrict, names, whole)
     ceiling = math.inf  # after the names pass: NAMED_GAP × its last score
-    for q, naming in passes:
+    for q, kind in queries:
         if q is None:
             continue
         got, bm25, cut = _read_pass(
@@ -91,11 +107,67 @@ def lexical_candidates(
         truncated |= cut
         rows.extend(got)
         scores.extend(min(bm25[cid], ceiling) for cid, _ in got)
-        if naming and got:
+        if passes is not None:
+            passes.extend(kind for _ in got)
+        if kind == NAMES_PASS and got:
             ceiling = NAMED_GAP * scores[-1]
         if len(rows) >= need:
             break
+    if passes is not None:
+        del passes[need:]
     return rows[:need], truncated, scores[:need]
+
+
+def _passes(
+    lexical: Lexical, query: ParsedQuery, restrict: Any, names: list[str] | None, whole: bool
+) -> list[tuple[Any, int]]:
+    """The passes' queries in order, each with its kind: the names a query's numbers or codes
+    name, every word, the rarer half of the words, any word."""
+    every = lexical.build(query, all_words=True, restrict=restrict)
+    if every is None:
+        return []
+    queries = [(every, ALL_WORDS_PASS)]
+    if names:
+        queries.insert(0, (lexical.build_names(names, query, restrict, whole=whole), NAMES_PASS))
+    rarer = rarer_half(lexical, query)
+    if rarer is not None:
+        queries.append((lexical.build(rarer, all_words=True, restrict=restrict), RARE_WORDS_PASS))
+    queries.append((lexical.build(query, all_words=False, restrict=restrict), ANY_WORD_PASS))
+    return queries
+
+
+def rarer_half(lexical: Lexical, query: ParsedQuery) -> ParsedQuery | None:
+    """The query with only its rarer words required, the others still scoring: the words
+    whose rarity (below) is at or above the median of its content words' (a quoted phrase or
+    a prefix counts as rare; stopwords and a question's frame, `why did we`, are left out).
+    When no chunk holds every word, the rarer ones say the most: `choose kafka` requires
+    `kafka`, and the one chunk holding it comes before the many holding only `choose`
+    (IDF-ordered relaxation, as a search engine drops the commonest words first). None when
+    nothing would be dropped."""
+    scoring = [
+        n
+        for n, item in enumerate(query.items)
+        if analyze(item.text) and (item.phrase or item.prefix or not is_framing(item.text))
+    ]
+    plain = [n for n in scoring if not (query.items[n].phrase or query.items[n].prefix)]
+    if len(scoring) < 2 or not plain:
+        return None
+    # How much a word says: its IDF in this vault, halved for a word common in English (in a
+    # small vault `pick` may be held by one chunk and `sqlite` by six; `sqlite` says more).
+    common = confidence.common_words()
+    rarity = {
+        n: share * (0.5 if query.items[n].text.lower() in common else 1.0)
+        for n, share in zip(
+            plain, lexical.rarity([query.items[n].text for n in plain]), strict=True
+        )
+    }
+    middle = statistics.median(rarity.values())
+    kept = {n for n in scoring if rarity.get(n, 1.0) >= middle}
+    if len(kept) == len(scoring) or not kept:
+        return None
+    items = [i if n in kept else dataclasses.replace(i, optional=True)  # still scored
+             for n, i in enumerate(query.items)]  # fmt: skip
+    return ParsedQuery(query.raw, items, list(query.facets))
 
 
 def _read_pass(

@@ -1,0 +1,329 @@
+"""The ranking function (issue 41): one calibrated probability that a hit answers the query.
+
+Every candidate the retrievers found (lexical passes, the semantic shortlist) gets a row of
+features: each stage's score, rank and per-query normalised score, the cosine, the pass that
+found it, the share of the query's IDF it holds, the query's intent, inbound links, a tag
+match. A logistic model over them gives the probability that the hit answers; it is the order,
+the relevance a client shows, and (from the top one) the answer's confidence.
+
+The model is learned, not tuned: `bench/train_ranking.py` fits it with scikit-learn on the
+visible benchmark splits and golden sets, choosing features and regularisation by
+leave-one-set-out folds (doc/benchmarks/retrieval.md), and writes `ranking_model.json` beside
+this module. Inference is one matrix product over the candidates.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from autodoc.query.intent import LEXICAL_FIRST
+from autodoc.wire.protocol import ConfidenceLevel
+
+if TYPE_CHECKING:
+    from autodoc.query.fusion import Fused
+
+# The features, in the model file's order. `lex_*`: the lexical stage (0 where it did not find
+# the hit); `sem_*`: the semantic stage (a hit it did not find gets its shortlist's last cosine,
+# an upper bound); `q_*`: the query, the same for every candidate; the rest: the hit.
+BASE_FEATURES: tuple[str, ...] = (
+    "lex_found",
+    "lex_norm",  # BM25 / the query's best BM25
+    "lex_rank",  # 1 / log2(1 + rank)
+    "lex_all_words",  # found by the pass that requires every word (or the names pass)
+    "lex_named",  # found by the names pass: the document a number or a code names
+    "lex_rare_words",  # found by the pass that requires the query's rarer words
+    "sem_found",
+    "sem_cos",
+    "sem_gap",  # the query's best cosine minus this one
+    "sem_rank",
+    "idf_cover",  # share of the query's IDF the chunk holds
+    "rarest_held",  # it holds the query's rarest term
+    "rare_cover",  # as idf_cover, each term weighed by its IDF cubed: the rare words' share
+    "link_cover",  # share of the query's IDF the chunk holds only in link lines (a list of links)
+    "q_top_cos",  # the query's best cosine
+    "q_lex_gap",  # (best BM25 - tenth) / best: how sharply the words pick their hits
+    "q_avg_idf",  # the query's terms' mean IDF, 0..1: how specific its words are in this vault
+    "q_max_idf",  # its rarest term's
+    "q_missing",  # share of its content words found nowhere and rare in English (`missing`)
+    "q_absent",  # share of its content words found nowhere, common or rare
+    "q_question",
+    "q_lexical_first",
+    "q_terms",  # min(1, terms / 8)
+    "links",  # min(1, log2(1 + inbound links) / 5)
+    "outlinks",  # the same of the links the document holds: an index page holds many
+    "tag",  # a tag of the document among the query's words
+)
+# Read from the whole candidate list, so computed from the base columns (`derive`): where a hit
+# stands among this query's candidates, and how much the two stages agree.
+LIST_FEATURES: tuple[str, ...] = (
+    "sem_z",  # (cosine - the candidates' mean) / their spread
+    "lex_z",  # the same for the normalised BM25 of the hits the words found
+    "q_agree",  # share of candidates both stages found
+    "q_sem_spread",  # best cosine - the candidates' mean cosine
+)
+# The least spread a standardisation divides by: a few candidates of nearly equal score (a small
+# vault, two notes that say the same) stay near-equal, not a standard deviation apart.
+MIN_COSINE_SPREAD = 0.05
+MIN_BM25_SPREAD = 0.1
+# How much each stage's score counts depends on the query: each query feature times each
+# stage's normalised score, so a linear model learns per-query stage weights.
+QUERY_FEATURES = ("q_top_cos", "q_lex_gap", "q_avg_idf", "q_max_idf", "q_question",
+                  "q_lexical_first", "q_terms", "q_agree", "q_sem_spread")  # fmt: skip
+STAGE_SCORES = ("lex_norm", "sem_cos")
+INTERACTIONS: tuple[tuple[str, str], ...] = tuple(
+    (q, s) for q in QUERY_FEATURES for s in STAGE_SCORES
+)
+FEATURES: tuple[str, ...] = (
+    BASE_FEATURES + LIST_FEATURES + tuple(f"{q}_x_{s}" for q, s in INTERACTIONS)
+)
+_INDEX = {name: i for i, name in enumerate(FEATURES)}
+
+# Which lexical pass found a hit (query/stages/lexical.py): the documents a query's numbers or
+# codes name, the chunks holding every word, those holding its rarer half, those holding some.
+NAMES_PASS, ALL_WORDS_PASS, RARE_WORDS_PASS, ANY_WORD_PASS = 0, 1, 2, 3
+
+# Training captures each search's candidates through this tap (bench/train_ranking.py); None,
+# the default, costs one lookup a search.
+# It is called with (the search's QueryContext, the snapshot, the candidates, their features).
+FEATURE_TAP: ContextVar[Callable[..., None] | None] = ContextVar(
+    "autodoc_feature_tap", default=None
+)
+
+
+@dataclass(frozen=True)
+class LinearModel:
+    """One stage set's logistic model: weights over FEATURES (zero for those it leaves out)."""
+
+    weights: np.ndarray
+    intercept: float
+
+    def probability(self, x: np.ndarray) -> np.ndarray:
+        z = x @ self.weights + self.intercept
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+
+
+@dataclass(frozen=True)
+class RankingModel:
+    """The shipped model file: a version, one logistic model per stage set (`hybrid`,
+    `lexical`, `semantic`), the floor under which a hit is not listed, and the top
+    probabilities that make an answer's confidence `low` or `high`."""
+
+    version: str
+    models: dict[str, LinearModel]
+    floor: float
+    confident: float  # top probability at or above: `high`
+    doubtful: float  # below: `none` (between: `low`)
+
+    def for_stages(self, stages: Sequence[str]) -> LinearModel:
+        key = "hybrid" if len(stages) > 1 else (stages[0] if stages else "hybrid")
+        return self.models.get(key, self.models["hybrid"])
+
+
+def parse_model(data: dict[str, Any]) -> RankingModel:
+    """A model file's JSON as a RankingModel; features it does not name weigh 0, and a feature
+    it names that this code does not compute is an error (a model for another version)."""
+    names = data["features"]
+    unknown = [n for n in names if n not in _INDEX]
+    if unknown:
+        raise ValueError(f"ranking model {data.get('version')!r} uses unknown features {unknown}")
+    models = {}
+    for key, spec in data["models"].items():
+        w = np.zeros(len(FEATURES))
+        for name, value in zip(names, spec["coef"], strict=True):
+            w[_INDEX[name]] = value
+        models[key] = LinearModel(w, float(spec["intercept"]))
+    return RankingModel(
+        version=str(data["version"]),
+        models=models,
+        floor=float(data["floor"]),
+        confident=float(data["confidence"]["high"]),
+        doubtful=float(data["confidence"]["low"]),
+    )
+
+
+MODEL_FILE = "ranking_model.json"
+# A model file to use instead of the shipped one: a fold's model while training
+# (bench/train_ranking.py), never set in use.
+MODEL_ENV = "AUTODOC_RANKING_MODEL"
+
+
+def active_model() -> RankingModel:
+    return shipped_model(os.environ.get(MODEL_ENV) or None)
+
+
+@cache
+def shipped_model(path: str | None = None) -> RankingModel:
+    """The model shipped in the package, or the one at `path` (a fold's, when training)."""
+    if path:
+        with open(path, encoding="utf-8") as f:
+            return parse_model(json.load(f))
+    text = resources.files("autodoc.query").joinpath(MODEL_FILE).read_text(encoding="utf-8")
+    return parse_model(json.loads(text))
+
+
+@dataclass
+class Evidence:
+    """What the stages left for the features: each retriever's hits (in its order) and scores,
+    the lexical pass of each lexical hit, the query's terms' IDF weights and which candidates
+    hold each, its intent, and each document's inbound links and tag match."""
+
+    ranked: list[tuple[str, list[tuple[int, int]]]]
+    signals: dict[str, list[float]]
+    lexical_passes: list[int]
+    term_weights: np.ndarray
+    held: np.ndarray
+    held_in_links: np.ndarray
+    intent: str
+    missing_share: float
+    absent_share: float
+    inbound: dict[int, int]
+    outbound: dict[int, int]
+    tagged: set[int]
+
+
+def candidate_features(fused: list[Fused], ev: Evidence) -> np.ndarray:
+    """One row of FEATURES a candidate, in `fused`'s order."""
+    n = len(fused)
+    x = np.zeros((n, len(FEATURES)))
+    if not n:
+        return x
+    stages = [stage for stage, _ in ev.ranked]
+    ranks = np.array([f.ranks for f in fused], dtype=float).reshape(n, len(stages))
+    col = _INDEX
+    if "lexical" in stages:
+        _lexical_columns(ev, x, ranks[:, stages.index("lexical")])
+    if "semantic" in stages:
+        _semantic_columns(ev, x, ranks[:, stages.index("semantic")])
+    weights = ev.term_weights
+    if len(weights) and weights.sum() > 0:
+        x[:, col["idf_cover"]] = ev.held @ weights / weights.sum()
+        x[:, col["link_cover"]] = ev.held_in_links @ weights / weights.sum()
+        x[:, col["rarest_held"]] = ev.held[:, int(np.argmax(weights))]
+        cubed = weights**3
+        x[:, col["rare_cover"]] = ev.held @ cubed / cubed.sum()
+        x[:, col["q_avg_idf"]] = weights.mean()
+        x[:, col["q_max_idf"]] = weights.max()
+    x[:, col["q_missing"]] = ev.missing_share
+    x[:, col["q_absent"]] = ev.absent_share
+    x[:, col["q_question"]] = float(ev.intent == "question")
+    x[:, col["q_lexical_first"]] = float(ev.intent in LEXICAL_FIRST)
+    x[:, col["q_terms"]] = min(1.0, len(weights) / 8)
+    docs = np.array([f.document_id for f in fused])
+    links = np.array([ev.inbound.get(d, 0) for d in docs.tolist()], dtype=float)
+    x[:, col["links"]] = np.minimum(1.0, np.log2(1 + links) / 5)
+    held = np.array([ev.outbound.get(d, 0) for d in docs.tolist()], dtype=float)
+    x[:, col["outlinks"]] = np.minimum(1.0, np.log2(1 + held) / 5)
+    x[:, col["tag"]] = np.isin(docs, list(ev.tagged)) if ev.tagged else 0.0
+    return derive(x)
+
+
+def derive(x: np.ndarray) -> np.ndarray:
+    """Fill the LIST_FEATURES and INTERACTIONS columns from the base ones (in place; returned):
+    training recomputes them from captured base columns."""
+    col = _INDEX
+    if len(x):
+        sem = x[:, col["sem_cos"]]
+        if x[:, col["sem_found"]].any():
+            x[:, col["sem_z"]] = (sem - sem.mean()) / max(sem.std(), MIN_COSINE_SPREAD)
+            x[:, col["q_sem_spread"]] = sem.max() - sem.mean()
+        found = x[:, col["lex_found"]] > 0
+        if found.any():
+            lex = x[found, col["lex_norm"]]
+            x[found, col["lex_z"]] = (lex - lex.mean()) / max(lex.std(), MIN_BM25_SPREAD)
+        both = found & (x[:, col["sem_found"]] > 0)
+        x[:, col["q_agree"]] = both.mean()
+    for q, s in INTERACTIONS:
+        x[:, col[f"{q}_x_{s}"]] = x[:, col[q]] * x[:, col[s]]
+    return x
+
+
+def _rank_feature(ranks: np.ndarray) -> np.ndarray:
+    """1 / log2(1 + rank) for a found hit (1.0 first), 0 for one the stage did not find."""
+    out = np.zeros_like(ranks)
+    found = ranks > 0
+    out[found] = 1.0 / np.log2(1 + ranks[found])
+    return out
+
+
+def _lexical_columns(ev: Evidence, x: np.ndarray, ranks: np.ndarray) -> None:
+    col = _INDEX
+    found = ranks > 0
+    # Each pass ranks by BM25, but a stricter pass's hit stays above a looser one's whatever
+    # their raw scores: each score capped at the one above it, as the stage lists them.
+    scores = np.minimum.accumulate(np.asarray(ev.signals.get("lexical", []), dtype=float))
+    passes = np.asarray(ev.lexical_passes, dtype=int)
+    x[:, col["lex_found"]] = found
+    x[:, col["lex_rank"]] = _rank_feature(ranks)
+    if not len(scores):
+        return
+    at = ranks[found].astype(int) - 1
+    top = scores[0] if scores[0] > 0 else 1.0
+    x[found, col["lex_norm"]] = scores[at] / top
+    tenth = scores[9] if len(scores) >= 10 else 0.0  # fewer than ten matches: a sharp list
+    x[:, col["q_lex_gap"]] = (scores[0] - tenth) / top
+    if len(passes) == len(scores):
+        x[found, col["lex_all_words"]] = passes[at] <= ALL_WORDS_PASS
+        x[found, col["lex_named"]] = passes[at] == NAMES_PASS
+        x[found, col["lex_rare_words"]] = passes[at] == RARE_WORDS_PASS
+
+
+def _semantic_columns(ev: Evidence, x: np.ndarray, ranks: np.ndarray) -> None:
+    col = _INDEX
+    cosines = np.asarray(ev.signals.get("semantic", []), dtype=float)
+    if not len(cosines):
+        return
+    found = ranks > 0
+    top, last = float(cosines[0]), float(cosines[-1])
+    cos = np.full(len(ranks), last)
+    cos[found] = cosines[ranks[found].astype(int) - 1]
+    x[:, col["sem_found"]] = found
+    x[:, col["sem_cos"]] = cos
+    x[:, col["sem_gap"]] = top - cos
+    x[:, col["sem_rank"]] = _rank_feature(ranks)
+    x[:, col["q_top_cos"]] = top
+
+
+def tiers(
+    named: set[int], chunk_ids: Sequence[int], lexical_ranks: Sequence[int], lexical_first: bool
+) -> list[int]:
+    """The promises kept above the probability: what the names pass found (a number's record,
+    a code's page) comes first whatever the query's shape; under a query that names its words
+    (LEXICAL_FIRST) every hit the words found comes before those only meaning found."""
+    out = []
+    for cid, rank in zip(chunk_ids, lexical_ranks, strict=True):
+        if cid in named:
+            out.append(0)
+        else:
+            out.append(2 if lexical_first and not rank else 1)
+    return out
+
+
+def confidence_level(
+    model: RankingModel, top: float | None, missing: bool = False
+) -> ConfidenceLevel:
+    """`none` / `low` / `high` from the calibrated top probability (None: no hit). With a
+    query word the vault never holds that is rare in English (`missing`), at most `low`: the
+    hits may answer the rest of the query, not that part of it."""
+    if top is None or top < model.doubtful:
+        return "none"
+    return "high" if top >= model.confident and not missing else "low"
+
+
+def non_increasing(values: Sequence[float]) -> list[float]:
+    """Each value capped at the one above it: a column that reads down in order."""
+    out: list[float] = []
+    ceiling = math.inf
+    for v in values:
+        ceiling = min(ceiling, v)
+        out.append(ceiling)
+    return out

@@ -1,0 +1,287 @@
+"""The learned ranking (issue 41): one calibrated probability is the order, the relevance shown
+and the confidence; rules keep only the promises a user can see (exact names and codes first,
+a superseded record below its successor, never above a hit that outranked it)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autodoc.query import confidence, fusion, ranking
+from autodoc.wire import protocol
+
+from .conftest import EXAMPLE_VAULT, write
+
+FIXTURES = Path(__file__).parent / "fixtures"
+GARDEN = FIXTURES / "garden-vault"
+KAFKA_ADR = FIXTURES / "event-bus-adr.md"
+
+
+def search(rpc, ws: str, query: str, **opts):
+    return rpc.call("search.query", [ws, query, opts])
+
+
+@pytest.fixture
+def garden(rpc, tmp_path):
+    root = tmp_path / "garden"
+    shutil.copytree(GARDEN, root)
+    rpc.call("workspace.add", ["garden", str(root)])
+    rpc.call("index.run", ["garden"])
+    return rpc
+
+
+@pytest.fixture
+def sample(rpc, tmp_path):
+    root = tmp_path / "vault"
+    shutil.copytree(EXAMPLE_VAULT, root)
+    rpc.call("workspace.add", ["kb", str(root)])
+    rpc.call("index.run", ["kb"])
+    return rpc
+
+
+# -- the model file ------------------------------------------------------------------------------
+
+
+def test_the_shipped_model_covers_every_feature_and_stage_set():
+    model = ranking.shipped_model()
+    assert model.version.startswith("lr-")
+    assert set(model.models) == {"hybrid", "lexical", "semantic"}
+    for m in model.models.values():
+        assert m.weights.shape == (len(ranking.FEATURES),) and np.isfinite(m.weights).all()
+    assert 0 <= model.floor < model.doubtful <= model.confident < 1
+
+
+def test_a_model_for_features_this_code_does_not_compute_is_refused():
+    data = json.loads(
+        (Path(ranking.__file__).parent / ranking.MODEL_FILE).read_text(encoding="utf-8")
+    )
+    data["features"] = [*data["features"], "moon_phase"]
+    for spec in data["models"].values():
+        spec["coef"] = [*spec["coef"], 1.0]
+    with pytest.raises(ValueError, match="moon_phase"):
+        ranking.parse_model(data)
+
+
+def test_probability_rises_with_each_stages_evidence():
+    """Calibrated and sane: more of either stage's evidence never lowers the probability."""
+    model = ranking.shipped_model().models["hybrid"]
+    col = {n: i for i, n in enumerate(ranking.FEATURES)}
+    x = np.zeros((2, len(ranking.FEATURES)))
+    x[:, col["lex_found"]] = x[:, col["sem_found"]] = 1
+    x[:, col["q_top_cos"]] = 0.6
+    x[0, col["sem_cos"]], x[1, col["sem_cos"]] = 0.3, 0.6
+    x[0, col["sem_gap"]], x[1, col["sem_gap"]] = 0.3, 0.0
+    x[:, col["lex_norm"]] = 0.5
+    ranking.derive(x)
+    p = model.probability(x)
+    assert p[1] > p[0]
+
+
+# -- the defects of issue 41 -------------------------------------------------------------------
+
+
+def test_meaning_alone_lists_the_nearest_note_first_whatever_links_point_elsewhere(garden):
+    """`plants that need watering in the summer`, semantic only: the link-authority boost and
+    the decision-in-force reorder once put a storage ADR first and the gardening note seventh."""
+    answer = search(garden, "garden", "plants that need watering in the summer",
+                    stages=["semantic"], limit=10)  # fmt: skip
+    assert answer["hits"][0]["path"] == "garden.md"
+    assert answer["fusion"]["method"] == "learned"
+    # and the hybrid default agrees
+    answer = search(garden, "garden", "plants that need watering in the summer", limit=10)
+    assert answer["hits"][0]["path"] == "garden.md"
+
+
+def test_a_superseded_record_never_rises_above_a_hit_that_outranked_it(garden):
+    query = "where do we store notes and chunks"
+    plain = search(garden, "garden", query, retrieval={"demote_superseded": False}, limit=20)
+    demoted = search(garden, "garden", query, limit=20)
+    old = "adr/0001-store-notes-in-postgres.md"
+    before = [h["chunk_id"] for h in plain["hits"]]
+    after = [h["chunk_id"] for h in demoted["hits"]]
+    olds = [h["chunk_id"] for h in plain["hits"] if h["path"] == old]
+    assert olds, "the query should find the superseded record"
+    for cid in olds:
+        outranked_it = set(before[: before.index(cid)])
+        assert outranked_it <= set(after[: after.index(cid)])
+    new_first = next(i for i, h in enumerate(demoted["hits"]) if h["path"].endswith("sqlite.md"))
+    assert all(after.index(c) > new_first for c in olds)
+    assert all(h.get("superseded_by") for h in demoted["hits"] if h["path"] == old)
+
+
+def test_the_rare_word_outranks_a_common_one_lexically(rpc, tmp_path):
+    """`choose kafka`, lexical only: the one chunk holding `kafka` first, not the short notes
+    that hold only `choose` (their title match once scored higher)."""
+    root = tmp_path / "v"
+    things = ["a logging library", "a test runner", "an HTTP client", "a config format",
+              "a date library", "a linter", "a CI service", "a licence", "a font"]  # fmt: skip
+    for n, thing in enumerate(things):
+        write(root, f"choose-{n}.md", f"# Choose {thing}\n\nWe choose {thing} we can replace.\n")
+    for n in range(30):
+        write(root, f"meeting-{n}.md", f"# Meeting {n}\n\nWe went through item {n} of the plan.\n")
+    shutil.copy(KAFKA_ADR, root / "0007-event-bus.md")
+    rpc.call("workspace.add", ["v", str(root)])
+    rpc.call("workspace.configure", ["v", {"embedding": "none"}])
+    rpc.call("index.run", ["v"])
+    answer = search(rpc, "v", "choose kafka", stages=["lexical"], limit=10)
+    assert answer["hits"][0]["path"] == "0007-event-bus.md"
+    # the rarer-half pass finds it before the any-word pass lists the `choose` notes, so BM25's
+    # own order (plain RRF) has it first too
+    rrf = search(rpc, "v", "choose kafka", stages=["lexical"], limit=10, fusion="rrf")
+    assert rrf["hits"][0]["path"] == "0007-event-bus.md"
+
+
+QUERIES = [
+    "why did we pick SQLite",
+    "sqlite",
+    "storage decision",
+    "store* notes",
+    '"change log"',
+    "adr 2",
+    "plants that need watering in the summer",
+    "passport",
+    "zzqx unrelated nonsense",
+]
+
+
+@pytest.mark.parametrize("stages", [["lexical", "semantic"], ["lexical"], ["semantic"]])
+@pytest.mark.parametrize("method", list(protocol.FUSIONS))
+def test_relevance_never_rises_down_an_answer(garden, stages, method):
+    for query in QUERIES:
+        answer = search(garden, "garden", query, stages=stages, fusion=method, limit=20)
+        values = [h["relevance"] for h in answer["hits"]]
+        assert values == sorted(values, reverse=True), (query, values)
+        assert all(0.0 <= v <= 1.0 for v in values)
+
+
+def test_learned_relevance_is_the_probability_and_the_floor_leaves_out_the_implausible(garden):
+    floor = ranking.active_model().floor
+    answer = search(garden, "garden", "plants that need watering in the summer", limit=50)
+    assert answer["below_floor"] >= 1  # ten notes: most are no answer to this
+    assert all(h["relevance"] >= floor for h in answer["hits"])
+    version = ranking.active_model().version
+    assert answer["fusion"] == {"method": "learned", "k": 0, "model": version,
+                                "weights": {"lexical": 1.0, "semantic": 1.0},
+                                "intent": "words"}  # fmt: skip
+    rrf = search(garden, "garden", "plants that need watering in the summer", limit=50,
+                 fusion="rrf")  # fmt: skip
+    assert rrf["fusion"]["method"] == "rrf" and rrf["below_floor"] == 0
+    assert len(rrf["hits"]) > len(answer["hits"])
+
+
+def test_confidence_comes_from_the_top_probability(garden):
+    model = ranking.active_model()
+    for query in QUERIES:
+        answer = search(garden, "garden", query, limit=10)
+        top = answer["hits"][0]["relevance"] if answer["hits"] else None
+        expected = ranking.confidence_level(model, top, bool(answer["missing"]))
+        assert answer["confidence"] == expected, query
+    assert ranking.confidence_level(model, None) == "none"
+    assert ranking.confidence_level(model, model.confident) == "high"
+    assert ranking.confidence_level(model, (model.doubtful + model.confident) / 2) == "low"
+    assert ranking.confidence_level(model, 1.0, missing=True) == "low"  # a rare word nowhere
+
+
+def test_an_exact_title_and_a_record_number_stay_first(sample):
+    answer = search(sample, "kb", "Search pipeline", limit=5)
+    assert answer["hits"][0]["path"] == "notes/search-pipeline.md"
+    assert "exact" in answer["hits"][0]["via"] and answer["hits"][0]["relevance"] == 1.0
+    answer = search(sample, "kb", "adr 4", limit=5)
+    assert answer["hits"][0]["path"] == "adr/0004-lease-recovery.md"
+    assert answer["fusion"]["intent"] == "number"
+
+
+# -- missing words -----------------------------------------------------------------------------
+
+
+def test_a_common_word_the_vault_never_uses_is_not_news():
+    common = confidence.common_words()
+    assert {"forgot", "messed", "thumbnail", "watering"} <= common
+    assert not {"rabbitmq", "kafka", "kubernetes"} & common
+
+
+def test_missing_lists_only_rare_absent_words(garden):
+    answer = search(garden, "garden", "forgot rabbitmq thumbnail", limit=5)
+    assert answer["missing"] == ["rabbitmq"]
+
+
+def test_demotion_keeps_each_documents_own_order():
+    hits = [fusion.Fused(i, d) for i, d in enumerate([1, 1, 2])]
+    fusion.demote_superseded(hits, {1: 2})
+    assert [h.chunk_id for h in hits] == [2, 0, 1]
+
+
+# -- typos -------------------------------------------------------------------------------------
+
+
+def test_a_misspelt_word_is_answered_with_did_you_mean(garden):
+    answer = search(garden, "garden", "lavendre rosemary", stages=["lexical"], limit=5)
+    assert answer["did_you_mean"] == "lavender rosemary"
+    assert answer["hits"][0]["path"] == "garden.md"
+    assert "lavendre" in answer["missing"]  # what was typed is still found nowhere
+    # two edits for a long word, the surface form the vault writes, case kept elsewhere
+    answer = search(garden, "garden", "Tomatoes and cucumbrs rossemarry", limit=5)
+    assert answer["did_you_mean"] == "Tomatoes and cucumbers rosemary"
+
+
+def test_a_word_the_vault_holds_or_a_short_one_is_never_corrected(garden):
+    assert "did_you_mean" not in search(garden, "garden", "lavender", limit=5)
+    assert "did_you_mean" not in search(garden, "garden", "basl", limit=5)  # four letters
+    assert "did_you_mean" not in search(garden, "garden", "zzqxwv", limit=5)  # nothing near
+    assert "did_you_mean" not in search(garden, "garden", "lavend*", limit=5)  # a prefix
+
+
+def test_edit_distance_counts_a_swap_as_one_and_stops_past_its_cap():
+    from autodoc.bm25.analyzer import edit_distance
+
+    assert edit_distance("lavender", "lavendre", 2) == 1
+    assert edit_distance("kitten", "sitting", 3) == 3
+    assert edit_distance("kitten", "sitting", 1) == 2
+    assert edit_distance("abc", "abc", 0) == 0
+
+
+# -- markup ------------------------------------------------------------------------------------
+
+SYNTAX_PAGES = {
+    "comments.md": ("# Comments", "Text between `%%` pairs is hidden in preview: `%%a comment%%`."),
+    "highlights.md": ("# Highlights", "Mark text with `==` on both sides: `==highlighted==`."),
+    "block-links.md": (
+        "# Linking to a block",
+        "Append `#^id` to a note's name: `[[note#^block]]`.",
+    ),
+    "callouts.md": ("# Callouts", "Start a quote with a type: `> [!note]` or `> [!warning]`."),
+    "fences.md": (
+        "# Code blocks",
+        "Open a fence with three backticks and a language: ```` ```lang ````.",
+    ),
+}
+# Pages that say the same words in prose, more often: without the markup they would tie or win.
+DISTRACTORS = {
+    "comment.md": "# Comment\n\nA comment on a comment: comment early, comment often.\n",
+    "highlight.md": "# Highlight\n\nHighlight the highlight of the week, then highlight it.\n",
+    "note-block.md": "# Note block\n\nA note block: note the block, block the note.\n",
+    "note.md": "# Note\n\nA note about a note: note it.\n",
+    "lang.md": "# Lang\n\nLang, the lang list: each lang we use.\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "page"),
+    [("%%comment%%", "comments.md"), ("==highlight==", "highlights.md"),
+     ("[[note#^block]]", "block-links.md"), ("> [!note]", "callouts.md"),
+     ("```lang", "fences.md")],
+)  # fmt: skip
+def test_a_markup_query_finds_the_page_that_documents_it(rpc, tmp_path, query, page):
+    root = tmp_path / "v"
+    for name, (title, body) in SYNTAX_PAGES.items():
+        write(root, name, f"{title}\n\n{body}\n")
+    for name, text in DISTRACTORS.items():
+        write(root, name, text)
+    rpc.call("workspace.add", ["v", str(root)])
+    rpc.call("workspace.configure", ["v", {"embedding": "none"}])
+    rpc.call("index.run", ["v"])
+    assert search(rpc, "v", query, limit=5)["hits"][0]["path"] == page
