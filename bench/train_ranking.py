@@ -212,7 +212,7 @@ def load_sets(work: Path) -> list[SetCapture]:
     new capture)."""
     sets = [pickle.loads(p.read_bytes()) for p in sorted(work.glob("*.pkl"))]
     for sc in sets:
-        names = getattr(sc, "features", ranking.BASE_FEATURES)
+        names = list(getattr(sc, "features", ranking.BASE_FEATURES))
         for caps in sc.queries.values():
             for c in caps:
                 x = np.zeros((len(c.x), len(ranking.FEATURES)))
@@ -331,7 +331,6 @@ _RELATIVE = (
     "idf_cover",
     "rarest_held",
     "rare_cover",
-    "link_cover",
     "q_lexical_first",
     "links",
     "outlinks",

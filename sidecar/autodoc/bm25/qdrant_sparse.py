@@ -452,13 +452,13 @@ class QdrantLexical:
                 break
         return [w for w, found in units.items() if not found or any(u in pending for u in found)]
 
-    def held_terms(self, query: ParsedQuery, chunk_ids: list[int]) -> tuple[Any, Any, Any]:
+    def held_terms(self, query: ParsedQuery, chunk_ids: list[int]) -> tuple[Any, Any]:
         """As `LexicalIndex.held_terms`, the candidates' terms read from their payloads (one
-        request), which keep no fields apart: no term counts as held only in link lines."""
+        request)."""
         terms = query_terms(query)
         held = np.zeros((len(chunk_ids), len(terms)), dtype=bool)
         if not terms or not chunk_ids:
-            return np.zeros(len(terms)), held, held.copy()
+            return np.zeros(len(terms)), held
         weights = np.array(self._idf_shares(terms))
         with self.lock:
             points = self.client.retrieve(self.name, ids=chunk_ids, with_payload=["terms", "grams"])
@@ -467,7 +467,7 @@ class QdrantLexical:
         for p in points:
             have = (set(p.payload.get("terms", [])), set(p.payload.get("grams", [])))
             held[row[int(p.id)]] = [_holds(have, u) for u in units]
-        return weights, held, np.zeros_like(held)
+        return weights, held
 
     def rarity(self, words: list[str]) -> list[float]:
         """As `LexicalIndex.rarity` (a CJK word: 1.0)."""

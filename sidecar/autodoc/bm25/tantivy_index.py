@@ -66,6 +66,9 @@ def build_schema() -> tantivy.Schema:
     return sb.build()
 
 
+HELD_TERMS_MAX = 24  # query terms `held_terms` tells apart (2^24: f32's exact integers)
+
+
 class LexicalIndex:
     """A workspace's Tantivy index: add and retire chunks, and find candidates."""
 
@@ -285,49 +288,50 @@ class LexicalIndex:
         searcher = self.index.searcher()
         return [word for word, prefix in words if not self._holds(searcher, word, prefix)]
 
-    def held_terms(
-        self, query: ParsedQuery, chunk_ids: list[int]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def held_terms(self, query: ParsedQuery, chunk_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """For the ranking's features: the query's distinct content terms' IDF weights, scaled
-        to 0..1 by the IDF of a term only one chunk holds (comparable across vaults); for each
-        of `chunk_ids` which of those terms it holds in any field, and which it holds only in
-        link lines (words that name another document). Bool matrices, one row a chunk. Two term
-        queries a term, restricted to those chunks, so the cost is the number of terms, not of
-        the index (the candidates' term coverage: `choose kafka`'s rare word)."""
-        terms = query_terms(query)
+        to 0..1 by the IDF of a term only one chunk holds (comparable across vaults), and for
+        each of `chunk_ids` which of those terms it holds in any field (a bool matrix, one row
+        a chunk: the candidates' term coverage, `choose kafka`'s rare word).
+
+        One search whatever the number of terms: each term scores a constant 2^j, so a chunk's
+        score is the bit set of the terms it holds (exact in Tantivy's f32 scores up to
+        HELD_TERMS_MAX terms; later terms count as held nowhere)."""
+        terms = query_terms(query)[:HELD_TERMS_MAX]
         held = np.zeros((len(chunk_ids), len(terms)), dtype=bool)
-        named = np.zeros_like(held)
         if not terms or not chunk_ids:
-            return np.zeros(len(terms)), held, named
+            return np.zeros(len(terms)), held
         searcher = self.index.searcher()
         total = max(searcher.num_docs, 1)
-        among = Query.term_set_query(self.schema, "chunk_id", chunk_ids)
-        row = {cid: i for i, cid in enumerate(chunk_ids)}
         weights = np.zeros(len(terms))
-        prose = [n for n in TEXT_FIELDS if n != "links"]
+        bits: list[tuple[Occur, Query]] = []
         for j, term in enumerate(terms):
             if cjk_runs(term):  # held inside runs: its bigrams, in their field
-                runs = self._cjk_query(term)
-                found = searcher.search(runs[0], 1, count=True) if runs else None
+                alternatives = self._cjk_query(term)
+                found = searcher.search(alternatives[0], 1, count=True) if alternatives else None
                 df = (found.count or 0) if found is not None else 0  # type: ignore[attr-defined]
-                clauses = [(runs, held)]
             else:
+                alternatives = [Query.term_query(self.schema, n, term) for n in TEXT_FIELDS]
                 df = max(searcher.doc_freq(name, term) for name in TEXT_FIELDS)
-                clauses = [
-                    ([Query.term_query(self.schema, n, term) for n in fields], into)
-                    for fields, into in ((prose, held), (["links"], named))
-                ]
             weights[j] = idf_share(df, total)
-            if not df:
-                continue
-            for alternatives, into in clauses:
+            if df:
                 anywhere = Query.boolean_query([(Occur.Should, a) for a in alternatives])
-                q = Query.boolean_query([(Occur.Must, anywhere), (Occur.Must, among)])
-                for cid, _ in self.search(q, len(chunk_ids)):
-                    if cid in row:
-                        into[row[cid], j] = True
-        named &= ~held  # only in link lines
-        return weights, held | named, named
+                bits.append((Occur.Should, Query.const_score_query(anywhere, float(1 << j))))
+        if not bits:
+            return weights, held
+        among = Query.term_set_query(self.schema, "chunk_id", chunk_ids)
+        q = Query.boolean_query(
+            [
+                (Occur.Must, Query.const_score_query(among, 0.0)),
+                (Occur.Must, Query.boolean_query(bits)),
+            ]
+        )
+        row = {cid: i for i, cid in enumerate(chunk_ids)}
+        for cid, score in self.search(q, len(chunk_ids)):
+            if cid in row:
+                mask = round(score)
+                held[row[cid]] = [bool(mask >> j & 1) for j in range(len(terms))]
+        return weights, held
 
     def rarity(self, words: list[str]) -> list[float]:
         """Each word's rarest analyzed term's IDF share (`idf_share`: 1.0 a term one chunk

@@ -49,7 +49,6 @@ BASE_FEATURES: tuple[str, ...] = (
     "idf_cover",  # share of the query's IDF the chunk holds
     "rarest_held",  # it holds the query's rarest term
     "rare_cover",  # as idf_cover, each term weighed by its IDF cubed: the rare words' share
-    "link_cover",  # share of the query's IDF the chunk holds only in link lines (a list of links)
     "q_top_cos",  # the query's best cosine
     "q_lex_gap",  # (best BM25 - tenth) / best: how sharply the words pick their hits
     "q_avg_idf",  # the query's terms' mean IDF, 0..1: how specific its words are in this vault
@@ -182,7 +181,6 @@ class Evidence:
     lexical_passes: list[int]
     term_weights: np.ndarray
     held: np.ndarray
-    held_in_links: np.ndarray
     intent: str
     missing_share: float
     absent_share: float
@@ -207,7 +205,6 @@ def candidate_features(fused: list[Fused], ev: Evidence) -> np.ndarray:
     weights = ev.term_weights
     if len(weights) and weights.sum() > 0:
         x[:, col["idf_cover"]] = ev.held @ weights / weights.sum()
-        x[:, col["link_cover"]] = ev.held_in_links @ weights / weights.sum()
         x[:, col["rarest_held"]] = ev.held[:, int(np.argmax(weights))]
         cubed = weights**3
         x[:, col["rare_cover"]] = ev.held @ cubed / cubed.sum()

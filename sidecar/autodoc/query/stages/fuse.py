@@ -157,7 +157,7 @@ def _evidence(
     tagged: set[int],
 ) -> ranking.Evidence:
     query = ctx.lexical_query or ctx.query
-    weights, held, in_links = ctx.lexical.held_terms(query, [f.chunk_id for f in fused])
+    weights, held = ctx.lexical.held_terms(query, [f.chunk_id for f in fused])
     words = confidence.content_words(ctx.query)
     if ctx.absent is None:  # the lexical stage did not look: a semantic-only search
         ctx.absent = ctx.lexical.missing(words)
@@ -167,7 +167,6 @@ def _evidence(
         lexical_passes=ctx.lexical_passes,
         term_weights=weights,
         held=held,
-        held_in_links=in_links,
         intent=ctx.intent,
         missing_share=len(confidence.rare_words(ctx.absent)) / max(len(words), 1),
         absent_share=len(ctx.absent) / max(len(words), 1),
