@@ -39,7 +39,8 @@ class FuseStage(StageDefaults):
         inbound = {d: links for d, (links, _) in info.items()}
         tap = ranking.FEATURE_TAP.get()
         if ctx.options.fusion == "learned" or tap is not None:
-            outbound = store.outbound_links(conn, docs)
+            lexical = "lexical" in stages  # meaning alone reads no link counts
+            outbound = store.outbound_links(conn, docs) if lexical else {}
             x = ranking.candidate_features(fused, _evidence(ctx, fused, inbound, outbound, tagged))
             if tap is not None:  # training captures the candidates (bench/train_ranking.py)
                 tap(ctx, conn, fused, x)
@@ -157,7 +158,10 @@ def _evidence(
     tagged: set[int],
 ) -> ranking.Evidence:
     query = ctx.lexical_query or ctx.query
-    weights, held = ctx.lexical.held_terms(query, [f.chunk_id for f in fused])
+    if any(stage == "lexical" for stage, _ in ctx.ranked):
+        weights, held = ctx.lexical.held_terms(query, [f.chunk_id for f in fused])
+    else:  # meaning alone is ranked by the cosine's features: no term coverage to look up
+        weights, held = np.zeros(0), np.zeros((len(fused), 0), dtype=bool)
     words = confidence.content_words(ctx.query)
     if ctx.absent is None:  # the lexical stage did not look: a semantic-only search
         ctx.absent = ctx.lexical.missing(words)
