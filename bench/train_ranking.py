@@ -124,72 +124,52 @@ def _run(dispatcher: Dispatcher, ws: str, text: str, stages: list[str]) -> Any:
     return box[0] if box else (np.zeros((0, len(ranking.FEATURES))), [], np.zeros(0, dtype=int))
 
 
-def capture_beir(root: Path, bench: Path, name: str) -> SetCapture:
-    dataset = bench / name
-    split = beir.beir_split(dataset, None)
-    _, judged = beir.load_beir(dataset, split)
-    names = json.loads((root / name / "names.json").read_text())
-    engine = Engine(root / name / "autodoc.db")
-    dispatcher = Dispatcher(engine)
-    out = SetCapture(name, "beir")
-    try:
-        for label, stages in STAGE_SETS.items():
-            got = out.queries.setdefault(label, [])
-            for q in judged:
-                x, spans, tier = _run(dispatcher, name, q.text, stages)
-                doc = [names.get(p, p) for p, _, _ in spans]
-                y = np.array([1 if d in q.relevant else 0 for d in doc])
-                got.append(
-                    Captured(
-                        q.text,
-                        "beir",
-                        x,
-                        y,
-                        doc,
-                        dict(q.relevant),
-                        np.ones(len(doc), dtype=bool),
-                        tier,
-                    )
-                )
-    finally:
-        engine.close()
-    return out
-
-
-def capture_golden(name: str, db: Path, ws: str, gold: Path) -> SetCapture:
-    queries = golden.load(gold)
+def _capture(db: Path, ws: str, name: str, kind: str, queries: list[Any], judge) -> SetCapture:
+    """Every query under every stage set; `judge(query, spans, x, tier)` makes its Captured."""
     engine = Engine(db)
     dispatcher = Dispatcher(engine)
-    out = SetCapture(name, "golden")
+    out = SetCapture(name, kind)
     try:
         for label, stages in STAGE_SETS.items():
             got = out.queries.setdefault(label, [])
             for q in queries:
-                x, spans, tier = _run(dispatcher, ws, q.query, stages)
-                targets = dict(q.targets)
-                y, ok = [], []
-                for path, start, end in spans:
-                    line = targets.get(path, 0)
-                    section = path in targets and (line is None or start <= line <= end)
-                    y.append(1 if section else -1 if path in targets else 0)
-                    ok.append(section)
-                got.append(
-                    Captured(
-                        q.query,
-                        q.kind,
-                        x,
-                        np.array(y),
-                        [p for p, _, _ in spans],
-                        {p: 1 for p in targets},
-                        np.array(ok, dtype=bool),
-                        tier,
-                        negative=q.negative,
-                        has_line=q.has_line,
-                    )
-                )
+                x, spans, tier = _run(dispatcher, ws, q.query if kind == "golden" else q.text,
+                                      stages)  # fmt: skip
+                got.append(judge(q, spans, x, tier))
     finally:
         engine.close()
     return out
+
+
+def capture_beir(root: Path, bench: Path, name: str) -> SetCapture:
+    dataset = bench / name
+    _, judged = beir.load_beir(dataset, beir.beir_split(dataset, None))
+    names = json.loads((root / name / "names.json").read_text())
+
+    def judge(q, spans, x, tier) -> Captured:
+        doc = [names.get(p, p) for p, _, _ in spans]
+        y = np.array([1 if d in q.relevant else 0 for d in doc])
+        ok = np.ones(len(doc), dtype=bool)
+        return Captured(q.text, "beir", x, y, doc, dict(q.relevant), ok, tier)
+
+    return _capture(root / name / "autodoc.db", name, name, "beir", judged, judge)
+
+
+def capture_golden(name: str, db: Path, ws: str, gold: Path) -> SetCapture:
+    def judge(q, spans, x, tier) -> Captured:
+        targets = dict(q.targets)
+        y, ok = [], []
+        for path, start, end in spans:
+            line = targets.get(path, 0)
+            section = path in targets and (line is None or start <= line <= end)
+            y.append(1 if section else -1 if path in targets else 0)
+            ok.append(section)
+        doc = [p for p, _, _ in spans]
+        return Captured(q.query, q.kind, x, np.array(y), doc, {p: 1 for p in targets},
+                        np.array(ok, dtype=bool), tier, negative=q.negative,
+                        has_line=q.has_line)  # fmt: skip
+
+    return _capture(db, ws, name, "golden", golden.load(gold), judge)
 
 
 def cmd_capture(args: argparse.Namespace) -> None:

@@ -25,22 +25,22 @@ def search(rpc, ws: str, query: str, **opts):
     return rpc.call("search.query", [ws, query, opts])
 
 
+def indexed_copy(rpc, source: Path, root: Path, name: str):
+    """`source` copied to `root`, added as workspace `name` and indexed (the bundled model)."""
+    shutil.copytree(source, root)
+    rpc.call("workspace.add", [name, str(root)])
+    rpc.call("index.run", [name])
+    return rpc
+
+
 @pytest.fixture
 def garden(rpc, tmp_path):
-    root = tmp_path / "garden"
-    shutil.copytree(GARDEN, root)
-    rpc.call("workspace.add", ["garden", str(root)])
-    rpc.call("index.run", ["garden"])
-    return rpc
+    return indexed_copy(rpc, GARDEN, tmp_path / "garden", "garden")
 
 
 @pytest.fixture
 def sample(rpc, tmp_path):
-    root = tmp_path / "vault"
-    shutil.copytree(EXAMPLE_VAULT, root)
-    rpc.call("workspace.add", ["kb", str(root)])
-    rpc.call("index.run", ["kb"])
-    return rpc
+    return indexed_copy(rpc, EXAMPLE_VAULT, tmp_path / "vault", "kb")
 
 
 # -- the model file ------------------------------------------------------------------------------
