@@ -8,6 +8,12 @@ queries of the final keystroke's latency, beside the sidecar's own `took_ms` for
 answers (the baseline in the same run: what is left is debounce, RPC and rendering).
 
     python bench/picker_latency.py --vault ../shared/corpora/cpp-docs --queries 50
+        [--debounce-ms 60,0] [--rounds 2] [--concurrent-index FOLDER]
+
+`--debounce-ms A,B,...` measures each setting in the same run, alternating round by round (each
+round a fresh Neovim and sidecar per setting, the same queries), and reports each beside the
+first. `--concurrent-index FOLDER` keeps another process indexing FOLDER into its own store
+(lexically, restarted when it finishes) for the whole run: the picker on a busy machine.
 
 `--screenshot FILE` instead types one query and writes the composed screen as text.
 """
@@ -21,8 +27,10 @@ import random
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -52,7 +60,7 @@ def screen_text(nvim, width: int, height: int) -> str:
     )
 
 
-def start_nvim(vault: Path, db: Path, server: dict):
+def start_nvim(vault: Path, db: Path, server: dict, debounce_ms: int | None = None):
     os.environ["AUTODOC_DB"] = str(db)
     cwd = os.getcwd()
     os.chdir(vault)
@@ -64,11 +72,13 @@ def start_nvim(vault: Path, db: Path, server: dict):
         )  # fmt: skip
     finally:
         os.chdir(cwd)
+    extra = {} if debounce_ms is None else {"debounce_ms": debounce_ms}
     nvim.exec_lua(
-        "local cmd, server = ...; require('autodoc').setup({cmd = cmd, server = server,"
-        " progress = false})",
+        "local cmd, server, extra = ...; require('autodoc').setup(vim.tbl_extend('force',"
+        " {cmd = cmd, server = server, progress = false}, extra))",
         [sys.executable, "-m", "autodoc", "serve"],
         server,
+        extra,
     )
     return nvim
 
@@ -102,12 +112,14 @@ def queries_from(vault: Path, n: int, seed: int) -> list[str]:
     return out
 
 
-def measure(args) -> dict:
-    nvim = start_nvim(Path(args.vault), Path(args.db), {"embedding": args.embedding})
+def type_queries(args, queries: list[str], debounce_ms: int | None) -> tuple[list, list, int]:
+    """One Neovim and sidecar: each query typed a character at a time; per query, its final
+    keystroke's latency and the sidecar's took_ms; and the debounce it ran with."""
+    nvim = start_nvim(Path(args.vault), Path(args.db), {"embedding": args.embedding}, debounce_ms)
     nvim.command("AutodocSearch")
     wait(lambda: (s := state(nvim)) and s.get("workspace"))
     finals, took = [], []
-    for query in queries_from(Path(args.vault), args.queries, args.seed):
+    for query in queries:
         nvim.input("<C-u>")
         for ch in query:
             nvim.input(ch)
@@ -121,20 +133,87 @@ def measure(args) -> dict:
         took.append(answer["took_ms"])
     debounce = nvim.exec_lua("return require('autodoc.config').options.debounce_ms")
     nvim.close()
+    return finals, took, debounce
 
-    def pct(xs, p):
-        xs = sorted(xs)
-        return round(xs[min(len(xs) - 1, int(p * len(xs)))], 1)
 
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return round(xs[min(len(xs) - 1, int(p * len(xs)))], 1)
+
+
+def summary(finals: list[float], took: list[float], debounce: int) -> dict:
     return {
-        "vault": args.vault,
         "queries": len(finals),
-        "gap_ms": args.gap_ms,
+        "debounce_ms": debounce,
         "keystroke_to_results_ms": {"p50": round(statistics.median(finals), 1),
                                     "p95": pct(finals, 0.95)},
         "sidecar_took_ms": {"p50": round(statistics.median(took), 1), "p95": pct(took, 0.95)},
-        "debounce_ms": debounce,
     }  # fmt: skip
+
+
+def measure(args) -> dict:
+    queries = queries_from(Path(args.vault), args.queries, args.seed)
+    settings: list[int | None] = (
+        [int(d) for d in args.debounce_ms.split(",")] if args.debounce_ms else [None]
+    )
+    runs: dict[int, tuple[list, list, int]] = {i: ([], [], 0) for i in range(len(settings))}
+    busy = ConcurrentIndex(Path(args.concurrent_index)) if args.concurrent_index else None
+    try:
+        for _ in range(args.rounds):
+            for i, setting in enumerate(settings):
+                finals, took, debounce = type_queries(args, queries, setting)
+                runs[i][0].extend(finals)
+                runs[i][1].extend(took)
+                runs[i] = (runs[i][0], runs[i][1], debounce)
+    finally:
+        if busy is not None:
+            busy.stop()
+    out = {
+        "vault": args.vault,
+        "gap_ms": args.gap_ms,
+        "rounds": args.rounds,
+        "concurrent_index": args.concurrent_index,
+        "settings": [summary(*runs[i]) for i in range(len(settings))],
+    }
+    first = out["settings"][0]["keystroke_to_results_ms"]["p50"]
+    for row in out["settings"]:
+        row["p50_vs_first"] = round(row["keystroke_to_results_ms"]["p50"] / first, 2)
+    return out
+
+
+class ConcurrentIndex:
+    """Another process indexing a folder into its own throwaway store, lexically, started
+    again each time it finishes, until stopped: a machine busy with an index."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.tmp = folder, tempfile.mkdtemp(prefix="autodoc-busy-")
+        self.stopped = False
+        self.proc: subprocess.Popen | None = None
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        n = 0
+        while not self.stopped:
+            n += 1
+            db = Path(self.tmp) / f"busy{n}.db"
+            cfg = json.dumps(["busy", {"embedding": "none"}])
+            cmd = [sys.executable, "-m", "autodoc", "--db", str(db)]
+            add = json.dumps(["busy", str(self.folder)])
+            subprocess.run([*cmd, "--call", "workspace.add", add], capture_output=True)
+            subprocess.run([*cmd, "--call", "workspace.configure", cfg], capture_output=True)
+            quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+            self.proc = subprocess.Popen([*cmd, "--call", "index.run", '["busy"]'], **quiet)
+            self.proc.wait()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            os.makedirs(self.tmp, exist_ok=True)
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+        self.thread.join(timeout=30)
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def related_screenshot(args) -> None:
@@ -196,6 +275,9 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=50)
     p.add_argument("--gap-ms", type=int, default=100, help="between typed characters")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--debounce-ms", help="settings to compare in one run, e.g. 60,0")
+    p.add_argument("--rounds", type=int, default=1, help="alternations of the settings")
+    p.add_argument("--concurrent-index", metavar="FOLDER", help="keep indexing FOLDER meanwhile")
     p.add_argument("--screenshot", help="write the picker's screen as text here instead")
     p.add_argument("--query", default="why did we pick sqlite")
     p.add_argument("--related", metavar="PATH:LINE", help="--screenshot of :AutodocRelated there")

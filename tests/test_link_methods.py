@@ -128,7 +128,9 @@ def test_diagnostics_are_the_unresolved_links_check_finds(ws, vault):
     protocol.conform(got, link_answers.LinkDiagnostics)
     line = A.splitlines()[2]
     message = "link to 'nowhere' does not resolve"
-    assert got["findings"] == [{"line": 3, "start": 0, "end": len(line), "severity": "error",
+    start = line.index("[[nowhere]]")  # the link's own range, not the line's
+    end = start + len("[[nowhere]]")
+    assert got["findings"] == [{"line": 3, "start": start, "end": end, "severity": "error",
                                 "kind": "link", "message": message}]  # fmt: skip
     checked = ws.call("index.check", ["v"])["findings"]
     assert [(f["path"], f["line"], f["message"]) for f in checked if f["kind"] == "link"] == [
@@ -136,7 +138,7 @@ def test_diagnostics_are_the_unresolved_links_check_finds(ws, vault):
     ]
     text = A.replace("See ", "😀 See ")  # spans are the editor's line, in its units
     got = ws.call("links.diagnostics", ["v", "notes/a.md", {"text": text, "units": "utf-16"}])
-    assert got["findings"][0]["end"] == len(line) + 3
+    assert (got["findings"][0]["start"], got["findings"][0]["end"]) == (start + 3, end + 3)
     assert ws.call("links.diagnostics", ["v", "b.md"])["findings"] == []
     write(vault, "nowhere.md", "# Nowhere\n")  # the target appears: the finding goes
     ws.call("index.run", ["v"])

@@ -176,9 +176,16 @@ async def test_execute_commands(client: LanguageClient):
         ("vault", True, "ready")
     ]
     again = asyncio.ensure_future(client.wait_for_notification("autodoc/indexReady"))
+    tokens = set(client.progress_reports)
     summaries = await execute(client, "autodoc.reindex")
     assert summaries[0]["unchanged"] == 8
     await asyncio.wait_for(again, WAIT_S)
+    # A reindex shows the first index's progress: begin (its title), reports, end (summary).
+    if client.capabilities.window and client.capabilities.window.work_done_progress:
+        [token] = set(client.progress_reports) - tokens
+        reports = client.progress_reports[token]
+        assert reports[0].kind == "begin" and reports[0].title == "Reindexing vault"
+        assert reports[-1].kind == "end" and "8 documents" in reports[-1].message
     with pytest.raises(JsonRpcException) as err:
         await execute(client, "autodoc.search", 42)
     assert err.value.code == -32602
@@ -848,6 +855,10 @@ async def test_unresolved_links_are_diagnostics_like_check_says(client, vault: P
         "link to 'no-such-note' does not resolve",
     ]
     assert all(d.range.start.line == 2 and d.source == "autodoc" for d in diagnostics)
+    # Each on its link's own range, not the whole line.
+    line = broken.read_text().splitlines()[2]
+    assert sorted(line[d.range.start.character : d.range.end.character] for d in diagnostics) == [
+        "[[no-such-note]]", "[gone](gone.md)"]  # fmt: skip
     # Mended and saved: the diagnostics go once the save is indexed.
     broken.write_text("# Broken\n\nSee [[onboarding]].\n")
     client.text_document_did_save(

@@ -161,11 +161,19 @@ def test_picker_searches_as_you_type_and_toggles_stages(start):
     answer = n.answer_after(lambda: n.nvim.input("<M-s>"))
     assert answer["stages"]["performed"] == ["lexical"]
     assert "[ ] Semantic" in n.lines("stages")[0] and "[x] Lexical" in n.lines("stages")[0]
-    # Unchecking Lexical too would leave no retriever: it stays checked, nothing is searched.
+    # Unchecking Lexical too would leave no retriever: it stays checked, nothing is searched,
+    # and the status line (not :messages) says why.
     n.nvim.input("<M-l>")
-    time.sleep(0.3)
+    n.until(lambda: "one of Lexical and Semantic stays checked" in n.lines("stages")[0])
     st = n.state()
     assert st["stages"]["lexical"] is True and st["requested"] == ["lexical"]
+    # The selected row shows without 'termguicolors': its own cterm attributes.
+    assert n.lua("return vim.o.termguicolors") is False
+    assert "CursorLine:AutodocSelected" in n.lua(
+        "return vim.wo[require('autodoc.picker.state').current.wins.list].winhighlight"
+    )
+    assert n.lua("return vim.api.nvim_get_hl(0, {name = 'AutodocSelected'}).cterm") == {
+        "reverse": True}  # fmt: skip
 
     # The choice survives closing and reopening the picker...
     n.nvim.input("<Esc>")
@@ -228,6 +236,15 @@ def test_enter_jumps_to_the_span_and_ctrl_q_fills_quickfix(start, vault: Path):
     )
     assert "not re-ranked: no ranker configured" in "".join(t[0] for t in title)
     assert " · identifier" in "".join(t[0] for t in title)  # reclaimBatch: camelCase
+    # Cleared, the query has no intent: the title says none (not the last query's).
+    n.nvim.input("<C-u>")
+    n.until(lambda: not n.state()["hits"])
+    title = n.lua(
+        "return vim.api.nvim_win_get_config(require('autodoc.picker').state().wins.prompt).title"
+    )
+    assert " · identifier" not in "".join(t[0] for t in title)
+    type_query(n, "reclaimBatch")
+    n.until(lambda: (s := n.state()) and s["hits"])
     preview_marks = n.lua(
         "local s = require('autodoc.picker').state();"
         " return #vim.api.nvim_buf_get_extmarks(s.bufs.preview, -1, 0, -1, {details = true})"
@@ -268,6 +285,30 @@ def test_checkhealth_reports_each_section(start):
     assert "unknown setup() keys: colour" in text
     assert "vault: 8 documents" in text
     assert "embedding: off" in text and "ranker: off" in text
+
+
+def test_status_reads_as_a_summary_and_reindex_shows_its_progress(start):
+    n = start({"embedding": "none"})
+    n.serve()
+    n.nvim.command("Autodoc status")
+    lines = n.nvim.current.buffer[:]
+    assert n.lua("return vim.api.nvim_win_get_config(0).relative") == "editor"  # a float
+    assert re.match(r"AutoDoc \S+ · sidecar pid \d+$", lines[0])
+    text = "\n".join(lines)
+    assert "  lease     writer (this editor indexes the store)" in lines
+    assert "  pending   0 edits waiting to be indexed · watching files" in lines
+    assert re.search(r"^workspace vault · /.*vault$", text, re.M)
+    assert re.search(r"^  index     ready · last indexed \d{4}-\d\d-\d\d \d\d:\d\d \(\d+ s ago\)$",
+                     text, re.M)  # fmt: skip
+    assert "  size      8 documents · 52 chunks" in lines
+    assert re.search(r"^  semantic  off", text, re.M)
+    n.nvim.input("q")
+    n.until(lambda: n.lua("return vim.api.nvim_win_get_config(0).relative") == "")
+    # Reindex says it began and how it ended, as the first index does.
+    n.nvim.command("messages clear")
+    n.nvim.command("Autodoc reindex")
+    n.until(lambda: "autodoc: Reindexing vault" in n.nvim.command_output("messages"))
+    n.until(lambda: "indexed: 8 documents" in n.nvim.command_output("messages"))
 
 
 def test_the_help_file_has_valid_tags(tmp_path: Path):
@@ -639,19 +680,22 @@ def test_find_opens_a_name_at_its_section(start):
 VENDOR = SHARED / "vendor" / "nvim"
 
 
-def with_plugins(tmp_path: Path, vault: Path, *names: str) -> Nvim:
+def with_plugins(tmp_path: Path, vault: Path, *names: str, embedding: str = "none") -> Nvim:
     dirs = [VENDOR / n for n in names]
     if not all(d.is_dir() for d in dirs):
         missing("corpus", f"the vendored plugins {names} are absent from {VENDOR}")
     if NVIM is None or pynvim is None:
         missing("nvim", NO_NVIM)
-    return Nvim(vault, tmp_path / "home", {"embedding": "none"}, rtp=tuple(dirs))
+    return Nvim(vault, tmp_path / "home", {"embedding": embedding}, rtp=tuple(dirs))
 
 
 def test_the_snacks_sources_search_relate_and_jump(tmp_path: Path, vault: Path):
-    n = with_plugins(tmp_path, vault, "snacks.nvim")
+    n = with_plugins(tmp_path, vault, "snacks.nvim", embedding="bundled")
     try:
-        n.lua("require('snacks').setup({ picker = { enabled = true } })")
+        # As with a lazy-loaded snacks whose plugin/ file has not run: no global `Snacks`, no
+        # module loaded. The adapter requires it rather than indexing the global.
+        n.lua("_G.Snacks = nil; for k in pairs(package.loaded) do"
+              " if k:match('^snacks') then package.loaded[k] = nil end end")  # fmt: skip
         n.serve()
         n.lua("require('autodoc.pickers.snacks').search({ query = 'embedded relational store' })")
         items = (
@@ -661,10 +705,26 @@ def test_the_snacks_sources_search_relate_and_jump(tmp_path: Path, vault: Path):
         got = n.until(lambda: n.lua(items))
         assert got[0][0] == "adr/0003-embedded-sqlite-store.md"
         assert got[0][2] == str(vault.resolve() / "adr" / "0003-embedded-sqlite-store.md")
-        assert n.lua("return Snacks.picker.get()[1].title") == "AutoDoc search"
-        # A stage toggle flips the picker's flag (shown in its title) and searches again.
+        title = "return Snacks.picker.get()[1].title"
+        flags = ("local out = {}; for k, t in pairs(Snacks.picker.get()[1].opts.toggles) do"
+                 " if t.enabled ~= false and vim.tbl_contains({'lexical', 'semantic', 'rerank'}, k)"
+                 " then table.insert(out, k) end end table.sort(out);"
+                 " return out")  # fmt: skip
+        # The title carries the answer's summary; a flag only for a stage that can run (no
+        # ranker here: no R).
+        n.until(lambda: re.match(r"AutoDoc search · \d+ hits · hybrid · ", n.lua(title)))
+        assert n.lua(flags) == ["lexical", "semantic"]
+        # A toggle that cannot act says why in the title; one that can searches again.
         assert n.lua("local p = Snacks.picker.get()[1]; p:action('autodoc_rerank');"
-                     " return p.opts.rerank") is False  # fmt: skip
+                     " return p.opts.rerank") is True  # fmt: skip
+        assert "rerank cannot run here" in n.lua(title)
+        n.lua("Snacks.picker.get()[1]:action('autodoc_semantic')")
+        n.until(lambda: re.match(r"AutoDoc search · \d+ hits · lexical · ", n.lua(title)))
+        n.lua("Snacks.picker.get()[1]:action('autodoc_lexical')")
+        n.until(lambda: "one of Lexical and Semantic stays checked" in n.lua(title))
+        assert n.lua("return Snacks.picker.get()[1].opts.lexical") is True
+        n.lua("Snacks.picker.get()[1]:action('autodoc_semantic')")  # back on: hybrid
+        n.until(lambda: " · hybrid · " in n.lua(title))
         n.lua("Snacks.picker.get()[1]:close()")
         n.nvim.command(f"edit {vault / 'adr' / '0003-embedded-sqlite-store.md'}")
         n.nvim.command("25")
@@ -695,7 +755,31 @@ def test_the_telescope_extension_searches_relates_and_finds(tmp_path: Path, vaul
         n.nvim.command("Telescope autodoc search default_text=reclaimBatch")
         got = n.until(lambda: n.lua(results))
         assert got == [["adr/0003-embedded-sqlite-store.md", 55]]  # the section holding it
+        # The answer's summary titles the results; a toggle that cannot act says why.
+        picker = (
+            "require('telescope.actions.state').get_current_picker(vim.api.nvim_get_current_buf())"
+        )
+        titles = ("local function t(b) local x = b._border_win_options.title;"
+                  " if type(x) == 'table' then x = x[1] and x[1].text end return x or '' end;"
+                  f" local p = {picker};"
+                  " return {t(p.results_border), t(p.prompt_border)}")  # fmt: skip
+        n.until(lambda: n.lua(titles)[0].startswith("1 hits · lexical · "))
+        n.nvim.input("<M-r>")
+        n.until(lambda: "rerank cannot run here" in n.lua(titles)[1])
         n.nvim.input("<Esc><Esc>")
+        # Rows fit a narrow window as the built-in picker's do: the path cut from the left, its
+        # file name and line kept.
+        n.nvim.command("set columns=60")
+        n.nvim.command("Telescope autodoc search default_text=reclaimBatch")
+        rows = ("local p = " + picker + "; if not (p and p.results_bufnr) then return {} end;"
+                " return vim.tbl_filter(function(l) return l:match('%S') end,"
+                " vim.api.nvim_buf_get_lines(p.results_bufnr, 0, -1, false))")  # fmt: skip
+        row = n.until(lambda: [r for r in n.lua(rows) if "reclaim" in r.lower() or ".md:" in r])[0]
+        assert "…" in row and "store.md:55" in row, row
+        width = n.lua(f"return vim.api.nvim_win_get_width({picker}.results_win)")
+        assert len(row) <= width + 4, (row, width)  # caret, multi-byte ellipsis and arrows
+        n.nvim.input("<Esc><Esc>")
+        n.nvim.command("set columns=80")
         n.nvim.command(f"edit {vault / 'adr' / '0003-embedded-sqlite-store.md'}")
         n.nvim.command("25")
         n.nvim.command("Telescope autodoc related")
@@ -706,6 +790,89 @@ def test_the_telescope_extension_searches_relates_and_finds(tmp_path: Path, vaul
         n.nvim.command("Telescope autodoc find default_text=reclaimBatch")
         got = n.until(lambda: n.lua(results))
         assert got[0] == ["adr/0003-embedded-sqlite-store.md", 55]
+    finally:
+        n.close()
+
+
+FZF_SCREEN = (  # fzf's terminal buffer, which goes and comes as pickers close and open
+    "for _, b in ipairs(vim.api.nvim_list_bufs()) do"
+    " local ok, term = pcall(function() return vim.bo[b].buftype == 'terminal' end)"
+    " if ok and term and vim.api.nvim_buf_is_loaded(b) then"
+    " local got, lines = pcall(vim.api.nvim_buf_get_lines, b, 0, -1, false)"
+    " if got then return vim.tbl_filter(function(l) return l:match('%S') end, lines) end"
+    " end end return {}"
+)
+
+
+# Read in one call inside Neovim: fzf's window closing as Python asks would race
+BUFFER_NAME = "return vim.api.nvim_buf_get_name(0)"
+CURSOR_LINE = "return vim.api.nvim_win_get_cursor(0)[1]"
+
+
+def fzf_rows(n: Nvim, *wanted: str) -> list[str]:
+    """fzf's screen (its terminal buffer's lines) once every `wanted` text is on it."""
+    try:
+        return n.until(lambda: (rows := n.lua(FZF_SCREEN)) and all(
+            any(w in r for r in rows) for w in wanted) and rows)  # fmt: skip
+    except AssertionError:
+        raise AssertionError(f"{wanted} not on fzf's screen: {n.lua(FZF_SCREEN)}") from None
+
+
+def test_the_fzf_lua_adapter_searches_toggles_relates_finds_and_jumps(tmp_path, vault: Path):
+    """The real fzf-lua driving the real fzf binary: rows are `label path:line:1: breadcrumb`
+    under a header line that carries the stage flags, the answer's summary and any notice."""
+    if tool("fzf") is None:
+        missing("fzf", "fzf is not installed (Debian: apt-get install fzf; .ci/run does)")
+    n = with_plugins(tmp_path, vault, "fzf-lua")
+    adr = "adr/0003-embedded-sqlite-store.md"
+    try:
+        n.nvim.command("set columns=200 lines=50")
+        n.serve()
+        n.lua("require('autodoc.pickers.fzf').search({ query = 'embedded relational store' })")
+        rows = fzf_rows(n, "hits · lexical", "\u2002" + adr)
+        header = next(r for r in rows if "hits · lexical" in r)
+        assert header.split()[0] == "[L]"  # no model, no ranker: only the lexical flag
+        selected = next(r for r in rows if r.startswith("> ") and "\u2002" in r)
+        assert re.search(r"^> \d\.\d\d\u2002" + re.escape(adr) + r":\d+:1: ADR 0003", selected)
+        assert all(r.rstrip() == r.rstrip().rstrip(".") for r in rows)  # none cut (fzf's "..")
+        # Unchecking the only retriever that can run is refused, in the header, not :messages.
+        n.nvim.input("<M-l>")
+        fzf_rows(n, "one of Lexical and Semantic stays checked")
+        # Typing searches again (fzf-lua's live mode); Enter jumps to the row's line.
+        n.nvim.input("<C-u>reclaimBatch")
+        rows = fzf_rows(n, "1 hits · lexical", f"{adr}:55:1:")
+        n.nvim.input("<CR>")
+        n.until(lambda: n.lua(BUFFER_NAME).endswith(adr))
+        assert n.lua(CURSOR_LINE) == 55
+        # Related to the section under the cursor: its neighbours, the note itself left out.
+        n.nvim.command("25")
+        n.lua("require('autodoc.pickers.fzf').related()")
+        rows = fzf_rows(n, "related to " + adr, "0002-store-documents-in-postgres.md:")
+        entries = [r for r in rows if re.match(r"^[> ] \d\.\d\d\u2002", r)]
+        first = next(r for r in entries if r.startswith("> "))
+        assert not any(adr + ":" in r for r in entries) and "(" in first  # each says why
+        line = int(re.search(r"\.md:(\d+):1:", first).group(1))
+        n.nvim.input("<CR>")
+        n.until(lambda: n.lua(BUFFER_NAME).endswith("0002-store-documents-in-postgres.md"))
+        assert n.lua(CURSOR_LINE) == line
+        # Find: a name's own line.
+        n.lua("require('autodoc.pickers.fzf').find({ query = 'reclaimBatch' })")
+        rows = fzf_rows(n, "find · ", f"{adr}:55:1:")
+    finally:
+        n.close()
+
+
+def test_fzf_keys_follow_the_pickers_keys():
+    """`<M-l>` is fzf's `alt-l`; a key fzf cannot bind is left out, not bound wrongly."""
+    if NVIM is None or pynvim is None:
+        missing("nvim", NO_NVIM)
+    n = pynvim.attach("child", argv=[NVIM, "--embed", "--headless", "--clean",
+                                     "--cmd", f"set rtp^={REPO}"])  # fmt: skip
+    try:
+        got = n.exec_lua("local k = require('autodoc.pickers.fzf').fzf_key; return"
+                         " {k('<M-l>'), k('<m-S>') or false, k('<C-R>'), k('<A-x>'),"
+                         " k('<F5>') or false, k('<M-Left>') or false}")  # fmt: skip
+        assert got == ["alt-l", False, "ctrl-r", "alt-x", False, False]
     finally:
         n.close()
 

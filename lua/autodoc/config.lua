@@ -23,7 +23,7 @@
 ---@field max_root_files integer ask before indexing a root with more Markdown files (0: never)
 ---@field large_root "ask"|"folder"|"index" over max_root_files: ask, the note's folder, or index
 ---@field server table initializationOptions for the sidecar (embedding, section_tokens, ...)
----@field debounce_ms integer wait this long after a keystroke before searching (>= 0)
+---@field debounce_ms integer wait after a keystroke before searching (>= 0; 0: every keystroke)
 ---@field limit integer hits per search (1..100)
 ---@field stages table<string, boolean> the stage toggles checked before any choice was saved
 ---@field picker autodoc.PickerOptions
@@ -53,7 +53,7 @@ M.defaults = {
   max_root_files = 5000,
   large_root = "ask",
   server = {},
-  debounce_ms = 60,
+  debounce_ms = 0, -- no fixed wait: each keystroke cancels the request in flight
   limit = 30,
   stages = all_stages(), -- lexical, semantic, rerank
   picker = { width = 0.9, height = 0.8, list_width = 0.55, group_by_file = false },

@@ -6,6 +6,7 @@ local config = require("autodoc.config")
 
 local M = {}
 
+---@type table<string, string|vim.api.keyset.highlight> a link, or attributes
 local HIGHLIGHTS = {
   AutodocMatch = "Search", -- the query's words in the preview
   AutodocSpan = "Visual", -- the hit's line span (preview, and after a jump)
@@ -17,12 +18,18 @@ local HIGHLIGHTS = {
   AutodocLowConfidence = "WarningMsg",
   AutodocDidYouMean = "Question", -- the query with a word found nowhere corrected
   AutodocProgress = "DiagnosticInfo", -- indexing or embedding under way
+  AutodocNotice = "WarningMsg", -- why a key did nothing (the last retriever stays checked)
+  -- the selected row: its own attributes, not a link, so it shows without 'termguicolors' too
+  -- (the default CursorLine has only a GUI background)
+  AutodocSelected = { reverse = true, cterm = { reverse = true } },
 }
 
 --- Link AutoDoc's highlight groups, leaving any the user or colorscheme defined.
 function M.highlights()
-  for group, link in pairs(HIGHLIGHTS) do
-    vim.api.nvim_set_hl(0, group, { link = link, default = true })
+  for group, spec in pairs(HIGHLIGHTS) do
+    local attrs = type(spec) == "string" and { link = spec } or vim.deepcopy(spec)
+    attrs.default = true
+    vim.api.nvim_set_hl(0, group, attrs)
   end
 end
 
@@ -96,6 +103,88 @@ function M.status()
   running(M.show_status)
 end
 
+---@param n integer
+---@return string
+local function count(n)
+  local s = tostring(n)
+  while true do
+    local t, k = s:gsub("^(-?%d+)(%d%d%d)", "%1,%2")
+    s = t
+    if k == 0 then
+      return s
+    end
+  end
+end
+
+--- How long ago an epoch time was, in words.
+---@param t number?
+---@return string
+local function ago(t)
+  if not t or t == vim.NIL then
+    return "never"
+  end
+  local s = math.max(0, os.time() - t)
+  local span = s < 90 and (s .. " s")
+    or s < 5400 and (math.floor(s / 60 + 0.5) .. " min")
+    or s < 172800 and (math.floor(s / 3600 + 0.5) .. " h")
+    or (math.floor(s / 86400 + 0.5) .. " days")
+  return os.date("%Y-%m-%d %H:%M", math.floor(t)) .. " (" .. span .. " ago)"
+end
+
+--- `:Autodoc status` as lines a person reads: the sidecar and its lease, then per workspace its
+--- root, index state and last index, size, semantic coverage and ranker.
+---@param result autodoc.Status
+---@return string[]
+function M.status_lines(result)
+  local server = result.server
+  local lease = server.writer and "writer (this editor indexes the store)"
+    or (server.lease .. ": the writer lease is held by " .. server.holder)
+  local lines = {
+    "AutoDoc " .. server.version .. " · sidecar pid " .. server.pid,
+    "  store     " .. server.db,
+    "  lease     " .. lease,
+    "  pending   "
+      .. count(server.pending)
+      .. " edit"
+      .. (server.pending == 1 and "" or "s")
+      .. " waiting to be indexed"
+      .. (server.watching and " · watching files" or ""),
+  }
+  for _, ws in ipairs(result.workspaces) do
+    local cov = ws.semantic_coverage
+    local semantic = ws.semantic
+    if cov and cov ~= vim.NIL then
+      semantic = string.format(
+        "%s · %s of %s chunks embedded",
+        semantic,
+        count(cov.embedded),
+        count(cov.total)
+      )
+    end
+    if ws.semantic_reason and ws.semantic_reason ~= "" then
+      semantic = semantic .. " (" .. ws.semantic_reason .. ")"
+    end
+    if ws.model and ws.model ~= "" then
+      semantic = semantic .. " · " .. ws.model
+    end
+    local rank = ws.rank.state
+      .. ((ws.rank.error or "") ~= "" and (" (" .. ws.rank.error .. ")") or "")
+    vim.list_extend(lines, {
+      "",
+      "workspace " .. ws.name .. (ws.served and "" or " (not served here)") .. " · " .. ws.root,
+      "  index     " .. ws.indexing .. " · last indexed " .. ago(ws.indexed_at),
+      "  size      " .. count(ws.documents) .. " documents · " .. count(ws.chunks) .. " chunks",
+      "  semantic  " .. semantic,
+      "  rerank    " .. rank,
+    })
+  end
+  for _, why in ipairs(result.refused or {}) do
+    table.insert(lines, "refused   " .. why)
+  end
+  return lines
+end
+
+--- The status in a floating window (`q` or <Esc> closes it), readable whatever 'cmdheight'.
 ---@param client vim.lsp.Client
 function M.show_status(client)
   local result, err = require("autodoc.client").request_sync(client, "workspace/executeCommand", {
@@ -106,27 +195,30 @@ function M.show_status(client)
     vim.notify("autodoc: " .. (err.message or "status failed"), vim.log.levels.ERROR)
     return
   end
-  local lines = { "AutoDoc sidecar pid " .. result.server.pid .. ", store " .. result.server.db }
-  table.insert(
-    lines,
-    result.server.writer and "writer" or ("read-only, lease held by " .. result.server.holder)
-  )
-  for _, ws in ipairs(result.workspaces) do
-    table.insert(
-      lines,
-      string.format(
-        "%s: %s, %d documents, %d chunks, semantic %s, rank %s (%s)",
-        ws.name,
-        ws.indexing,
-        ws.documents,
-        ws.chunks,
-        ws.semantic,
-        ws.rank.state,
-        ws.root
-      )
-    )
+  local lines = M.status_lines(result)
+  local width = 20
+  for _, l in ipairs(lines) do
+    width = math.max(width, vim.fn.strdisplaywidth(l))
   end
-  vim.notify(table.concat(lines, "\n"), vim.log.levels.INFO)
+  width = math.min(width + 2, vim.o.columns - 4)
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].bufhidden = "wipe"
+  local win = vim.api.nvim_open_win(buf, true, {
+    relative = "editor",
+    width = width,
+    height = math.min(#lines, vim.o.lines - 4),
+    row = 1,
+    col = math.floor((vim.o.columns - width) / 2),
+    border = "rounded",
+    title = " AutoDoc status ",
+    style = "minimal",
+  })
+  vim.wo[win].wrap = true
+  for _, key in ipairs({ "q", "<Esc>" }) do
+    vim.keymap.set("n", key, "<cmd>close<cr>", { buffer = buf, nowait = true })
+  end
 end
 
 --- `:Autodoc reindex`: walk the root again.

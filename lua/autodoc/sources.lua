@@ -80,9 +80,36 @@ M.search = {
     return out
   end,
   describe = function(result, items)
-    return string.format("%d hits · %s · %.0f ms", #items, result.mode_used, result.took_ms or 0)
+    local text =
+      string.format("%d hits · %s · %.0f ms", #items, result.mode_used, result.took_ms or 0)
+    for _, part in ipairs(M.doubts(result)) do
+      text = text .. part[1]
+    end
+    return text
   end,
 }
+
+--- What an answer says about itself from absolute evidence, not from relevance, as (text,
+--- highlight group) parts of a status line: the words found nowhere, a confidence below high,
+--- the spelling it searched instead. Every picker shows them.
+---@param a autodoc.Answer
+---@return string[][]
+function M.doubts(a)
+  local out, doubt = {}, ""
+  if a.missing and #a.missing > 0 then
+    doubt = " · missing: " .. table.concat(a.missing, ", ")
+  end
+  if a.confidence and a.confidence ~= "high" then
+    doubt = doubt .. " · confidence " .. a.confidence
+  end
+  if doubt ~= "" then
+    table.insert(out, { doubt, "AutodocLowConfidence" })
+  end
+  if a.did_you_mean and a.did_you_mean ~= vim.NIL then
+    table.insert(out, { " · did you mean: " .. a.did_you_mean, "AutodocDidYouMean" })
+  end
+  return out
+end
 
 --- The stages a search asks for, from a choice of checked boxes: never no retriever (with
 --- none checked, the first one answers).
@@ -99,6 +126,38 @@ function M.stages(checked)
     table.insert(out, 1, M.retrievers[1])
   end
   return out
+end
+
+--- "Lexical and Semantic": the retrievers as their boxes name them.
+---@return string
+local function retriever_names()
+  local names = vim.tbl_map(function(s)
+    return s:sub(1, 1):upper() .. s:sub(2)
+  end, M.retrievers)
+  return table.concat(names, ", ", 1, #names - 1) .. " and " .. names[#names]
+end
+
+--- Flip `stage` in `checked` (in place), unless that would leave no retriever that can run
+--- checked or the stage cannot run now: then nothing changes and the reason comes back, for
+--- the picker to show where the user is looking.
+---@param checked table<string, boolean>
+---@param stage string
+---@param can_run fun(stage: string): boolean
+---@return string? refused why nothing changed
+function M.flip(checked, stage, can_run)
+  if not can_run(stage) then
+    return stage .. " cannot run here"
+  end
+  if checked[stage] and vim.tbl_contains(M.retrievers, stage) then
+    local others = vim.tbl_filter(function(s)
+      return s ~= stage and checked[s] and can_run(s)
+    end, M.retrievers)
+    if #others == 0 then
+      return "one of " .. retriever_names() .. " stays checked"
+    end
+  end
+  checked[stage] = not checked[stage]
+  return nil
 end
 
 --- What every picker adds to its source's context for one request: the configured limit and

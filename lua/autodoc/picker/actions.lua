@@ -12,37 +12,24 @@ local M = {}
 
 local jump_ns = vim.api.nvim_create_namespace("autodoc_jump")
 
---- "Lexical and Semantic": the retrievers as their boxes name them.
----@return string
-local function retriever_names()
-  local names = vim.tbl_map(function(s)
-    return s:sub(1, 1):upper() .. s:sub(2)
-  end, sources.retrievers)
-  return table.concat(names, ", ", 1, #names - 1) .. " and " .. names[#names]
-end
-
---- Flip a stage and search again at once; one retriever that can run always stays checked.
+--- Flip a stage and search again at once; one retriever that can run always stays checked
+--- (the notice says so in the picker's own status line).
 ---@param stage string
 function M.toggle(stage)
   local S = state.current
   if not S or not vim.tbl_contains(sources.toggles, stage) then
     return
   end
-  if not state.available(S, stage) then
-    return -- a hidden box keeps its state
+  local refused = sources.flip(state.checked, stage, function(s)
+    return state.available(S, s)
+  end)
+  if refused then
+    S.notice = refused
+    render.stages(S)
+    return
   end
-  local checked = state.checked
-  if checked[stage] and vim.tbl_contains(sources.retrievers, stage) then
-    local others = vim.tbl_filter(function(s)
-      return s ~= stage and checked[s] and state.available(S, s)
-    end, sources.retrievers)
-    if #others == 0 then
-      vim.notify("autodoc: one of " .. retriever_names() .. " stays checked", vim.log.levels.INFO)
-      return
-    end
-  end
-  checked[stage] = not checked[stage]
-  state.save_stages(checked)
+  S.notice = nil
+  state.save_stages(state.checked)
   render.stages(S)
   search.now()
 end

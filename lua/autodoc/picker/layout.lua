@@ -62,6 +62,7 @@ function M.open(S, title)
   float("stages", false)
   float("prompt", true, { title = title, title_pos = "left" })
   vim.wo[S.wins.list].cursorline = true
+  vim.wo[S.wins.list].winhighlight = "CursorLine:AutodocSelected"
   vim.wo[S.wins.list].wrap = false
   vim.wo[S.wins.preview].wrap = false
   vim.wo[S.wins.preview].number = true

@@ -146,18 +146,8 @@ local function summary(S, line)
     line,
     string.format("%d hits · %s%s · %.0f ms", #S.hits, a.mode_used, filtered, a.took_ms or 0)
   )
-  local doubt = ""
-  if a.missing and #a.missing > 0 then
-    doubt = " · missing: " .. table.concat(a.missing, ", ")
-  end
-  if a.confidence and a.confidence ~= "high" then
-    doubt = doubt .. " · confidence " .. a.confidence
-  end
-  if doubt ~= "" then
-    add(line, doubt, "AutodocLowConfidence")
-  end
-  if a.did_you_mean then
-    add(line, " · did you mean: " .. a.did_you_mean, "AutodocDidYouMean")
+  for _, part in ipairs(sources.doubts(a)) do
+    add(line, part[1], part[2])
   end
 end
 
@@ -172,6 +162,9 @@ function M.stages(S)
   local line = { text = "", marks = {} }
   boxes(S, line)
   summary(S, line)
+  if S.notice then
+    add(line, " · " .. S.notice, "AutodocNotice")
+  end
   local busy = state.indexing(S)
   if busy then
     add(line, " · " .. progress_text(busy), "AutodocProgress")
@@ -223,7 +216,7 @@ end
 ---@param width integer
 ---@param grouped boolean the file is the header above: show only the line number
 ---@return string, table[]
-local function hit_line(hit, width, grouped)
+function M.hit_line(hit, width, grouped)
   local score = hit.label -- a relevance or a facet dot, a match kind, a related score
   local lead = grouped and ("  " .. score .. "  ") or (score .. "  ")
   local loc = grouped and ("L" .. hit.line_start) or (hit.path .. ":" .. hit.line_start)
@@ -305,7 +298,7 @@ local function list_lines(S, width)
       lines[row] = fit(r.header, width, true)
       table.insert(marks, { row - 1, 0, #lines[row], "AutodocPath" })
     else
-      local line, spans = hit_line(S.hits[r.hit], width, grouped)
+      local line, spans = M.hit_line(S.hits[r.hit], width, grouped)
       lines[row] = line
       S.row_of[r.hit] = row
       for _, s in ipairs(spans) do

@@ -1,5 +1,6 @@
----@mod autodoc.picker.search Asking the sidecar as you type: after `debounce_ms`, the latest
---- query wins (the request in flight is cancelled), and each answer is listed. Every request
+---@mod autodoc.picker.search Asking the sidecar as you type: on every keystroke (after
+--- `debounce_ms`, 0 by default) the latest query wins (the request in flight is cancelled with
+--- `$/cancelRequest`), and each answer is listed. Every request
 --- goes through the picker's `autodoc.sources` source, as the other pickers' adapters do.
 
 local client_mod = require("autodoc.client")
@@ -85,7 +86,8 @@ function M.now()
   S.seq = S.seq + 1
   local seq = S.seq
   if S.query:match("^%s*$") and S.source.needs_query then
-    S.hits, S.error = {}, nil
+    -- nothing asked: no answer, so no intent in the title and no summary from the last one
+    S.hits, S.error, S.answer = {}, nil, nil
     render.list(S)
     return
   end
@@ -104,6 +106,7 @@ function M.soon()
     return
   end
   S.typed = vim.uv.hrtime()
+  S.notice = nil -- said once, until the next key
   S.query = vim.api.nvim_buf_get_lines(S.bufs.prompt, 0, 1, false)[1] or ""
   S.timer = S.timer or vim.uv.new_timer()
   S.timer:stop()

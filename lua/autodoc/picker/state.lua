@@ -33,6 +33,7 @@ local M = {}
 ---@field source autodoc.Source what the picker asks: `sources.search`, find or related
 ---@field context table the source's own request context (related: path, line)
 ---@field status string? the source's status line
+---@field notice string? why the last key did nothing, shown in the status line until the next
 ---@field mode string? the source's name, when it is not a plain search (find, related)
 
 ---@type autodoc.PickerState?
@@ -96,7 +97,16 @@ local CAN_RUN = {
 ---@param stage string
 ---@return boolean
 function M.available(S, stage)
-  local a, can_run = S.answer, CAN_RUN[stage]
+  return M.can_run(S.answer, stage)
+end
+
+--- Whether an answer says a stage can run (no answer yet: assume it can); what every picker's
+--- flags and boxes show.
+---@param a autodoc.Answer?
+---@param stage string
+---@return boolean
+function M.can_run(a, stage)
+  local can_run = CAN_RUN[stage]
   return not a or not can_run or can_run(a)
 end
 

@@ -1,51 +1,150 @@
 ---@mod autodoc.pickers.fzf AutoDoc in ibhagwan/fzf-lua.
 ---
---- Written to fzf-lua's documented `fzf_live` / `fzf_exec` API and not run here (neither fzf
---- nor fzf-lua can be installed on the project's machines): `search()` asks the sidecar for each
---- query, `related({ whole? })` and `find()` as the other adapters. Each line is
---- `path:line:1: label  breadcrumb`, so fzf-lua's file actions and previewer open the hit's line.
+--- `search()` asks the sidecar on every keystroke (fzf-lua's live mode: fzf only selects), with
+--- the stage toggles on the same keys as the built-in picker (`<M-l>` becomes fzf's `alt-l`);
+--- `related({ whole? })` and `find()` as the other adapters. The first line fzf reads is its
+--- header (`--header-lines=1`): the stage flags and the answer's summary, fresh with each answer.
+--- A row is `label path:line:1: breadcrumb`, the label before fzf-lua's entry separator, so its
+--- file actions and previewer open the hit's line. Tested with the real fzf-lua and fzf.
 
 local sources = require("autodoc.sources")
 
 local M = {}
 
+--- fzf's name for a Neovim key: `<M-l>` is `alt-l`, `<C-r>` is `ctrl-r`; nil for a key this
+--- adapter does not bind in fzf (a named key, a shifted Alt).
+---@param key string
+---@return string?
+function M.fzf_key(key)
+  local mod, rest = key:match("^<([MmAaCc])%-(.+)>$")
+  if not mod or #rest ~= 1 then
+    return nil
+  end
+  if mod:lower() == "c" then
+    return "ctrl-" .. rest:lower() -- Vim reads <C-R> as <C-r>
+  end
+  return rest:match("%l") and "alt-" .. rest or nil -- <M-S> is not <M-s>
+end
+
+--- The header: the flags of the stages the answer could run (an initial, upper case when
+--- asked for, lower case when not) and the source's summary.
+---@param kind string
+---@param checked table<string, boolean>
+---@param result table? the answer
+---@param status string
+---@return string
+local function header(kind, checked, result, status)
+  if kind ~= "search" then
+    return status
+  end
+  local state = require("autodoc.picker.state")
+  local asked = sources.stages(checked)
+  local flags = {}
+  for _, stage in ipairs(sources.toggles) do
+    if state.can_run(result, stage) then
+      local initial = stage:sub(1, 1)
+      table.insert(flags, vim.tbl_contains(asked, stage) and initial:upper() or initial)
+    end
+  end
+  return "[" .. table.concat(flags) .. "] " .. status
+end
+
+--- One item as fzf's line: the relevance, then (after fzf-lua's entry separator, so its file
+--- actions and previewer read what follows) `path:line:1: breadcrumb`.
+---@param it autodoc.Item
+---@return string
+local function row(it)
+  local ansi = require("fzf-lua.utils").ansi_codes
+  local nbsp = require("fzf-lua.utils").nbsp
+  return string.format(
+    "%s%s%s:%d:1: %s",
+    ansi.yellow(it.label),
+    nbsp,
+    ansi.magenta(it.path),
+    it.line_start,
+    it.breadcrumb
+  )
+end
+
+--- The keys that flip a stage, as fzf-lua actions that search again (`reload`); one that
+--- cannot act leaves `picked.notice` for the next header.
+---@param picked table the picker's state: checked, last (answer), notice
+---@return table<string, table>
+local function toggle_actions(picked)
+  local state = require("autodoc.picker.state")
+  local actions = {}
+  for _, stage in ipairs(sources.toggles) do
+    local key = M.fzf_key(require("autodoc.config").options.keys[stage] or "")
+    if key then
+      actions[key] = {
+        fn = function()
+          picked.notice = sources.flip(picked.checked, stage, function(s)
+            return state.can_run(picked.last, s)
+          end)
+          if not picked.notice then
+            state.save_stages(picked.checked)
+          end
+        end,
+        reload = true,
+      }
+    end
+  end
+  return actions
+end
+
 ---@param kind "search"|"related"|"find"
 local function pick(kind, client, root, workspace, context, opts)
   local fzf = require("fzf-lua")
   local source = sources[kind]
-  local checked = require("autodoc.picker").load_stages()
+  local picked = { checked = require("autodoc.picker").load_stages() } -- last, notice
 
-  local function contents(query)
+  --- fzf-lua calls a live source with its arguments (the query in `args[1]`; older releases
+  --- passed the query itself), and takes back a function that feeds fzf the lines.
+  ---@param args string|string[]|nil
+  local function contents(args)
+    local query = (type(args) == "table" and args[1] or args) or ""
     return function(fzf_cb)
       coroutine.wrap(function()
         local co = coroutine.running()
-        local extra = sources.request_context(context, sources.stages(checked))
+        local extra = sources.request_context(context, sources.stages(picked.checked))
         vim.schedule(function()
           require("autodoc.client").request(
             client,
             source.method,
-            source.params(workspace, query or "", extra),
+            source.params(workspace, query, extra),
             function(err, result)
               coroutine.resume(co, err, result)
             end
           )
         end)
         local err, result = coroutine.yield()
-        for _, it in ipairs(not err and result and source.items(result, query or "") or {}) do
-          fzf_cb(string.format("%s:%d:1: %s  %s", it.path, it.line_start, it.label, it.breadcrumb))
+        local items = not err and result and source.items(result, query) or {}
+        local status = err and ("autodoc: " .. (err.message or tostring(err)))
+          or (result and source.describe(result, items) or "")
+        picked.last = result or picked.last
+        if picked.notice then -- first: the header is cut on the right
+          status, picked.notice = picked.notice .. " · " .. status, nil
+        end
+        fzf_cb(header(kind, picked.checked, result, status))
+        for _, it in ipairs(items) do
+          fzf_cb(row(it))
         end
         fzf_cb()
       end)()
     end
   end
 
+  local actions = vim.tbl_extend("force", {}, fzf.defaults.actions.files)
+  actions = kind == "search" and vim.tbl_extend("force", actions, toggle_actions(picked)) or actions
   local spec = vim.tbl_deep_extend("force", {
     prompt = "AutoDoc " .. kind .. "> ",
     cwd = root,
     query = opts.query,
     previewer = "builtin",
+    winopts = { preview = { layout = "vertical", vertical = "down:45%" } }, -- rows: full width
     exec_empty_query = false,
-    actions = fzf.defaults.actions.files,
+    fzf_opts = { ["--header-lines"] = 1, ["--ansi"] = true },
+    actions = actions,
   }, opts.fzf or {})
   if source.needs_query then
     fzf.fzf_live(contents, spec)

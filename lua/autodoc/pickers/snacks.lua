@@ -9,6 +9,28 @@ local sources = require("autodoc.sources")
 
 local M = {}
 
+--- The picker's title after an answer: the source's summary (hits, missing words, confidence,
+--- a spelling searched instead) and a notice; each stage's flag only where it can run.
+---@param picker table snacks' picker
+---@param source autodoc.Source
+---@param result table? the answer
+---@param items autodoc.Item[]
+local function retitle(picker, source, result, items)
+  local state = require("autodoc.picker.state")
+  local status = result and source.describe(result, items) or "no answer"
+  if picker.autodoc_notice then
+    status = picker.autodoc_notice .. " · " .. status
+  end
+  picker.autodoc_answer, picker.autodoc_notice = result or picker.autodoc_answer, nil
+  picker.title = picker.opts.title .. " · " .. status
+  for stage, toggle in pairs(picker.opts.toggles) do
+    if type(toggle) == "table" and vim.tbl_contains(sources.toggles, stage) then
+      toggle.enabled = state.can_run(picker.autodoc_answer, stage)
+    end
+  end
+  picker:update_titles()
+end
+
 --- One request in the finder's coroutine: asked on the main loop, waited for by suspending.
 ---@param ctx table snacks' finder context
 ---@return autodoc.Item[], table?
@@ -29,7 +51,13 @@ local function ask(ctx, client, source, workspace, query, extra)
   while not done do
     async:suspend()
   end
-  return result and source.items(result, query) or {}, result
+  local items = result and source.items(result, query) or {}
+  vim.schedule(function()
+    if not ctx.picker.closed then
+      retitle(ctx.picker, source, result, items)
+    end
+  end)
+  return items, result
 end
 
 --- The finder: the sidecar answers each search (with the stage toggles, which are options:
@@ -96,15 +124,31 @@ local function pick(kind, client, root, workspace, context, opts)
     win = { input = { keys = {} } },
   }
   for _, stage in ipairs(sources.toggles) do
-    spec.toggles[stage] = stage:sub(1, 1):upper()
+    spec.toggles[stage] = { icon = stage:sub(1, 1):upper() }
     spec[stage] = checked[stage]
     spec.actions["autodoc_" .. stage] = function(picker)
-      picker.opts[stage] = not picker.opts[stage]
+      local flags = {}
+      for _, s in ipairs(sources.toggles) do
+        flags[s] = picker.opts[s]
+      end
+      picker.autodoc_notice = sources.flip(flags, stage, function(s)
+        return require("autodoc.picker.state").can_run(picker.autodoc_answer, s)
+      end)
+      if picker.autodoc_notice then
+        return retitle(picker, source, picker.autodoc_answer, picker:items())
+      end
+      picker.opts[stage] = flags[stage]
       picker:find()
     end
     spec.win.input.keys[keys[stage]] = { "autodoc_" .. stage, mode = { "i", "n" } }
   end
-  return Snacks.picker.pick(vim.tbl_deep_extend("force", spec, opts.snacks or {}))
+  -- `require`, not the global `Snacks`: that is set only once snacks' own plugin/ file has run
+  local picker =
+    require("snacks").picker.pick(vim.tbl_deep_extend("force", spec, opts.snacks or {}))
+  if picker then
+    picker.autodoc_title = spec.title
+  end
+  return picker
 end
 
 local entries = sources.entries(pick)

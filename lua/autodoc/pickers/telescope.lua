@@ -10,6 +10,28 @@ local sources = require("autodoc.sources")
 
 local M = {}
 
+--- An entry's line, fitted to the results window as the built-in picker fits its list: the
+--- path cut from the left (the file name and line stay), the breadcrumb from the right.
+---@param entry table
+---@return string, table[]
+local function display(entry)
+  local picker =
+    require("telescope.actions.state").get_current_picker(vim.api.nvim_get_current_buf())
+  local win = picker and picker.results_win
+  local width = win and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_width(win) or 80
+  local caret = picker and picker.selection_caret or "> "
+  local line, spans = require("autodoc.picker.render").hit_line(
+    entry.value,
+    width - vim.fn.strdisplaywidth(caret) - 1,
+    false
+  )
+  local highlights = {}
+  for _, span in ipairs(spans) do
+    table.insert(highlights, { { span[1], span[2] }, span[3] })
+  end
+  return line, highlights
+end
+
 --- Telescope's entry for an item: its file and line, for the previewer and the file actions.
 ---@param root string
 ---@return fun(it: autodoc.Item): table
@@ -18,7 +40,7 @@ local function entry_maker(root)
     return {
       value = it,
       ordinal = it.path .. " " .. it.breadcrumb,
-      display = it.label .. "  " .. it.path .. ":" .. it.line_start .. "  " .. it.breadcrumb,
+      display = display,
       filename = vim.fs.joinpath(root, it.path),
       lnum = it.line_start,
       col = 1,
@@ -26,10 +48,19 @@ local function entry_maker(root)
   end
 end
 
---- A dynamic finder: the sidecar answers each prompt, with the stages checked now.
+--- A title on a telescope window's border (the picker's own method where it has one).
+local function set_title(border, title)
+  if border and border.change_title then
+    border:change_title(title)
+  end
+end
+
+--- A dynamic finder: the sidecar answers each prompt, with the stages checked now; each answer's
+--- summary (hits, missing words, confidence, a spelling searched instead) titles the results.
 ---@param source autodoc.Source
 ---@param checked table<string, boolean>
-local function make_finder(client, root, workspace, source, context, checked)
+---@param seen { answer: table?, picker: table? } the latest answer, and the picker once open
+local function make_finder(client, root, workspace, source, context, checked, seen)
   local finders = require("telescope.finders")
   local channel = require("plenary.async.control").channel
   return finders.new_dynamic({
@@ -48,7 +79,14 @@ local function make_finder(client, root, workspace, source, context, checked)
         tx
       )
       local err, result = rx()
-      return not err and result and source.items(result, prompt) or {}
+      local items = not err and result and source.items(result, prompt) or {}
+      seen.answer = result or seen.answer
+      local status = err and ("autodoc: " .. (err.message or "error"))
+        or (result and source.describe(result, items) or "")
+      vim.schedule(function()
+        set_title(seen.picker and seen.picker.results_border, status)
+      end)
+      return items
     end,
   })
 end
@@ -61,13 +99,15 @@ local function pick(kind, client, root, workspace, context, opts)
   local action_state = require("telescope.actions.state")
   local source = sources[kind]
   local checked = require("autodoc.picker").load_stages()
+  local seen = {}
+  local title = "AutoDoc " .. kind
   local function finder()
-    return make_finder(client, root, workspace, source, context, checked)
+    return make_finder(client, root, workspace, source, context, checked, seen)
   end
 
   pickers
     .new(opts.telescope or {}, {
-      prompt_title = "AutoDoc " .. kind,
+      prompt_title = title,
       default_text = opts.query or opts.default_text,
       finder = finder(),
       -- the sidecar's order for a search; typing narrows related sections
@@ -75,10 +115,18 @@ local function pick(kind, client, root, workspace, context, opts)
         or conf.generic_sorter(opts.telescope or {}),
       previewer = conf.grep_previewer(opts.telescope or {}),
       attach_mappings = function(bufnr, map)
+        seen.picker = action_state.get_current_picker(bufnr)
         for _, stage in ipairs(sources.toggles) do
           map({ "i", "n" }, config.options.keys[stage], function()
-            checked[stage] = not checked[stage]
-            action_state.get_current_picker(bufnr):refresh(finder(), { reset_prompt = false })
+            local picker = action_state.get_current_picker(bufnr)
+            local refused = sources.flip(checked, stage, function(s)
+              return require("autodoc.picker.state").can_run(seen.answer, s)
+            end)
+            set_title(picker.prompt_border, refused and (title .. " · " .. refused) or title)
+            if not refused then
+              require("autodoc.picker.state").save_stages(checked)
+              picker:refresh(finder(), { reset_prompt = false })
+            end
           end)
         end
         return true

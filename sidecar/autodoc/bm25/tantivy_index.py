@@ -319,7 +319,7 @@ class LexicalIndex:
                 bits.append((Occur.Should, Query.const_score_query(anywhere, float(1 << j))))
         if not bits:
             return weights, held
-        among = Query.term_set_query(self.schema, "chunk_id", chunk_ids)
+        among = self._among(chunk_ids)
         q = Query.boolean_query(
             [
                 (Occur.Must, Query.const_score_query(among, 0.0)),
@@ -332,6 +332,14 @@ class LexicalIndex:
                 mask = round(score)
                 held[row[cid]] = [bool(mask >> j & 1) for j in range(len(terms))]
         return weights, held
+
+    def _among(self, chunk_ids: list[int]) -> Query:
+        """The chunks `chunk_ids`, as a union of one term query each: for the ~100 candidates a
+        query ranks, about three times faster in Tantivy than a term-set query, which walks its
+        whole set (measured on cpp-docs, 108k chunks: 0.21 ms against 0.62 ms)."""
+        return Query.boolean_query(
+            [(Occur.Should, Query.term_query(self.schema, "chunk_id", c)) for c in chunk_ids]
+        )
 
     def rarity(self, words: list[str]) -> list[float]:
         """Each word's rarest analyzed term's IDF share (`idf_share`: 1.0 a term one chunk

@@ -17,6 +17,7 @@ from autodoc.engine.core import EngineCore
 from autodoc.engine.reading import checked_path
 from autodoc.files.confine import read_inside
 from autodoc.index.check import link_findings
+from autodoc.parse.document import links_on_line
 from autodoc.query import navigate
 from autodoc.store import Workspace
 from autodoc.wire.errors import invalid_params, options_object
@@ -103,11 +104,12 @@ class Navigation(EngineCore):
         findings = []
         for f in link_findings(ws, rows):
             text = lines[f.line - 1] if 0 < f.line <= len(lines) else ""
+            start, end = _link_span(text, f.link)
             findings.append(
                 LinkFinding(
                     line=f.line,
-                    start=0,
-                    end=_to_units(text, len(text), units),
+                    start=_to_units(text, start, units),
+                    end=_to_units(text, end, units),
                     severity="warning" if f.severity == "warning" else "error",
                     kind=f.kind,
                     message=f.message,
@@ -213,6 +215,18 @@ def _width(char: str, units: Units) -> int:
     if units == "utf-16":
         return 2 if code > 0xFFFF else 1
     return 1 if code < 0x80 else 2 if code < 0x800 else 3 if code < 0x10000 else 4
+
+
+def _link_span(text: str, link: tuple[str, str] | None) -> tuple[int, int]:
+    """Where on its line a finding's link is written (the first link of that kind and
+    target), as string offsets; the whole line when it is not there as a link (a frontmatter
+    reference, a line changed since it was indexed)."""
+    if link is not None:
+        kind, target = link
+        for start, end, found in links_on_line(text):
+            if found.kind == kind and found.target == target:
+                return start, end
+    return 0, len(text)
 
 
 def _to_units(text: str, index: int, units: Units) -> int:

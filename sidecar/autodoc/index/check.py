@@ -37,6 +37,7 @@ class Finding:
     severity: str
     kind: str  # schema, frontmatter, required, type, enum, link, skipped, warning
     message: str
+    link: tuple[str, str] | None = None  # a link finding's (kind, target): its place on the line
 
     def __str__(self) -> str:
         level = "" if self.severity == ERROR else "warning: "
@@ -95,7 +96,8 @@ def link_findings(ws: Workspace, links: list[tuple[str, int, str, str]]) -> list
         if not files.exists(path, kind, target):
             if kind == "meta":  # a frontmatter reference: point at the line that holds it
                 line = _meta_line(ws.root, path, target, line)
-            out.append(Finding(path, line, ERROR, "link", f"link to {target!r} does not resolve"))
+            message = f"link to {target!r} does not resolve"
+            out.append(Finding(path, line, ERROR, "link", message, (kind, target)))
     return out
 
 

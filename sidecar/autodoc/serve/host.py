@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from autodoc import __version__
 from autodoc.engine import Engine
-from autodoc.serve.dispatcher import WRITES, Dispatcher
+from autodoc.serve.dispatcher import WRITES, Dispatcher, Reports
 from autodoc.serve.refresh import SAVE_DELAY_S, Refresher
 from autodoc.serve.watch import Watcher
 from autodoc.wire import protocol
@@ -238,6 +238,20 @@ class Host:
             return result
 
         assert method in WRITES, method
+        return self.refresher.submit(job)
+
+    def reindex(self, name: str, progress: Progress | None = None) -> Future[dict[str, Any]]:
+        """Walk a served folder again on the writer thread, telling clients how far it got
+        through the same `autodoc/indexProgress` as the first index; its summary."""
+        root = self.served[name]
+
+        def job() -> dict[str, Any]:
+            reports = Reports(progress=self._reporting(name, root, progress))
+            summary: dict[str, Any] = self.dispatcher.call("index.run", [name], reports=reports)
+            files = summary["files"]
+            self._progress(name, root, "files", files, files, final=True)
+            return summary
+
         return self.refresher.submit(job)
 
     def new_search(self) -> CancelToken:

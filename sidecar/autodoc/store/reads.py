@@ -39,16 +39,16 @@ def first_live_chunk_of(conn: sqlite3.Connection, document_ids: Sequence[int]) -
     return {r[0]: r[1] for r in rows}
 
 
-def boost_facts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[int, str | None]]:
-    """{document id: (resolved inbound links, tags JSON)}: what fusion's boosts read."""
-    sql = "SELECT id, inbound, tags FROM documents WHERE id IN ({marks})"
-    return {r[0]: (r[1], r[2]) for r in Store.rows(conn, sql, list(ids))}
-
-
-def outbound_links(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, int]:
-    """{document id: links it holds}, for those that hold any: an index page links to many."""
-    sql = "SELECT source_id, count(*) FROM links WHERE source_id IN ({marks}) GROUP BY source_id"
-    return {r[0]: r[1] for r in Store.rows(conn, sql, list(ids))}
+def boost_facts(
+    conn: sqlite3.Connection, ids: Sequence[int], outbound: bool = False
+) -> dict[int, tuple[int, str | None, int]]:
+    """{document id: (resolved inbound links, tags JSON, links it holds)}: what fusion's boosts
+    and the ranking's link features read (an index page links to many), in one read. The links
+    a document holds are counted only with `outbound` (0 otherwise): about 0.15 ms for 50
+    documents of cpp-docs, which a search by meaning alone does not use."""
+    held = "(SELECT count(*) FROM links l WHERE l.source_id = d.id)" if outbound else "0"
+    sql = f"SELECT d.id, d.inbound, d.tags, {held} FROM documents d WHERE d.id IN ({{marks}})"
+    return {r[0]: (r[1], r[2], r[3]) for r in Store.rows(conn, sql, list(ids))}
 
 
 def successors(conn: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, int]]:

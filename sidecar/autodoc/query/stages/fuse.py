@@ -33,14 +33,15 @@ class FuseStage(StageDefaults):
         stages = [stage for stage, _ in ctx.ranked]
         fused = fusion.rrf(ctx.ranked)  # every candidate once, with its rank in each stage
         docs = sorted({f.document_id for f in fused})
-        info = store.boost_facts(conn, docs)
+        learned = ctx.options.fusion == "learned" or ranking.FEATURE_TAP.get() is not None
+        lexical = "lexical" in stages  # meaning alone reads no term coverage or link counts
+        info = store.boost_facts(conn, docs, outbound=learned and lexical)
         words = {t for item in (ctx.lexical_query or ctx.query).items for t in analyze(item.text)}
-        tagged = {d for d, (_, tags) in info.items() if has_query_tag(tags, words)}
-        inbound = {d: links for d, (links, _) in info.items()}
+        tagged = {d for d, (_, tags, _) in info.items() if has_query_tag(tags, words)}
+        inbound = {d: links for d, (links, _, _) in info.items()}
         tap = ranking.FEATURE_TAP.get()
-        if ctx.options.fusion == "learned" or tap is not None:
-            lexical = "lexical" in stages  # meaning alone reads no link counts
-            outbound = store.outbound_links(conn, docs) if lexical else {}
+        if learned:
+            outbound = {d: held for d, (_, _, held) in info.items() if held}
             x = ranking.candidate_features(fused, _evidence(ctx, fused, inbound, outbound, tagged))
             if tap is not None:  # training captures the candidates (bench/train_ranking.py)
                 tap(ctx, conn, fused, x)

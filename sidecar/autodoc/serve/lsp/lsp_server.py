@@ -24,6 +24,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -139,23 +140,12 @@ class AutodocServer(LanguageServer):
         writer lease another process holds. The folder's workspace (None: it could not be
         one)."""
         token = await self.progress_begin(f"Indexing {root.name}")
-        last = [0.0]
-
-        def progress(n: int, total: int, rel: str) -> None:
-            now = time.monotonic()
-            if token is not None and (now - last[0] >= PROGRESS_EVERY_S or n == total):
-                last[0] = now
-                pct = int(100 * n / total) if total else 100
-                self.progress_report(token, f"{n}/{total} files", pct)
+        progress = self._file_progress(token)
 
         def finished(opened: dict[str, Any]) -> None:  # on the writer thread
             summary, state = opened["summary"], opened["state"]
             if summary is not None:
-                message = (
-                    f"{summary['documents']} documents, {summary['chunks']} chunks"
-                    f" ({summary['added']} added, {summary['modified']} changed,"
-                    f" {summary['deleted']} removed)"
-                )
+                message = _summary_line(summary)
             elif state.startswith("error: "):
                 message = f"cannot index {root}: {state.removeprefix('error: ')}"
                 self.show(message, types.MessageType.Error)
@@ -168,7 +158,34 @@ class AutodocServer(LanguageServer):
         name: str | None = opened["name"]
         return name
 
+    async def reindex_folder(self, name: str) -> dict[str, Any]:
+        """Walk a served folder again with the same `$/progress` as its first index: a person
+        who asked sees it start, advance and end. Its summary."""
+        root = self.host.served[name]
+        token = await self.progress_begin(f"Reindexing {root.name}")
+        try:
+            summary = await self.in_writer(self.host.reindex(name, self._file_progress(token)))
+        except BaseException:
+            self.progress_end(token, "failed")
+            raise
+        self.progress_end(token, _summary_line(summary))
+        return summary
+
     # -- progress ----------------------------------------------------------------------------
+
+    def _file_progress(self, token: str | None) -> Callable[[int, int, str], None]:
+        """The indexer's per-file callback as `$/progress` reports, at most every
+        PROGRESS_EVERY_S (and the last file)."""
+        last = [0.0]
+
+        def progress(n: int, total: int, rel: str) -> None:
+            now = time.monotonic()
+            if token is not None and (now - last[0] >= PROGRESS_EVERY_S or n == total):
+                last[0] = now
+                pct = int(100 * n / total) if total else 100
+                self.progress_report(token, f"{n}/{total} files", pct)
+
+        return progress
 
     async def progress_begin(self, title: str) -> str | None:
         caps = self.client_capabilities.window
@@ -204,3 +221,12 @@ class AutodocServer(LanguageServer):
         self._closed = True
         self.readers.shutdown(wait=False, cancel_futures=True)
         self.host.close()
+
+
+def _summary_line(summary: dict[str, Any]) -> str:
+    """An index run's summary as the end of its progress says it."""
+    return (
+        f"{summary['documents']} documents, {summary['chunks']} chunks"
+        f" ({summary['added']} added, {summary['modified']} changed,"
+        f" {summary['deleted']} removed)"
+    )

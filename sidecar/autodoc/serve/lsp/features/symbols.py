@@ -78,7 +78,8 @@ def setup(server: AutodocServer) -> None:
 
     @server.command(COMMAND_REINDEX)
     async def command_reindex(ls: AutodocServer, *args: Any) -> Any:
-        """autodoc.reindex(workspace?): walk the root again; `autodoc/indexReady` follows."""
+        """autodoc.reindex(workspace?): walk the root again, with the first index's `$/progress`
+        and `autodoc/indexProgress`; `autodoc/indexReady` follows."""
         host = ls.host
         names = [args[0]] if args and args[0] else sorted(host.served)
         out = []
@@ -87,7 +88,7 @@ def setup(server: AutodocServer) -> None:
                 raise rpc_exception(
                     RpcError(INVALID_PARAMS, f"not a folder of this server: {name}")
                 )
-            out.append(await ls.in_writer(host.write("index.run", [name])))
+            out.append(await ls.reindex_folder(name))
         ls.notify(INDEX_READY, host.status())
         return out
 
