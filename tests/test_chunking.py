@@ -330,6 +330,14 @@ def test_stub_sections_merge_forward_into_the_section_that_answers():
     assert first.text.startswith("# 7. Use Kafka\n\nDate: 2019-01-08\n\n## Status\n\nAccepted")
     assert "durable log" in first.text and first.line_start == 1
     assert "Kafka, because" not in first.text
+    # The row's line is the heading its label ends with, not the stub's first line; the
+    # headings the span holds are all named, so the stubs' stay visible.
+    assert first.line == 9 and first.headings == [
+        (1, "7. Use Kafka"),
+        (5, "Status"),
+        (9, "Context"),
+    ]
+    assert (chunks[1].line, chunks[1].headings) == (chunks[1].line_start, [(13, "Decision")])
 
 
 def test_trailing_stubs_merge_back_into_the_last_section():
@@ -351,6 +359,8 @@ def test_trailing_stubs_merge_back_into_the_last_section():
     assert_spans_exact(data, chunks)
     assert len(chunks) == 1 and chunks[0].breadcrumb == "Guide"
     assert chunks[0].text.rstrip().endswith("(https://kafka.apache.org/)")
+    assert chunks[0].line == 1  # merged back: the labelled heading comes first
+    assert chunks[0].headings == [(1, "Guide"), (5, "Tags"), (9, "References")]
 
 
 def test_a_document_of_metadata_only_keeps_its_chunks_under_the_first_stubs_crumb():
@@ -371,6 +381,9 @@ def test_a_document_of_metadata_only_keeps_its_chunks_under_the_first_stubs_crum
     data, small = chunks_of(text, tokens=10)  # over the budget: cut like any section
     assert_spans_exact(data, small)
     assert len(small) > 1 and {c.breadcrumb for c in small} == {"Note"}
+    # a piece after the first does not hold the heading: it is shown at its own first line
+    assert small[0].line == 1 and all(c.line == c.line_start for c in small[1:])
+    assert [h for c in small for h in c.headings] == [(1, "Note"), (7, "Status")]
 
 
 def test_text_before_the_first_heading_is_a_stub_only_if_all_of_it_is_metadata():

@@ -869,3 +869,36 @@ async def test_unresolved_links_are_diagnostics_like_check_says(client, vault: P
         return uri in client.diagnostics and len(client.diagnostics[uri]) == 0
 
     await until(cleared)
+
+
+def test_logs_reach_the_editor_by_type_and_stderr_keeps_only_warnings(capsys):
+    """An editor logs every stderr line of its language server as an error: INFO lines go to
+    `window/logMessage` as Info, and stderr gets warnings and above only."""
+    import logging
+
+    from autodoc.serve.cli import _log_for_server
+    from autodoc.serve.lsp.lsp_framing import LogToClient
+
+    root, ours = logging.getLogger(), logging.getLogger("autodoc")
+    saved = (root.handlers[:], root.level, ours.handlers[:], ours.level)
+    sent: list[tuple[types.MessageType, str]] = []
+    try:
+        _log_for_server(None, "INFO", logging.WARNING)
+        ours.addHandler(LogToClient(lambda kind, text: sent.append((kind, text))))
+        log = logging.getLogger("autodoc.test")
+        log.debug("not at INFO")
+        log.info("indexed 8 documents")
+        log.warning("lease held elsewhere")
+        log.error("store unreadable")
+        err = capsys.readouterr().err
+    finally:
+        root.handlers[:], ours.handlers[:] = saved[0], saved[2]
+        root.setLevel(saved[1])
+        ours.setLevel(saved[3])
+    assert "indexed 8 documents" not in err and "not at INFO" not in err
+    assert "lease held elsewhere" in err and "store unreadable" in err
+    assert sent == [
+        (types.MessageType.Info, "indexed 8 documents"),
+        (types.MessageType.Warning, "lease held elsewhere"),
+        (types.MessageType.Error, "store unreadable"),
+    ]

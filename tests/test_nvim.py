@@ -660,19 +660,21 @@ def test_related_lists_a_sections_neighbours_with_reasons_and_jumps(start, vault
     n.nvim.input("<Esc>")
 
 
-def test_find_opens_a_name_at_its_section(start):
+def test_find_opens_a_name_at_its_own_line(start):
     n = start({"embedding": "none"})
     n.serve()
     n.nvim.command("AutodocFind reclaimBatch")
     n.until(lambda: (s := n.state()) and s["hits"])
     hit = n.state()["hits"][0]
     assert (hit["path"], hit["label"]) == ("adr/0003-embedded-sqlite-store.md", "exact")
-    assert n.lines("list")[0].startswith("exact  ")
+    row = n.lines("list")[0]
+    assert row.startswith("exact  ") and "store.md:65  " in row
     assert n.lines("stages")[0].startswith("find · 1 matches · ")
     n.nvim.input("<CR>")
     n.until(lambda: n.state() is None)
     assert n.nvim.current.buffer.name.endswith("0003-embedded-sqlite-store.md")
-    assert n.nvim.current.window.cursor[0] == hit["line_start"]
+    # the identifier's own line (as `autodoc find` says), not its section's first (55)
+    assert n.nvim.current.window.cursor[0] == hit["line"] == 65
 
 
 # -- the pickers people already use (unmodified copies in ../shared/vendor/nvim) ---------------
@@ -789,7 +791,7 @@ def test_the_telescope_extension_searches_relates_and_finds(tmp_path: Path, vaul
         n.nvim.input("<Esc><Esc>")
         n.nvim.command("Telescope autodoc find default_text=reclaimBatch")
         got = n.until(lambda: n.lua(results))
-        assert got[0] == ["adr/0003-embedded-sqlite-store.md", 55]
+        assert got[0] == ["adr/0003-embedded-sqlite-store.md", 65]  # the name's own line
     finally:
         n.close()
 
@@ -857,7 +859,7 @@ def test_the_fzf_lua_adapter_searches_toggles_relates_finds_and_jumps(tmp_path, 
         assert n.lua(CURSOR_LINE) == line
         # Find: a name's own line.
         n.lua("require('autodoc.pickers.fzf').find({ query = 'reclaimBatch' })")
-        rows = fzf_rows(n, "find · ", f"{adr}:55:1:")
+        rows = fzf_rows(n, "find · ", f"{adr}:65:1:")  # the name's own line
     finally:
         n.close()
 

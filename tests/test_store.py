@@ -925,6 +925,8 @@ def test_visible_chunks_and_chunk_rows(store, tmp_path):
         "line_start": 3,
         "line_end": 4,
         "text_hash": "th",
+        "line": 0,  # written without: not known, the hit shows line_start
+        "headings": "[]",
         "path": "doc.md",
         "title": "Doc",
         "tags": '["t"]',
@@ -1073,3 +1075,67 @@ def test_release_still_frees_the_lease_when_truncating_fails(db_path, monkeypatc
     other = WriterLease(db_path)
     other.acquire()  # the flock was dropped all the same
     other.release()
+
+
+# -- a hit's line: the heading its label ends with ---------------------------------------------
+
+MERGED = """# 42. State sync
+
+## Changelog
+
+- 2021-03-01: proposed
+
+## Context
+
+Nodes that fall behind need a fast way to catch up without replaying every block.
+
+## Decision
+
+We snapshot the application state every 1000 blocks.
+"""
+
+
+def test_a_hit_that_starts_at_a_merged_stub_lands_on_the_heading_it_names(tmp_path: Path):
+    """`adr-042:3` labelled `› Context` used to point at `## Changelog`: the row's line is the
+    heading its breadcrumb ends with, and the span still names every heading it holds."""
+    from autodoc.engine import Engine
+    from autodoc.serve.dispatcher import Dispatcher
+
+    from .conftest import lexical_workspace, write
+
+    root = tmp_path / "v"
+    write(root, "adr-042.md", MERGED)
+    rpc = Dispatcher(Engine(tmp_path / "s.db"))
+    lexical_workspace(rpc, root)
+    hit = rpc.call("search.query", ["v", "catch up without replaying", {"fusion": "rrf"}])["hits"][
+        0
+    ]
+    assert hit["breadcrumb"] == "42. State sync › Context"
+    lines = MERGED.splitlines()
+    assert lines[hit["line"] - 1] == "## Context"
+    assert lines[hit["line_start"] - 1] == "## Changelog"  # the span still starts at the stub
+    assert hit["headings"] == [{"line": 3, "text": "Changelog"}, {"line": 7, "text": "Context"}]
+
+
+def test_a_store_without_chunk_headings_gets_them_and_shows_first_lines(tmp_path: Path):
+    """A store an older version wrote (no `line`, `headings`) is migrated when opened; its
+    chunks show their first line until their documents are cut again."""
+    from autodoc.engine import Engine
+    from autodoc.serve.dispatcher import Dispatcher
+
+    from .conftest import lexical_workspace, write
+
+    root = tmp_path / "v"
+    write(root, "adr-042.md", MERGED)
+    rpc = Dispatcher(Engine(tmp_path / "s.db"))
+    lexical_workspace(rpc, root)
+    rpc.engine.close()
+    with contextlib.closing(sqlite3.connect(tmp_path / "s.db")) as conn:
+        conn.execute("ALTER TABLE chunks DROP COLUMN line")
+        conn.execute("ALTER TABLE chunks DROP COLUMN headings")
+        conn.commit()
+    rpc = Dispatcher(Engine(tmp_path / "s.db"))
+    hit = rpc.call("search.query", ["v", "catch up without replaying", {"fusion": "rrf"}])["hits"][
+        0
+    ]
+    assert (hit["line"], hit["headings"]) == (hit["line_start"], [])

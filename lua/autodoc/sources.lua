@@ -36,6 +36,7 @@ end
 
 ---@class autodoc.Item
 ---@field path string root-relative
+---@field line integer the line the row shows and jumps to (a heading, a name's own line)
 ---@field line_start integer
 ---@field line_end integer
 ---@field breadcrumb string what the list shows after `path:line`
@@ -75,7 +76,10 @@ M.search = {
     local out = {}
     for _, h in ipairs(result.hits or {}) do
       local label = h.via and h.via[1] == "facet" and "   ·" or string.format("%.2f", h.relevance)
-      table.insert(out, vim.tbl_extend("force", h, { label = label }))
+      table.insert(
+        out,
+        vim.tbl_extend("force", h, { label = label, line = h.line or h.line_start })
+      )
     end
     return out
   end,
@@ -250,6 +254,7 @@ M.find = {
     for _, m in ipairs(result.matches or {}) do
       table.insert(out, {
         path = m.path,
+        line = m.line or m.line_start, -- the name's own line, not its section's first
         line_start = m.line_start or m.line,
         line_end = m.line_end or m.line,
         breadcrumb = m.name
@@ -300,6 +305,7 @@ M.related = {
     for _, h in ipairs(result.hits or {}) do
       local item = {
         path = h.path,
+        line = h.line or h.line_start,
         line_start = h.line_start,
         line_end = h.line_end,
         breadcrumb = h.breadcrumb .. "  (" .. reasons(h) .. ")",

@@ -71,7 +71,7 @@ function M.jump(root, hit)
   vim.cmd.edit(vim.fn.fnameescape(vim.fs.joinpath(root, hit.path)))
   local buf = vim.api.nvim_get_current_buf()
   local count = vim.api.nvim_buf_line_count(buf)
-  vim.api.nvim_win_set_cursor(0, { math.min(hit.line_start, count), 0 })
+  vim.api.nvim_win_set_cursor(0, { math.min(hit.line or hit.line_start, count), 0 })
   vim.cmd("normal! zv")
   vim.api.nvim_buf_clear_namespace(buf, jump_ns, 0, -1)
   for lnum = hit.line_start, math.min(hit.line_end, count) do
@@ -112,7 +112,7 @@ function M.to_quickfix()
   for _, hit in ipairs(S.hits) do
     table.insert(items, {
       filename = vim.fs.joinpath(root, hit.path),
-      lnum = hit.line_start,
+      lnum = hit.line or hit.line_start,
       end_lnum = hit.line_end,
       col = 1,
       text = hit.breadcrumb .. " — " .. (hit.snippet or ""):gsub("\n", " "),

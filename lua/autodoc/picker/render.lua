@@ -219,7 +219,8 @@ end
 function M.hit_line(hit, width, grouped)
   local score = hit.label -- a relevance or a facet dot, a match kind, a related score
   local lead = grouped and ("  " .. score .. "  ") or (score .. "  ")
-  local loc = grouped and ("L" .. hit.line_start) or (hit.path .. ":" .. hit.line_start)
+  local row = hit.line or hit.line_start
+  local loc = grouped and ("L" .. row) or (hit.path .. ":" .. row)
   local crumb = hit.breadcrumb or ""
   local room = width - vim.fn.strdisplaywidth(lead) - 2
   local loc_w, crumb_w = vim.fn.strdisplaywidth(loc), vim.fn.strdisplaywidth(crumb)
@@ -395,9 +396,10 @@ function M.preview(S)
   end
   mark_words(buf, lines, hit, S.query)
   local win = S.wins.preview
-  vim.api.nvim_win_set_cursor(win, { math.max(1, math.min(hit.line_start, #lines)), 0 })
+  local row = hit.line or hit.line_start
+  vim.api.nvim_win_set_cursor(win, { math.max(1, math.min(row, #lines)), 0 })
   vim.api.nvim_win_call(win, function()
-    vim.fn.winrestview({ topline = math.max(1, hit.line_start - 2) })
+    vim.fn.winrestview({ topline = math.max(1, math.min(hit.line_start, row) - 2) })
   end)
 end
 

@@ -61,7 +61,7 @@ local function row(it)
     ansi.yellow(it.label),
     nbsp,
     ansi.magenta(it.path),
-    it.line_start,
+    it.line,
     it.breadcrumb
   )
 end

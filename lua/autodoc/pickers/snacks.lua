@@ -80,7 +80,7 @@ local function finder(client, root, workspace, source, context)
           score = #items - i + 1, -- the sidecar's order
           text = it.path .. " " .. it.breadcrumb,
           file = vim.fs.joinpath(root, it.path),
-          pos = { it.line_start, 0 },
+          pos = { it.line, 0 },
           end_pos = { it.line_end, 0 },
           autodoc = it,
         })
@@ -96,7 +96,7 @@ local function format(item)
   return {
     { it.label, "AutodocRelevance" },
     { "  " },
-    { it.path .. ":" .. it.line_start, "AutodocPath" },
+    { it.path .. ":" .. it.line, "AutodocPath" },
     { "  " },
     { it.breadcrumb, "AutodocBreadcrumb" },
   }

@@ -42,7 +42,7 @@ local function entry_maker(root)
       ordinal = it.path .. " " .. it.breadcrumb,
       display = display,
       filename = vim.fs.joinpath(root, it.path),
-      lnum = it.line_start,
+      lnum = it.line,
       col = 1,
     }
   end

@@ -377,7 +377,8 @@ class Indexer:
                 self.ws.id,
                 [
                     (cid, p.doc_id, p.generation, ch.kind, ch.ordinal, ch.breadcrumb, ch.text,
-                     ch.text_hash, ch.byte_start, ch.byte_end, ch.line_start, ch.line_end)
+                     ch.text_hash, ch.byte_start, ch.byte_end, ch.line_start, ch.line_end,
+                     ch.line, json.dumps(ch.headings))
                     for p in plans
                     for cid, ch in p.new
                 ],
@@ -466,7 +467,7 @@ class Indexer:
             conn,
             [
                 (p.generation, ch.ordinal, ch.byte_start, ch.byte_end, ch.line_start,
-                 ch.line_end, cid)
+                 ch.line_end, ch.line, json.dumps(ch.headings), cid)
                 for p in plans
                 for cid, ch in (*p.kept.items(), *p.new)
             ],

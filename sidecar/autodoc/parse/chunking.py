@@ -6,11 +6,12 @@ over the `section_tokens` budget are split at paragraph boundaries and keep thei
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from autodoc.parse.document import ParsedDocument
 from autodoc.parse.markdown import Block
@@ -18,7 +19,7 @@ from autodoc.parse.markdown import Block
 BREADCRUMB_SEP = " › "
 CHARS_PER_TOKEN = 4  # the usual estimate for English prose and code under BPE tokenizers
 # Part of every document's chunk fingerprint: bump when where chunks are cut changes.
-CHUNKING_FORMAT = "stubs=1"
+CHUNKING_FORMAT = "stubs=1,headings=1"
 
 # A stub is a section that says nothing beyond metadata (`Date: 2019-01-08`, `## Status` /
 # `Accepted`, a metadata table, an author list, a lone link): on its own it is short, so BM25
@@ -57,6 +58,11 @@ class Chunk:
     byte_end: int
     line_start: int  # 1-based, inclusive
     line_end: int
+    # The line of the heading the breadcrumb ends with, when the span holds it (a merged stub
+    # starts above it; a piece of a long section does not hold it: its first line).
+    line: int = 0
+    # Every heading the span holds, (1-based line, text), in order: a merged stub's too.
+    headings: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def embed_text(self) -> str:
@@ -153,8 +159,9 @@ class Chunker:
         blocks, top, tree = doc.blocks, doc.top_blocks, _BlockTree(doc.blocks)
         k = 0  # the next top-level block: sections and blocks are both in document order
         stub: list[int] = []  # the units of stubs waiting for the next section
-        stub_crumb = ""
-        last: tuple[list[int], str, int] | None = None  # the last section cut: units, crumb, n
+        stub_crumb, stub_label = "", -1
+        # the last section cut: units, crumb, chunks before it, its heading's line (-1: none)
+        last: tuple[list[int], str, int, int] | None = None
         for sec, breadcrumb in _with_breadcrumbs(doc, find_sections(doc)):
             units: list[int] = []
             while k < len(top) and blocks[top[k]].start < sec.end:
@@ -164,18 +171,20 @@ class Chunker:
             if sec.level and len(units) == 1 and blocks[units[0]].kind == "Heading":
                 continue  # a heading with no text of its own lives on in its children's crumbs
             if units and self._stub(doc, sec, units):
-                stub_crumb = stub_crumb if stub else breadcrumb
+                if not stub:
+                    stub_crumb, stub_label = breadcrumb, (sec.start if sec.level else -1)
                 stub += units
                 continue
             units, stub = stub + units, []
-            last = (units, breadcrumb, len(chunks))
-            self._cut(doc, units, tree, breadcrumb, chunks)
+            label = sec.start if sec.level else -1  # the heading the crumb ends with
+            last = (units, breadcrumb, len(chunks), label)
+            self._cut(doc, units, tree, breadcrumb, chunks, label)
         if stub and last:  # trailing stubs go back into the last section
-            units, breadcrumb, n = last
+            units, breadcrumb, n, label = last
             del chunks[n:]
-            self._cut(doc, units + stub, tree, breadcrumb, chunks)
+            self._cut(doc, units + stub, tree, breadcrumb, chunks, label)
         elif stub:  # nothing but metadata: kept, under the first stub's crumb
-            self._cut(doc, stub, tree, stub_crumb, chunks)
+            self._cut(doc, stub, tree, stub_crumb, chunks, stub_label)
         return chunks
 
     def _stub(self, doc: ParsedDocument, sec: _Section, units: list[int]) -> bool:
@@ -190,11 +199,21 @@ class Chunker:
         tree: _BlockTree,
         breadcrumb: str,
         chunks: list[Chunk],
+        label: int,
     ) -> None:
+        """`units` as chunks under `breadcrumb`; `label`: the 0-based line of the heading the
+        breadcrumb ends with (-1: none), the line a chunk holding it is shown at."""
+        lines = [h.line for h in doc.headings]
         for bs, be, ls, le in self._pieces(doc, units, tree):
             text = doc.data[bs:be].decode("utf-8", "replace")
             if text.strip():
-                chunks.append(Chunk("section", len(chunks), breadcrumb, text, bs, be, ls, le))
+                first, past = bisect.bisect_left(lines, ls - 1), bisect.bisect_left(lines, le)
+                held = doc.headings[first:past]
+                line = label + 1 if ls <= label + 1 <= le else ls
+                chunks.append(
+                    Chunk("section", len(chunks), breadcrumb, text, bs, be, ls, le, line,
+                          [(h.line + 1, h.text) for h in held])
+                )  # fmt: skip
 
     def _abstract(self, doc: ParsedDocument) -> list[Chunk]:
         """The frontmatter's `abstract`, as a chunk spanning the frontmatter block."""
@@ -206,7 +225,7 @@ class Chunker:
         a, b = doc.frontmatter_span
         bs, be = doc.byte_span(a, b)
         crumb = doc.title + BREADCRUMB_SEP + "Abstract"
-        return [Chunk("abstract", 0, crumb, abstract.strip(), bs, be, a + 1, b)]
+        return [Chunk("abstract", 0, crumb, abstract.strip(), bs, be, a + 1, b, a + 1)]
 
     def _pieces(
         self, doc: ParsedDocument, units: list[int], tree: _BlockTree

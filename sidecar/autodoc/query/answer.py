@@ -131,6 +131,7 @@ def _hit(
     r: sqlite3.Row, terms: TermMatcher, relevance: float, score: float, via: list[str]
 ) -> protocol.Hit:
     snippet, highlights = make_snippet(r["text"], terms)
+    line, headings = sql.chunk_place(r)
     return protocol.Hit(
         path=r["path"],
         title=r["title"],
@@ -141,6 +142,8 @@ def _hit(
         byte_end=r["byte_end"],
         line_start=r["line_start"],
         line_end=r["line_end"],
+        line=line,
+        headings=[protocol.HeadingAt(line=n, text=t) for n, t in headings],
         relevance=relevance,
         score=round(score, 6),
         via=cast(list[protocol.Via], via),

@@ -191,6 +191,7 @@ def _hit(row, n: _Neighbour) -> protocol.RelatedHit:
         snippet=snippet,
         line_start=row["line_start"],
         line_end=row["line_end"],
+        line=sql.chunk_place(row)[0],
         chunk_id=row["id"],
         score=round(n.score, 4),
         similarity=n.similarity,

@@ -200,7 +200,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     """`autodoc serve` (LSP, or HTTP with --http) and `autodoc mcp`: the long-lived servers."""
-    _log_for_server(args.log_file, args.log_level)
+    lsp_stdio = args.command == "serve" and not args.http
+    # An editor logs a language server's every stderr line as an error: there, only warnings
+    # and above go to stderr, and the rest reaches the editor as `window/logMessage`.
+    _log_for_server(args.log_file, args.log_level, logging.WARNING if lsp_stdio else logging.DEBUG)
     if args.command == "serve" and args.http:
         return _serve_http(args)
     if args.command == "serve":
@@ -239,10 +242,12 @@ def _serve_http(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
 
-def _log_for_server(log_file: str | None, level: str) -> None:
-    """A server's stdout carries its protocol: logs go to stderr or the file, ours at `level`,
-    other libraries' at warnings and above."""
+def _log_for_server(log_file: str | None, level: str, stderr_level: int) -> None:
+    """A server's stdout carries its protocol: logs go to stderr (from `stderr_level`) or the
+    file, ours at `level`, other libraries' at warnings and above."""
     handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler()
+    if not log_file:
+        handler.setLevel(stderr_level)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -56,6 +56,7 @@ from autodoc.store.name_rows import (
 from autodoc.store.reads import (
     backlinks,
     boost_facts,
+    chunk_place,
     chunk_vectors,
     chunks_missing_vectors,
     clear_facets,
@@ -143,6 +144,7 @@ __all__ = [
     "backlinks",
     "boost_facts",
     "chunk_extent",
+    "chunk_place",
     "chunk_vectors",
     "chunks_missing_vectors",
     "chunks_to_mirror",

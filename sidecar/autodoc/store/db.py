@@ -29,6 +29,7 @@ from autodoc.store.schema import (
     PRUNED,
     RUN_STARTED,
     SCHEMA_VERSION,
+    _add_chunk_headings,
     _remember_old_prunes,
 )
 from autodoc.store.workspace import WORKSPACE_NAME, Workspace
@@ -82,6 +83,7 @@ class Store:
             boot.execute("PRAGMA journal_mode=WAL")
         try:
             boot.executescript(_SCHEMA)
+            _add_chunk_headings(boot)
         except sqlite3.OperationalError:
             # A read-only store (permissions, a read-only mount) still serves reads.
             if not boot.execute("SELECT 1 FROM sqlite_master WHERE name='chunks'").fetchone():
@@ -340,11 +342,19 @@ class Store:
 
     @classmethod
     def chunk_rows(cls, conn: sqlite3.Connection, ids: list[int]) -> dict[int, sqlite3.Row]:
-        """What a hit shows, for the few chunks that made the answer."""
-        sql = (
-            "SELECT c.id, c.document_id, c.generation, c.kind, c.breadcrumb, c.text,"
-            " c.byte_start, c.byte_end, c.line_start, c.line_end, c.text_hash,"
+        """What a hit shows, for the few chunks that made the answer (a read-only store an
+        older version wrote has no `line` and `headings`: read without them)."""
+        columns = (
+            "c.id, c.document_id, c.generation, c.kind, c.breadcrumb, c.text, c.byte_start,"
+            " c.byte_end, c.line_start, c.line_end, c.text_hash, {place}"
             " d.path, d.title, d.tags, d.inbound, d.meta, d.size, d.mtime_ns, d.content_hash"
-            " FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})"
         )
+        sql = (
+            "SELECT " + columns.format(place="c.line, c.headings,") + " FROM chunks c"
+            " JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})"
+        )
+        try:
+            return {r["id"]: r for r in cls.in_batches(conn, sql, ids)}
+        except sqlite3.OperationalError:
+            sql = sql.replace("c.line, c.headings,", "")
         return {r["id"]: r for r in cls.in_batches(conn, sql, ids)}

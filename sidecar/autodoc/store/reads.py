@@ -7,6 +7,7 @@ The modules that make them hold no SQL of their own (tests/test_layout.py).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -49,6 +50,15 @@ def boost_facts(
     held = "(SELECT count(*) FROM links l WHERE l.source_id = d.id)" if outbound else "0"
     sql = f"SELECT d.id, d.inbound, d.tags, {held} FROM documents d WHERE d.id IN ({{marks}})"
     return {r[0]: (r[1], r[2], r[3]) for r in Store.rows(conn, sql, list(ids))}
+
+
+def chunk_place(row: sqlite3.Row) -> tuple[int, list[tuple[int, str]]]:
+    """A `chunk_rows` row's line to show (the heading its breadcrumb ends with; `line_start`
+    where the store does not know it) and the headings its span holds, (line, text)."""
+    keys = row.keys()
+    line = row["line"] if "line" in keys and row["line"] else row["line_start"]
+    held = json.loads(row["headings"]) if "headings" in keys else []
+    return line, [(n, t) for n, t in held]
 
 
 def successors(conn: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, int]]:

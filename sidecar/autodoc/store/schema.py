@@ -70,8 +70,12 @@ CREATE TABLE IF NOT EXISTS chunks(
   breadcrumb TEXT NOT NULL, text TEXT NOT NULL, text_hash TEXT NOT NULL,
   byte_start INTEGER NOT NULL, byte_end INTEGER NOT NULL,
   line_start INTEGER NOT NULL, line_end INTEGER NOT NULL,
-  retired_at REAL
+  retired_at REAL,
+  line INTEGER NOT NULL DEFAULT 0,
+  headings TEXT NOT NULL DEFAULT '[]'
 );
+-- chunks.line: the line of the heading the breadcrumb ends with (0: not known, line_start);
+-- chunks.headings: every heading the span holds, a JSON list of [line, text] (a merged stub's)
 -- a document's live chunks; with their text hashes, so a filtered vector scan reads no rows
 CREATE INDEX IF NOT EXISTS chunks_by_document_hash ON chunks(document_id, state, text_hash);
 DROP INDEX IF EXISTS chunks_by_document;
@@ -175,6 +179,17 @@ CREATE TABLE IF NOT EXISTS problems(
 # Name ranks used to resolve a link: a path beats a file stem beats a title beats an alias; a
 # record's number (`record_key`) and a name the title lists (`title_names`) come last.
 NAME_PATH, NAME_STEM, NAME_TITLE, NAME_ALIAS, NAME_RECORD, NAME_LISTED = 0, 1, 2, 3, 4, 5
+
+
+def _add_chunk_headings(conn: sqlite3.Connection) -> None:
+    """A store written before chunks knew their headings gets the two columns (0 and `[]`:
+    a hit shows its first line until the next index run cuts its document again, as the
+    chunking format's change makes it). Done once per store."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(chunks)")}
+    if "headings" in columns:
+        return
+    conn.execute("ALTER TABLE chunks ADD COLUMN line INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE chunks ADD COLUMN headings TEXT NOT NULL DEFAULT '[]'")
 
 
 def _remember_old_prunes(conn: sqlite3.Connection) -> None:

@@ -180,11 +180,12 @@ def next_chunk_id(conn: sqlite3.Connection) -> int:
 
 def add_pending_chunks(conn: sqlite3.Connection, ws_id: int, rows: list[tuple[Any, ...]]) -> None:
     """(id, document, generation, kind, ordinal, breadcrumb, text, text_hash, byte_start,
-    byte_end, line_start, line_end) rows, invisible to readers until step 3."""
+    byte_end, line_start, line_end, line, headings JSON) rows, invisible to readers until
+    step 3."""
     conn.executemany(
         "INSERT INTO chunks(id, document_id, workspace_id, state, generation, kind,"
         " ordinal, breadcrumb, text, text_hash, byte_start, byte_end, line_start,"
-        f" line_end) VALUES (?, ?, {ws_id}, {PENDING}, ?,?,?,?,?,?,?,?,?,?)",
+        f" line_end, line, headings) VALUES (?, ?, {ws_id}, {PENDING}, ?,?,?,?,?,?,?,?,?,?,?,?)",
         rows,
     )
 
@@ -212,11 +213,12 @@ def retire_live_chunks(conn: sqlite3.Connection, document_ids: Sequence[int], no
 
 
 def make_chunks_live(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-    """(generation, ordinal, byte_start, byte_end, line_start, line_end, id) rows: kept and new
-    chunks live at their document's new generation and place."""
+    """(generation, ordinal, byte_start, byte_end, line_start, line_end, line, headings JSON,
+    id) rows: kept and new chunks live at their document's new generation and place."""
     conn.executemany(
         f"UPDATE chunks SET state = {LIVE}, generation = ?, ordinal = ?, byte_start = ?,"
-        " byte_end = ?, line_start = ?, line_end = ?, retired_at = NULL WHERE id = ?",
+        " byte_end = ?, line_start = ?, line_end = ?, line = ?, headings = ?,"
+        " retired_at = NULL WHERE id = ?",
         rows,
     )
 

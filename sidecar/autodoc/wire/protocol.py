@@ -44,6 +44,15 @@ DEFAULT_FUSION: FusionName = "learned"
 
 
 @_WIRE
+class HeadingAt(TypedDict):
+    """A heading a hit's span holds."""
+
+    line: int
+    """1-based."""
+    text: str
+
+
+@_WIRE
 class Hit(TypedDict):
     """One section that answers: where it is, what it says, and how it was found."""
 
@@ -62,6 +71,11 @@ class Hit(TypedDict):
     """1-based, inclusive."""
     line_end: int
     """1-based, inclusive."""
+    line: int
+    """The line a row shows and jumps to: the heading the breadcrumb ends with (a section
+    merged with a metadata stub above it starts at the stub), else `line_start`."""
+    headings: list[HeadingAt]
+    """Every heading in the span, in order: a merged stub's too, so each is visible."""
     relevance: float
     """0..1, never above the row before. `learned`: the calibrated probability that it answers
     (an exact title or alias: 1.0); else 1.0 is first place in every stage that ran."""
@@ -92,6 +106,8 @@ class RelatedHit(TypedDict):
     snippet: str
     line_start: int
     line_end: int
+    line: int
+    """The line a row shows and jumps to (as `Hit.line`)."""
     chunk_id: int
     score: float
     """For ordering only: the similarity, plus 0.15 for each link between the two documents
@@ -501,7 +517,7 @@ class ErrorObject(TypedDict):
 
 # Every wire object, in the order types.lua lists them (the `links.*` answers: link_answers.py).
 WIRE_TYPES: tuple[type, ...] = (
-    Hit, RelatedHit, RelatedAnswer, StagesRecord, FusionRecord, RankRecord, Coverage,
+    HeadingAt, Hit, RelatedHit, RelatedAnswer, StagesRecord, FusionRecord, RankRecord, Coverage,
     FilterRecord, Answer, FindMatch, FindAnswer, Span, DocsIndexed, Change, Changes, Meter,
     RankerState, StageState, WorkspaceInfo, WorkspaceAdded, LinkCounts, Problem, LexicalInfo,
     EmbeddingInfo, IndexStatus, ServerInfo, WorkspaceState, IndexProgress, Status, *LINK_TYPES,

@@ -152,20 +152,25 @@ def clean_options(raw: Any) -> tuple[dict[str, Any], list[str]]:
 
 
 class LogToClient(logging.Handler):
-    """Warnings and errors also reach the editor as `window/logMessage`: `send(kind, text)`
-    (the server's `log_message`) sends it from any thread."""
+    """Our log lines reach the editor as `window/logMessage` of the matching type (error,
+    warning, info, log): `send(kind, text)` (the server's `log_message`) sends it from any
+    thread. Stderr keeps only warnings and above, which an editor shows as errors."""
 
     def __init__(self, send: Callable[[types.MessageType, str], None]) -> None:
-        super().__init__(logging.WARNING)
+        super().__init__(logging.DEBUG)
         self.send = send
 
     def emit(self, record: logging.LogRecord) -> None:
-        kind = (
-            types.MessageType.Error
-            if record.levelno >= logging.ERROR
-            else types.MessageType.Warning
-        )
-        self.send(kind, self.format(record))
+        self.send(message_type(record.levelno), self.format(record))
+
+
+def message_type(level: int) -> types.MessageType:
+    """LSP's message type for a logging level."""
+    if level >= logging.ERROR:
+        return types.MessageType.Error
+    if level >= logging.WARNING:
+        return types.MessageType.Warning
+    return types.MessageType.Info if level >= logging.INFO else types.MessageType.Log
 
 
 class AnsweredErrors(logging.Filter):

@@ -42,7 +42,7 @@ def _symbol(hit: protocol.Hit, root: Path) -> types.SymbolInformation:
         location=types.Location(
             uri=(root / hit["path"]).as_uri(),
             range=types.Range(
-                start=types.Position(line=hit["line_start"] - 1, character=0),
+                start=types.Position(line=hit["line"] - 1, character=0),
                 end=types.Position(line=hit["line_end"], character=0),
             ),
         ),
