@@ -245,3 +245,19 @@ def test_related_from_a_file_on_disk_and_a_line(cli, tmp_path):
     assert json.loads(out)["path"] == "adr/0004-lease-recovery.md"
     code, _, err = cli("related", "adr/nope.md", "-w", "vault")
     assert code == 1 and json.loads(err)["error"]["code"] == -32602
+
+
+def test_the_index_report_says_why_fewer_vectors_than_chunks(cli, tmp_path):
+    """Two chunks with one text get one vector: the report says so, rather than leaving
+    "embedding 3 chunks" beside "2 new vectors" unexplained."""
+    vault = tmp_path / "v"
+    same = "# Shared\n\nThe same boilerplate paragraph about licensing terms.\n"
+    for name in ("a.md", "b.md"):
+        (vault / name).parent.mkdir(parents=True, exist_ok=True)
+        (vault / name).write_text(same)
+    (vault / "c.md").write_text("# Other\n\nSomething else entirely about vectors.\n")
+    code, out, err = cli("index", str(vault))
+    assert code == 0, err
+    assert re.search(r"embeddings \(.+\): 2 new vectors.*, 3/3 chunks covered"
+                     r" \(1 repeats another chunk's text: one vector serves each text\)",
+                     out), out  # fmt: skip

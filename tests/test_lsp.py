@@ -832,16 +832,10 @@ async def test_document_links_and_hover(client, vault: Path):
     assert hover.range.start.line == 13
 
 
-async def test_unresolved_links_are_diagnostics_like_check_says(client, vault: Path):
-    broken = vault / "notes" / "broken.md"
-    broken.write_text("# Broken\n\nSee [[no-such-note]] and [gone](gone.md).\n")
+async def opened_diagnostics(client: LanguageClient, broken: Path) -> list[types.Diagnostic]:
+    """Open `broken` (a note with `[[no-such-note]]` and `[gone](gone.md)` on its third line)
+    and wait for the two diagnostics the server publishes for it."""
     uri = broken.resolve().as_uri()
-
-    async def indexed():  # the watcher indexes the new file
-        found = await call(client, "search.find", "vault", "Broken", {"exact": True})
-        return found["matches"]
-
-    await until(indexed)
     item = types.TextDocumentItem(uri=uri, language_id="markdown", version=1,
                                   text=broken.read_text())  # fmt: skip
     client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))
@@ -854,6 +848,20 @@ async def test_unresolved_links_are_diagnostics_like_check_says(client, vault: P
         "link to 'gone.md' does not resolve",
         "link to 'no-such-note' does not resolve",
     ]
+    return diagnostics
+
+
+async def test_unresolved_links_are_diagnostics_like_check_says(client, vault: Path):
+    broken = vault / "notes" / "broken.md"
+    broken.write_text("# Broken\n\nSee [[no-such-note]] and [gone](gone.md).\n")
+    uri = broken.resolve().as_uri()
+
+    async def indexed():  # the watcher indexes the new file
+        found = await call(client, "search.find", "vault", "Broken", {"exact": True})
+        return found["matches"]
+
+    await until(indexed)
+    diagnostics = await opened_diagnostics(client, broken)
     assert all(d.range.start.line == 2 and d.source == "autodoc" for d in diagnostics)
     # Each on its link's own range, not the whole line.
     line = broken.read_text().splitlines()[2]
@@ -902,3 +910,78 @@ def test_logs_reach_the_editor_by_type_and_stderr_keeps_only_warnings(capsys):
         (types.MessageType.Warning, "lease held elsewhere"),
         (types.MessageType.Error, "store unreadable"),
     ]
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "autodoc", "serve"]),
+)
+async def rooted_in_a_subfolder(lsp_client: LanguageClient, vault: Path):
+    """A client that roots its project at a note's own folder (eglot without version control
+    does): `rootUri` is `vault/adr`, the vault above it marked with `.autodoc`."""
+    (vault / ".autodoc").write_text("")
+    ready = asyncio.ensure_future(lsp_client.wait_for_notification("autodoc/indexReady"))
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities("neovim"),
+            root_uri=(vault / "adr").as_uri(),
+            initialization_options={"embedding": {"provider": "none"}},
+        )
+    )
+    lsp_client.ready = plain(await asyncio.wait_for(ready, WAIT_S))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_root_inside_a_vault_is_served_as_the_vault(
+    rooted_in_a_subfolder: LanguageClient, vault: Path
+):
+    client = rooted_in_a_subfolder
+    [ws] = client.ready["workspaces"]
+    assert (ws["root"], ws["documents"]) == (str(vault.resolve()), 8)
+    # names and links outside the client's folder answer too
+    found = await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="pipeline"))
+    assert any(s.location.uri.endswith("notes/search-pipeline.md") for s in found or [])
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "autodoc", "serve"]),
+)
+async def read_only(lsp_client: LanguageClient, vault: Path, tmp_path: Path):
+    """A server on a store whose writer lease another process holds (here: the test's),
+    rooted by its client at a subfolder of the indexed vault (as eglot roots a note's folder):
+    the vault is served read-only, not a new workspace it could not write."""
+    from autodoc.engine import Engine
+    from autodoc.serve.dispatcher import Dispatcher
+    from autodoc.store import WriterLease
+
+    from .conftest import lexical_workspace
+
+    write(vault, "notes/broken.md", "# Broken\n\nSee [[no-such-note]] and [gone](gone.md).\n")
+    db = tmp_path / "store" / "autodoc.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    engine = Engine(db)
+    lexical_workspace(Dispatcher(engine), vault, "vault")
+    engine.close()
+    lease = WriterLease(db)
+    lease.acquire()
+    ready = asyncio.ensure_future(lsp_client.wait_for_notification("autodoc/indexReady"))
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities("neovim"),
+            workspace_folders=[types.WorkspaceFolder(uri=(vault / "notes").as_uri(), name="notes")],
+            initialization_options={"embedding": {"provider": "none"}},
+        )
+    )
+    lsp_client.ready = plain(await asyncio.wait_for(ready, WAIT_S))
+    yield
+    await lsp_client.shutdown_session()
+    lease.release()
+
+
+async def test_a_read_only_server_serves_what_a_reader_can(read_only: LanguageClient, vault: Path):
+    """While another editor writes the store: diagnostics from the store, symbols, links."""
+    client = read_only
+    assert client.ready["server"]["writer"] is False
+    await opened_diagnostics(client, vault / "notes" / "broken.md")
+    found = await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="pipeline"))
+    assert any(s.location.uri.endswith("notes/search-pipeline.md") for s in found or [])

@@ -124,3 +124,11 @@ def test_the_message_reaches_the_user_as_it_is(nvim: Nvim):
         assert "autodoc: picker.width: expected a fraction > 0 and <= 1, got 2" in str(e)
     else:
         raise AssertionError("setup took picker.width = 2")
+
+
+def test_the_plugins_root_markers_are_the_servers_vault_markers(nvim):
+    """Neovim's root and the server's (for a client that roots at a note's folder) agree."""
+    from autodoc.serve.host import VAULT_MARKERS
+
+    got = nvim.lua("return require('autodoc.config').defaults.root_markers")
+    assert tuple(got) == VAULT_MARKERS

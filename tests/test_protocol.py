@@ -125,13 +125,13 @@ def test_conform_rejects_every_kind_of_difference(wired, change):
 def test_the_lua_types_are_generated_from_the_schema():
     committed = (REPO / "lua" / "autodoc" / "types.lua").read_text()
     generated = subprocess.run(
-        [sys.executable, "-m", "autodoc.wire.protocol", "lua"],
+        [sys.executable, "-m", "autodoc.wire.schema_views", "lua"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     assert committed == generated, (
-        "run: python -m autodoc.wire.protocol lua > lua/autodoc/types.lua"
+        "run: python -m autodoc.wire.schema_views lua > lua/autodoc/types.lua"
     )
     for t in protocol.WIRE_TYPES:
         assert f"---@class autodoc.{t.__name__}" in committed

@@ -308,7 +308,8 @@ M.related = {
         line = h.line or h.line_start,
         line_start = h.line_start,
         line_end = h.line_end,
-        breadcrumb = h.breadcrumb .. "  (" .. reasons(h) .. ")",
+        -- why first: a narrow list cuts the breadcrumb, never the reasons
+        breadcrumb = reasons(h) .. " · " .. h.breadcrumb,
         label = string.format("%.2f", h.score),
         snippet = h.snippet,
       }
@@ -319,15 +320,16 @@ M.related = {
     return out
   end,
   describe = function(result, items)
+    -- the counts and the time first: a narrow status line cuts the section's breadcrumb
     return string.format(
-      "related to %s:%d-%d (%s) · %d sections · semantic %s · %.1f ms",
+      "%d sections · semantic %s · %.1f ms · related to %s:%d-%d (%s)",
+      #items,
+      result.semantic,
+      result.took_ms or 0,
       result.path,
       result.line_start,
       result.line_end,
-      result.breadcrumb,
-      #items,
-      result.semantic,
-      result.took_ms or 0
+      result.breadcrumb
     )
   end,
 }

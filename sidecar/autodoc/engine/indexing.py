@@ -51,6 +51,7 @@ class Indexing(EngineCore):
             done = -1  # unknown: the batches stored before the error are counted in coverage
         with self.store.snapshot() as conn:
             embedded, total = semantic_coverage(conn, self.store, ws, target.model_fp)
+            texts = sql.distinct_text_count(conn, ws.id)
         switched = embedded >= total and ws.active_model_fp not in (None, target.model_fp)
         if switched:
             self._activate(ws, target, spec)  # the new set is complete: it answers from now on
@@ -68,6 +69,7 @@ class Indexing(EngineCore):
             "error": error,
             "embedded": max(done, 0),
             "coverage": {"embedded": embedded, "total": total},
+            "texts": texts,  # distinct visible texts: one vector serves every chunk holding one
             "seconds": round(seconds, 3),
             "per_second": round(done / seconds, 1) if done > 0 and seconds else None,
         }

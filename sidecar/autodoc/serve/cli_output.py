@@ -92,9 +92,17 @@ def print_index_summary(name: str, summary: dict[str, Any]) -> None:
     emb = summary["embedding"]
     if emb.get("model"):
         rate = f", {emb['per_second']}/s" if emb.get("per_second") else ""
+        cov = emb["coverage"]
+        shared = cov["total"] - emb.get("texts", cov["total"])
+        why = (
+            f" ({shared:,} repeat{'s' if shared == 1 else ''} another chunk's text:"
+            " one vector serves each text)"
+            if shared > 0
+            else ""
+        )
         print(
-            f"embeddings ({emb['model']}): {emb['embedded']} new{rate}, "
-            f"{emb['coverage']['embedded']}/{emb['coverage']['total']} chunks covered"
+            f"embeddings ({emb['model']}): {emb['embedded']:,} new vectors{rate}, "
+            f"{cov['embedded']:,}/{cov['total']:,} chunks covered{why}"
         )
     else:
         print(f"semantic search off: {emb.get('reason')}")

@@ -35,6 +35,9 @@ READ_ONLY = "read-only: another autodoc process is writing this store"
 TAKING_OVER = "taking over: the process that wrote this store is gone"
 
 # Events a host sends its clients (the LSP server forwards them as notifications).
+# What marks a knowledge base's root (the Neovim plugin's `root_markers` default is the same
+# list): a client that roots a project at a note's own folder is served the vault above it.
+VAULT_MARKERS = (".autodoc", ".obsidian", "_schema", ".dendron.yml", ".zk")
 INDEX_READY = "autodoc/indexReady"
 STATE_CHANGED = "autodoc/stateChanged"
 INDEX_PROGRESS = "autodoc/indexProgress"
@@ -86,6 +89,24 @@ class Host:
         self.on_paths_indexed: Callable[[str], None] | None = None
 
     # -- folders -----------------------------------------------------------------------------
+
+    def vault_root(self, root: Path) -> Path:
+        """The folder to serve for a root a client picked: the deepest workspace of the store
+        that contains it, else the nearest folder at or above it holding a vault marker, else
+        the root itself. (eglot roots a project without version control at the note's own
+        folder, a subfolder of the vault: served alone, its links and names would be missing.)"""
+        real = root.resolve()
+        held = [
+            Path(ws["root"])
+            for ws in self.engine.workspace_list()
+            if Path(ws["root"]) == real or Path(ws["root"]) in real.parents
+        ]
+        if held:
+            return max(held, key=lambda p: len(p.parts))
+        for folder in (real, *real.parents):
+            if any((folder / marker).exists() for marker in VAULT_MARKERS):
+                return folder
+        return real
 
     def open(
         self,

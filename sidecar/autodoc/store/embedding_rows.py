@@ -106,6 +106,15 @@ def existing_chunk_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]
     return set(Store.column(conn, "SELECT id FROM chunks WHERE id IN ({marks})", list(ids)))
 
 
+def distinct_text_count(conn: sqlite3.Connection, ws_id: int) -> int:
+    """Distinct visible chunk texts: the vectors a full set holds (chunks sharing a text, a
+    repeated boilerplate section, share one)."""
+    return conn.execute(
+        f"SELECT count(DISTINCT text_hash) FROM chunks WHERE workspace_id = ? AND state = {LIVE}",
+        (ws_id,),
+    ).fetchone()[0]
+
+
 def missing_text_count(conn: sqlite3.Connection, ws_id: int, model_fp: str) -> int:
     """Distinct visible chunk texts with no vector of this model."""
     return conn.execute(

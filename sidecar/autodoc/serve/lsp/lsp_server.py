@@ -138,7 +138,15 @@ class AutodocServer(LanguageServer):
     async def open_folder(self, root: Path) -> str | None:
         """Serve the folder, indexing it with `$/progress`; the host retries a store whose
         writer lease another process holds. The folder's workspace (None: it could not be
-        one)."""
+        one). A root inside a knowledge base (a client that roots a project at a note's
+        folder) serves that knowledge base (`Host.vault_root`), once."""
+        vault = self.host.vault_root(root)
+        if vault != root.resolve():
+            log.info("serving %s, the knowledge base holding %s", vault, root)
+        for held, served in self.host.served.items():
+            if served == vault:
+                return held
+        root = vault
         token = await self.progress_begin(f"Indexing {root.name}")
         progress = self._file_progress(token)
 

@@ -1,0 +1,57 @@
+"""Emacs with eglot as a second real LSP client (Debian's emacs-nox and elpa-eglot, which
+`.ci/run` installs), in batch mode: tests/emacs/eglot_check.el drives `autodoc serve` and
+prints what it answered; this test says what it must have answered."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import EXAMPLE_VAULT, missing, tool
+
+DRIVER = Path(__file__).parent / "emacs" / "eglot_check.el"
+TIMEOUT_S = 180
+
+
+def eglot_ready() -> str | None:
+    """The emacs binary when it has eglot, else None."""
+    emacs = tool("emacs")
+    if emacs is None:
+        return None
+    probe = subprocess.run([emacs, "--batch", "--eval", "(require 'eglot)"],
+                           capture_output=True, timeout=60)  # fmt: skip
+    return emacs if probe.returncode == 0 else None
+
+
+def test_eglot_follows_links_finds_references_symbols_hover_and_diagnostics(tmp_path: Path):
+    emacs = eglot_ready()
+    if emacs is None:
+        missing("emacs", "Emacs with eglot is not installed (Debian: emacs-nox elpa-eglot)")
+    vault = tmp_path / "vault"
+    shutil.copytree(EXAMPLE_VAULT, vault)
+    (vault / "notes" / "broken.md").write_text(
+        "# Broken\n\nSee [[no-such-note]] and [gone](gone.md).\n"
+    )
+    env = {**os.environ, "AUTODOC_DB": str(tmp_path / "store" / "autodoc.db"),
+           "AUTODOC_VAULT": str(vault), "AUTODOC_PYTHON": sys.executable,
+           "HOME": str(tmp_path / "home")}  # fmt: skip
+    run = subprocess.run([emacs, "--batch", "-l", str(DRIVER)], cwd=vault, env=env,
+                         capture_output=True, text=True, timeout=TIMEOUT_S)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    # eglot roots the project at the note's own folder; the server serves the vault above it
+    assert got["eglot_root"].rstrip("/").endswith("vault/notes")
+    assert ["adr/0004-lease-recovery.md", 1] in got["symbols"]  # outside notes/
+    assert got["wiki_definition"] == [["notes/search-pipeline.md", 1]]  # [[search-pipeline]]
+    assert got["md_definition"] == [["adr/0001-record-architecture-decisions.md", 1]]
+    assert got["hover"].startswith("**Search pipeline**\n\n`notes/search-pipeline.md:1`")
+    assert ["notes/onboarding.md", 10] in got["references"]
+    line = (vault / "notes" / "broken.md").read_text().splitlines()[2]
+    assert sorted((m, line[a:b]) for m, n, a, b in got["diagnostics"] if n == 2) == [
+        ("link to 'gone.md' does not resolve", "[gone](gone.md)"),
+        ("link to 'no-such-note' does not resolve", "[[no-such-note]]"),
+    ]
