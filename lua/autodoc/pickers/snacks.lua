@@ -90,16 +90,26 @@ local function finder(client, root, workspace, source, context)
 end
 
 ---@param item table
+---@param picker table snacks' picker
 ---@return table[]
-local function format(item)
-  local it = item.autodoc
-  return {
-    { it.label, "AutodocRelevance" },
-    { "  " },
-    { it.path .. ":" .. it.line, "AutodocPath" },
-    { "  " },
-    { it.breadcrumb, "AutodocBreadcrumb" },
-  }
+local function format(item, picker)
+  -- fitted to the list's width as the built-in list: the path cut from the left (its file name
+  -- and line stay), the breadcrumb from the right
+  local win = picker and picker.list and picker.list.win and picker.list.win.win
+  local width = win and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_width(win) or 80
+  local line, spans = require("autodoc.picker.render").hit_line(item.autodoc, width - 2, false)
+  local out, at = {}, 0 -- snacks' text chunks: the spans' groups, the gaps between them plain
+  for _, span in ipairs(spans) do
+    if span[1] > at then
+      table.insert(out, { line:sub(at + 1, span[1]) })
+    end
+    table.insert(out, { line:sub(span[1] + 1, span[2]), span[3] })
+    at = span[2]
+  end
+  if at < #line then
+    table.insert(out, { line:sub(at + 1) })
+  end
+  return out
 end
 
 ---@param kind "search"|"related"|"find"
