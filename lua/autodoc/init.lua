@@ -103,19 +103,6 @@ function M.status()
   running(M.show_status)
 end
 
----@param n integer
----@return string
-local function count(n)
-  local s = tostring(n)
-  while true do
-    local t, k = s:gsub("^(-?%d+)(%d%d%d)", "%1,%2")
-    s = t
-    if k == 0 then
-      return s
-    end
-  end
-end
-
 --- How long ago an epoch time was, in words.
 ---@param t number?
 ---@return string
@@ -136,6 +123,7 @@ end
 ---@param result autodoc.Status
 ---@return string[]
 function M.status_lines(result)
+  local count = require("autodoc.picker.render").thousands
   local server = result.server
   local lease = server.writer and "writer (this editor indexes the store)"
     or (server.lease .. ": the writer lease is held by " .. server.holder)

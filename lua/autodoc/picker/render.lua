@@ -40,9 +40,10 @@ function M.title(S, answer)
   return table.concat(parts) .. " "
 end
 
+--- `n` with thousands separated by commas: 5,252.
 ---@param n integer
 ---@return string
-local function thousands(n)
+function M.thousands(n)
   local s = tostring(math.floor(n))
   return (s:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
 end
@@ -55,16 +56,16 @@ local function progress_text(p)
     return string.format(
       "embedding %d%% (%s/%s chunks)",
       pct,
-      thousands(p.done),
-      thousands(p.total)
+      M.thousands(p.done),
+      M.thousands(p.total)
     )
   end
   return string.format(
     "indexing %d%% (%s/%s files, %s chunks)",
     pct,
-    thousands(p.done),
-    thousands(p.total),
-    thousands(p.chunks)
+    M.thousands(p.done),
+    M.thousands(p.total),
+    M.thousands(p.chunks)
   )
 end
 

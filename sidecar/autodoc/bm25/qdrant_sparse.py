@@ -486,10 +486,10 @@ class QdrantLexical:
             ]
         return [idf_share(df, total) for df in counts]
 
-    def corrections(self, word: str, distance: int) -> list[tuple[str, int, int]]:
+    def correction(self, word: str, distance: int) -> tuple[str, int] | None:
         """No typo correction on Qdrant's sparse vectors: it has no term dictionary to walk
         (doc/scale.md says so); a misspelt word finds what meaning finds."""
-        return []
+        return None
 
     def _units(self, word: str, prefix: bool) -> list[tuple[str, str]]:
         """What holding `word` means, as (kind, text) each some chunk must hold."""

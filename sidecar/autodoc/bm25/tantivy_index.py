@@ -355,14 +355,16 @@ class LexicalIndex:
             out.append(max((idf_share(df, total) for df in dfs), default=0.0))
         return out
 
-    def corrections(self, word: str, distance: int) -> list[tuple[str, int, int]]:
-        """Indexed terms within `distance` edits of `word`'s stem, as (term, chunks holding
-        it, one such chunk), most held first: the words a typo may have meant. The term
-        dictionary is walked only under the stem's first or second letter, among chunks a
-        fuzzy query matches (a typo in the first letter is not corrected)."""
+    def correction(self, word: str, distance: int) -> tuple[str, int] | None:
+        """The indexed term within `distance` edits of `word`'s stem that the most chunks hold
+        (ties: the first alphabetically), with one chunk holding it now: the word a typo most
+        likely meant. The term dictionary is walked only under the stem's first or second
+        letter, among chunks a fuzzy query matches (a typo in the first letter is not
+        corrected); a holding chunk is looked up for the likeliest terms only, until one has
+        one (the dictionary may still count a term only retired chunks held)."""
         stems = analyze(word)
         if len(stems) != 1:
-            return []
+            return None
         stem = stems[0]
         searcher = self.index.searcher()
         found: dict[str, int] = {}
@@ -372,15 +374,14 @@ class LexicalIndex:
                 for term, count in searcher.terms_with_prefix(name, lead, filter_query=fuzzy):
                     if term != stem and edit_distance(term, stem, distance) <= distance:
                         found[term] = max(found.get(term, 0), count)
-        out = []
-        for term, count in sorted(found.items(), key=lambda kv: (-kv[1], kv[0])):
+        for term, _ in sorted(found.items(), key=lambda kv: (-kv[1], kv[0])):
             anywhere = Query.boolean_query(
                 [(Occur.Should, Query.term_query(self.schema, n, term)) for n in TEXT_FIELDS]
             )
             hits = self.search(anywhere, 1)
             if hits:
-                out.append((term, count, hits[0][0]))
-        return out
+                return term, hits[0][0]
+        return None
 
     def _holds(self, searcher: tantivy.Searcher, word: str, prefix: bool) -> bool:
         """Whether some chunk holds `word` in any field (`prefix`: some word starts with it; a

@@ -30,6 +30,13 @@ class Workspaces(Indexing):
                 return ws.name
         return None
 
+    def root_holding(self, folder: Path) -> Path | None:
+        """The root of the deepest workspace that is this folder or holds it, if any."""
+        real = folder.resolve()
+        roots = [Path(ws.root) for ws in self.store.workspaces()]
+        held = [r for r in roots if r == real or r in real.parents]
+        return max(held, key=lambda r: len(r.parts)) if held else None
+
     def workspace_for_root(self, root: Path) -> str:
         """The workspace on this folder: the existing one, or a new one named after it."""
         existing = self.workspace_at(root)

@@ -112,9 +112,8 @@ class _Confidence(TypedDict):
 def _confidence(ctx: QueryContext, hits: list[protocol.Hit]) -> _Confidence:
     """What the answer can say about itself: under `learned` fusion from the top hit's
     calibrated probability, else from absolute evidence (confidence.py)."""
-    words = confidence.content_words(ctx.query)
-    absent = ctx.absent if ctx.absent is not None else ctx.lexical.missing(words)
-    missing = confidence.rare_words(absent)
+    words = ctx.content_words
+    missing = confidence.rare_words(ctx.absent_words())
     semantic = ctx.signals.get("semantic") if "semantic" in ctx.performed else None
     cosine = round(float(semantic[0]), 4) if semantic else None
     assert ctx.fusion is not None

@@ -4,7 +4,7 @@ well; the answer's `did_you_mean` is the query as the user would retype it.
 
 Only words found nowhere are corrected, so a rare word the vault does hold is never "fixed";
 words under five letters, numbers and codes are left alone (too many near neighbours). The
-corrections come from the lexical index's term dictionary (`Lexical.corrections`); the word
+corrections come from the lexical index's term dictionary (`Lexical.correction`); the word
 shown is the form a chunk actually uses, read from that chunk's text.
 """
 
@@ -43,10 +43,10 @@ def correct(
         distance = edits_allowed(word)
         if not distance:
             continue
-        options = lexical.corrections(word, distance)
-        if not options:
+        found = lexical.correction(word, distance)
+        if found is None:
             continue
-        term, _, chunk = options[0]
+        term, chunk = found
         fixes[word.lower()] = surface_form(conn, store, chunk, term, word) or term
     if not fixes:
         return None

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from autodoc import __version__
 from autodoc.engine import Engine
-from autodoc.serve.dispatcher import WRITES, Dispatcher, Reports
+from autodoc.serve.dispatcher import WRITES, Dispatcher
 from autodoc.serve.refresh import SAVE_DELAY_S, Refresher
 from autodoc.serve.watch import Watcher
 from autodoc.wire import protocol
@@ -95,14 +95,10 @@ class Host:
         that contains it, else the nearest folder at or above it holding a vault marker, else
         the root itself. (eglot roots a project without version control at the note's own
         folder, a subfolder of the vault: served alone, its links and names would be missing.)"""
+        held = self.engine.root_holding(root)
+        if held is not None:
+            return held
         real = root.resolve()
-        held = [
-            Path(ws["root"])
-            for ws in self.engine.workspace_list()
-            if Path(ws["root"]) == real or Path(ws["root"]) in real.parents
-        ]
-        if held:
-            return max(held, key=lambda p: len(p.parts))
         for folder in (real, *real.parents):
             if any((folder / marker).exists() for marker in VAULT_MARKERS):
                 return folder
@@ -139,11 +135,7 @@ class Host:
             self.apply_options(name)
             if self.watcher is not None:  # first, so edits made while indexing are caught
                 self.watcher.watch(name, root, self._include_hidden(name))
-            summary = self.engine.index_run(
-                name, progress=self._reporting(name, root, progress), wait=False
-            )
-            files = summary["files"]  # once more, with every chunk published
-            self._progress(name, root, "files", files, files, final=True)
+            summary = self._index(name, root, progress)
             self.refresher.note_lease(True, "")
             state = "ready"
         except StoreBusyError as err:
@@ -265,15 +257,18 @@ class Host:
         """Walk a served folder again on the writer thread, telling clients how far it got
         through the same `autodoc/indexProgress` as the first index; its summary."""
         root = self.served[name]
+        return self.refresher.submit(lambda: self._index(name, root, progress))
 
-        def job() -> dict[str, Any]:
-            reports = Reports(progress=self._reporting(name, root, progress))
-            summary: dict[str, Any] = self.dispatcher.call("index.run", [name], reports=reports)
-            files = summary["files"]
-            self._progress(name, root, "files", files, files, final=True)
-            return summary
-
-        return self.refresher.submit(job)
+    def _index(self, name: str, root: Path, progress: Progress | None) -> dict[str, Any]:
+        """Index a served folder (on the writer thread), its file progress passed on and sent
+        as `autodoc/indexProgress`, the last report once every chunk is published; the run's
+        summary. The first index and a reindex both."""
+        summary = self.engine.index_run(
+            name, progress=self._reporting(name, root, progress), wait=False
+        )
+        files = summary["files"]  # once more, with every chunk published
+        self._progress(name, root, "files", files, files, final=True)
+        return summary
 
     def new_search(self) -> CancelToken:
         """A newer search from this client supersedes the one in flight (pickers search on

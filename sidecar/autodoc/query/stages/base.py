@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
@@ -22,7 +23,7 @@ import numpy as np
 from autodoc.bm25.analyzer import Lexical
 from autodoc.models.rankers import RankPlan
 from autodoc.parse.query_parser import ParsedQuery
-from autodoc.query import fusion
+from autodoc.query import confidence, fusion
 from autodoc.query.facet_filter import FacetFilter
 from autodoc.query.intent import Intent
 from autodoc.store import DocumentSet, Store, Workspace
@@ -99,6 +100,18 @@ class QueryContext:
     stale: set[str] = field(default_factory=set)
     rank_scores: dict[int, float] = field(default_factory=dict)
     rank_record: protocol.RankRecord | None = None
+
+    @cached_property
+    def content_words(self) -> list[tuple[str, bool]]:
+        """The query's content words (`confidence.content_words`), worked out once."""
+        return confidence.content_words(self.query)
+
+    def absent_words(self) -> list[str]:
+        """The content words no chunk holds: the lexical stage's look (it searches the words
+        the query holds and corrects them from these), else one look here; once a search."""
+        if self.absent is None:
+            self.absent = self.lexical.missing(self.content_words)
+        return self.absent
 
     @contextmanager
     def timed(self, key: str) -> Iterator[None]:

@@ -33,13 +33,13 @@ class FuseStage(StageDefaults):
         stages = [stage for stage, _ in ctx.ranked]
         fused = fusion.rrf(ctx.ranked)  # every candidate once, with its rank in each stage
         docs = sorted({f.document_id for f in fused})
-        learned = ctx.options.fusion == "learned" or ranking.FEATURE_TAP.get() is not None
+        tap = ranking.FEATURE_TAP.get()  # training captures the candidates' features
+        learned = ctx.options.fusion == "learned" or tap is not None
         lexical = "lexical" in stages  # meaning alone reads no term coverage or link counts
         info = store.boost_facts(conn, docs, outbound=learned and lexical)
         words = {t for item in (ctx.lexical_query or ctx.query).items for t in analyze(item.text)}
         tagged = {d for d, (_, tags, _) in info.items() if has_query_tag(tags, words)}
         inbound = {d: links for d, (links, _, _) in info.items()}
-        tap = ranking.FEATURE_TAP.get()
         if learned:
             outbound = {d: held for d, (_, _, held) in info.items() if held}
             x = ranking.candidate_features(fused, _evidence(ctx, fused, inbound, outbound, tagged))
@@ -163,9 +163,7 @@ def _evidence(
         weights, held = ctx.lexical.held_terms(query, [f.chunk_id for f in fused])
     else:  # meaning alone is ranked by the cosine's features: no term coverage to look up
         weights, held = np.zeros(0), np.zeros((len(fused), 0), dtype=bool)
-    words = confidence.content_words(ctx.query)
-    if ctx.absent is None:  # the lexical stage did not look: a semantic-only search
-        ctx.absent = ctx.lexical.missing(words)
+    words, absent = ctx.content_words, ctx.absent_words()
     return ranking.Evidence(
         ranked=ctx.ranked,
         signals=ctx.signals,
@@ -173,8 +171,8 @@ def _evidence(
         term_weights=weights,
         held=held,
         intent=ctx.intent,
-        missing_share=len(confidence.rare_words(ctx.absent)) / max(len(words), 1),
-        absent_share=len(ctx.absent) / max(len(words), 1),
+        missing_share=len(confidence.rare_words(absent)) / max(len(words), 1),
+        absent_share=len(absent) / max(len(words), 1),
         inbound=inbound,
         outbound=outbound,
         tagged=tagged,

@@ -8,6 +8,7 @@ import dataclasses
 import math
 import sqlite3
 import statistics
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from autodoc.bm25.analyzer import Lexical, analyze, is_framing
@@ -48,9 +49,8 @@ class LexicalStage(StageDefaults):
 def words_searched(ctx: QueryContext, conn: sqlite3.Connection) -> ParsedQuery:
     """The query, or, when a word is found nowhere and one within an edit or two is, the query
     with that word corrected (`ctx.did_you_mean`). Notes the absent words for the answer."""
-    words = confidence.content_words(ctx.query)
-    ctx.absent = ctx.lexical.missing(words)
-    typed = [w for w, prefix in words if not prefix and w in ctx.absent]
+    absent = ctx.absent_words()
+    typed = [w for w, prefix in ctx.content_words if not prefix and w in absent]
     fixed = spelling.correct(conn, ctx.store, ctx.lexical, ctx.query, typed) if typed else None
     if fixed is None:
         return ctx.query
@@ -120,20 +120,21 @@ def lexical_candidates(
 
 def _passes(
     lexical: Lexical, query: ParsedQuery, restrict: Any, names: list[str] | None, whole: bool
-) -> list[tuple[Any, int]]:
+) -> Iterator[tuple[Any, int]]:
     """The passes' queries in order, each with its kind: the names a query's numbers or codes
-    name, every word, the rarer half of the words, any word."""
+    name, every word, the rarer half of the words, any word. Lazily: a pass that the ones
+    before it filled is never built (on most keystrokes the all-words pass is enough, and the
+    rarer half's document frequencies are not looked up)."""
     every = lexical.build(query, all_words=True, restrict=restrict)
     if every is None:
-        return []
-    queries = [(every, ALL_WORDS_PASS)]
+        return
     if names:
-        queries.insert(0, (lexical.build_names(names, query, restrict, whole=whole), NAMES_PASS))
+        yield lexical.build_names(names, query, restrict, whole=whole), NAMES_PASS
+    yield every, ALL_WORDS_PASS
     rarer = rarer_half(lexical, query)
     if rarer is not None:
-        queries.append((lexical.build(rarer, all_words=True, restrict=restrict), RARE_WORDS_PASS))
-    queries.append((lexical.build(query, all_words=False, restrict=restrict), ANY_WORD_PASS))
-    return queries
+        yield lexical.build(rarer, all_words=True, restrict=restrict), RARE_WORDS_PASS
+    yield lexical.build(query, all_words=False, restrict=restrict), ANY_WORD_PASS
 
 
 def rarer_half(lexical: Lexical, query: ParsedQuery) -> ParsedQuery | None:
