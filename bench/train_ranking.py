@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import math
 import os
@@ -338,6 +339,10 @@ FEATURE_SETS = {
         for f in ranking.FEATURES
         if f not in ranking.LIST_FEATURES and not any(q in f for q in ("q_agree", "q_sem_spread"))
     ],
+    # The ablation that chose the shipped set: without the candidates' term coverage (which
+    # costs a second index search a query), and with only its rare-word form.
+    "relative-no-coverage": [f for f in _RELATIVE if f not in ranking.COVERAGE_FEATURES],
+    "relative-rare-coverage": [f for f in _RELATIVE if f not in ("idf_cover", "rarest_held")],
     "no-terms": [f for f in ranking.FEATURES if f not in ("idf_cover", "rarest_held")],
     "no-doc": [f for f in ranking.FEATURES if f not in ("links", "tag")],
 }
@@ -436,8 +441,9 @@ def model_file(
             "intercept": round(float(model.intercept_[0]), 6),
         }
     stamp = datetime.date.today().isoformat()
+    digest = hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest()[:6]
     return {
-        "version": f"lr-{stamp}",
+        "version": f"lr-{stamp}-{digest}",  # two models of one day differ by their weights
         "features": feats,
         "models": out,
         "floor": floor,

@@ -81,6 +81,31 @@ def test_probability_rises_with_each_stages_evidence():
     assert p[1] > p[0]
 
 
+def test_the_terms_are_looked_up_only_for_a_model_that_weighs_them(
+    sample, engine, tmp_path, monkeypatch
+):
+    """Which candidates hold which query term costs an index search a query: the fuse stage
+    runs it for a model that weighs a term feature, and not for one that weighs none."""
+    lexical = engine.lexical(engine.workspace("kb"))
+    calls = []
+    real = lexical.held_terms
+    monkeypatch.setattr(lexical, "held_terms", lambda *a: calls.append(a) or real(*a))
+    data = json.loads((Path(ranking.__file__).parent / ranking.MODEL_FILE).read_text("utf-8"))
+    for name, reads in (("none", False), ("idf_cover", True)):
+        for spec in data["models"].values():
+            spec["coef"] = [
+                (1.0 if f == name else 0.0) if f in ranking.TERM_FEATURES else c
+                for f, c in zip(data["features"], spec["coef"], strict=True)
+            ]
+        path = tmp_path / f"model-{name}.json"
+        path.write_text(json.dumps(data), encoding="utf-8")
+        monkeypatch.setenv(ranking.MODEL_ENV, str(path))
+        assert ranking.active_model().models["hybrid"].reads_terms is reads
+        calls.clear()
+        search(sample, "kb", "storage decision", limit=5)
+        assert bool(calls) is reads
+
+
 # -- the defects of issue 41 -------------------------------------------------------------------
 
 

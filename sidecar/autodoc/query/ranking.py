@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +86,14 @@ FEATURES: tuple[str, ...] = (
     BASE_FEATURES + LIST_FEATURES + tuple(f"{q}_x_{s}" for q, s in INTERACTIONS)
 )
 _INDEX = {name: i for i, name in enumerate(FEATURES)}
+# Which of the query's terms each candidate holds: one more index search a query
+# (`Lexical.held_terms`), run only for a model that weighs one of these (or while training).
+COVERAGE_FEATURES = ("idf_cover", "rarest_held", "rare_cover")
+# What the query's terms' IDF gives (one document-frequency look-up a term), with the above.
+_QUERY_TERM_FEATURES = ("q_avg_idf", "q_max_idf", "q_terms")
+TERM_FEATURES = frozenset((*COVERAGE_FEATURES, *_QUERY_TERM_FEATURES)) | {
+    f"{q}_x_{s}" for q, s in INTERACTIONS if q in _QUERY_TERM_FEATURES
+}
 
 # Which lexical pass found a hit (query/stages/lexical.py): the documents a query's numbers or
 # codes name, the chunks holding every word, those holding its rarer half, those holding some.
@@ -105,6 +113,12 @@ class LinearModel:
 
     weights: np.ndarray
     intercept: float
+
+    @cached_property
+    def reads_terms(self) -> bool:
+        """It weighs a feature of the query's terms (TERM_FEATURES): the fuse stage looks them
+        up for this stage set, and not otherwise."""
+        return bool(np.any(self.weights[[_INDEX[f] for f in sorted(TERM_FEATURES)]]))
 
     def probability(self, x: np.ndarray) -> np.ndarray:
         z = x @ self.weights + self.intercept

@@ -42,7 +42,9 @@ class FuseStage(StageDefaults):
         inbound = {d: links for d, (links, _, _) in info.items()}
         if learned:
             outbound = {d: held for d, (_, _, held) in info.items() if held}
-            x = ranking.candidate_features(fused, _evidence(ctx, fused, inbound, outbound, tagged))
+            terms = tap is not None or ranking.active_model().for_stages(stages).reads_terms
+            evidence = _evidence(ctx, fused, inbound, outbound, tagged, terms=terms)
+            x = ranking.candidate_features(fused, evidence)
             if tap is not None:  # training captures the candidates (bench/train_ranking.py)
                 tap(ctx, conn, fused, x)
         if ctx.options.fusion == "learned":
@@ -157,9 +159,13 @@ def _evidence(
     inbound: dict[int, int],
     outbound: dict[int, int],
     tagged: set[int],
+    *,
+    terms: bool,
 ) -> ranking.Evidence:
+    """`terms`: look up the query's terms' weights and which candidates hold each (a model
+    that weighs none of them leaves the columns at 0 and saves an index search)."""
     query = ctx.lexical_query or ctx.query
-    if any(stage == "lexical" for stage, _ in ctx.ranked):
+    if terms and any(stage == "lexical" for stage, _ in ctx.ranked):
         weights, held = ctx.lexical.held_terms(query, [f.chunk_id for f in fused])
     else:  # meaning alone is ranked by the cosine's features: no term coverage to look up
         weights, held = np.zeros(0), np.zeros((len(fused), 0), dtype=bool)
