@@ -27,7 +27,7 @@ def eglot_ready() -> str | None:
     return emacs if probe.returncode == 0 else None
 
 
-def test_eglot_follows_links_finds_references_symbols_hover_and_diagnostics(tmp_path: Path):
+def test_eglot_follows_links_finds_references_symbols_hover_outline_and_diagnostics(tmp_path: Path):
     emacs = eglot_ready()
     if emacs is None:
         missing("emacs", "Emacs with eglot is not installed (Debian: emacs-nox elpa-eglot)")
@@ -50,6 +50,16 @@ def test_eglot_follows_links_finds_references_symbols_hover_and_diagnostics(tmp_
     assert got["md_definition"] == [["adr/0001-record-architecture-decisions.md", 1]]
     assert got["hover"].startswith("**Search pipeline**\n\n`notes/search-pipeline.md:1`")
     assert ["notes/onboarding.md", 10] in got["references"]
+    # imenu's outline: every heading at its line, under the one above it (eglot's `A::B`)
+    assert sorted(got["outline"], key=lambda e: e[2]) == [
+        [None, "Search pipeline", 7],
+        ["Search pipeline", "Stages", 14],
+        ["Search pipeline::Stages", "Lexical", 19],
+        ["Search pipeline::Stages", "Semantic", 27],
+        ["Search pipeline::Stages", "Rerank", 33],
+        ["Search pipeline", "Fusion", 39],  # a setext heading: `---` under its line
+        ["Search pipeline", "Known gaps", 47],
+    ]
     line = (vault / "notes" / "broken.md").read_text().splitlines()[2]
     assert sorted((m, line[a:b]) for m, n, a, b in got["diagnostics"] if n == 2) == [
         ("link to 'gone.md' does not resolve", "[gone](gone.md)"),

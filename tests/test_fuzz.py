@@ -81,8 +81,9 @@ def rpc(tmp_path_factory):
 
 
 READ_METHODS = ["workspace.list", "index.status", "search.query", "search.find", "doc.read",
-                "doc.indexed", "changes.since", "related", "links.definition", "links.hover",
-                "links.references", "links.document", "links.diagnostics"]  # fmt: skip
+                "doc.indexed", "doc.outline", "changes.since", "related", "links.definition",
+                "links.hover", "links.references", "links.document",
+                "links.diagnostics"]  # fmt: skip
 WRITE_METHODS = ["workspace.add", "workspace.remove", "workspace.section_size",
                  "workspace.configure", "index.run", "index.check"]  # fmt: skip
 
@@ -179,7 +180,7 @@ def test_link_positions_with_any_path_line_character_and_options(
 
 @FUZZ
 @given(
-    method=st.sampled_from(["links.document", "links.diagnostics"]),
+    method=st.sampled_from(["links.document", "links.diagnostics", "doc.outline"]),
     path=st.sampled_from(LINK_PATHS) | json_value,
     opts=st.none() | link_opts,
 )

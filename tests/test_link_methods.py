@@ -198,3 +198,49 @@ def test_the_lsp_front_end_reaches_the_index_only_through_the_dispatcher():
         assert ".engine." not in text and ".store." not in text, path
         imports = LOWER.findall(text)
         assert imports == ([] if path.name != "entry.py" else ["from autodoc.engine"]), path
+
+
+# -- doc.outline: the heading tree an editor shows ---------------------------------------------
+
+OUTLINE = (
+    "---\ntitle: T\n---\n# Top 😀 title\n\nText.\n\n## C#\n\n```\n# not a heading\n```\n\n"
+    "### Deep ##\n\nSetext two\n----------\n\n> # quoted heading\n\n# Second top\nLast line.\n"
+)
+
+
+def test_the_outline_is_the_heading_tree_the_index_reads(ws, vault):
+    write(vault, "outline.md", OUTLINE)
+    ws.call("index.run", ["v"])
+    got = ws.call("doc.outline", ["v", "outline.md", {"units": "utf-16"}])
+    protocol.conform(got, link_answers.DocumentOutline)
+    rows = [(h["level"], h["text"], h["line"], h["start"], h["end"], h["line_end"])
+            for h in got["headings"]]  # fmt: skip
+    assert rows == [
+        (1, "Top 😀 title", 4, 2, 14, 20),  # the emoji is two UTF-16 units
+        (2, "C#", 8, 3, 5, 15),  # `C#` keeps its `#`: no space before it
+        (3, "Deep", 14, 4, 8, 15),  # the closing run is not a word
+        (2, "Setext two", 16, 0, 10, 20),
+        (1, "Second top", 21, 2, 12, 22),  # to the last line, not past the final newline
+    ]  # neither the fenced `# not a heading` nor the quoted heading: they are text
+    characters = ws.call("doc.outline", ["v", "outline.md"])["headings"][0]
+    assert (characters["start"], characters["end"]) == (2, 13)
+    # a search's row for a section lands on the line the outline gives its heading
+    lines = {h["text"]: h["line"] for h in got["headings"]}
+    for words, heading in (
+        ("c#", "C#"),
+        ("setext two", "Setext two"),
+        ("second top", "Second top"),
+    ):
+        hits = ws.call("search.query", ["v", words, {"paths": ["outline.md"]}])["hits"]
+        assert hits and hits[0]["line"] == lines[heading], words
+
+
+def test_the_outline_reads_the_clients_unsaved_text(ws):
+    got = ws.call("doc.outline", ["v", "b.md", {"text": "Intro\n\n# Draft\n\n## Part\ntext"}])
+    assert [(h["text"], h["line"], h["line_end"]) for h in got["headings"]] == [
+        ("Draft", 3, 6),
+        ("Part", 5, 6),
+    ]
+    with pytest.raises(RpcError) as err:
+        ws.call("doc.outline", ["v", "../outside.md"])
+    assert err.value.code == INVALID_PARAMS

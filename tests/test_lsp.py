@@ -567,12 +567,17 @@ async def test_a_second_sidecar_on_the_same_store_reads_and_defers_writes(
         await second.stop()
 
 
-async def _start(client: LanguageClient, folders: list[Path], options: dict, caps="neovim"):
+async def _start(
+    client: LanguageClient,
+    folders: list[Path],
+    options: dict,
+    caps: str | types.ClientCapabilities = "neovim",
+):
     ready = asyncio.ensure_future(client.wait_for_notification("autodoc/indexReady"))
     await client.start_io(sys.executable, "-m", "autodoc", "serve")
     await client.initialize_session(
         types.InitializeParams(
-            capabilities=client_capabilities(caps),
+            capabilities=client_capabilities(caps) if isinstance(caps, str) else caps,
             workspace_folders=[types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in folders],
             initialization_options=options,
         )
@@ -830,6 +835,55 @@ async def test_document_links_and_hover(client, vault: Path):
     assert hover.contents.value.startswith("**ADR 0003: Embedded relational store**")
     assert "`adr/0003-embedded-sqlite-store.md:1`" in hover.contents.value
     assert hover.range.start.line == 13
+
+
+OUTLINE = "# Top\n\n## One\ntext\n### Deep\n## Two\n# Next\n"
+
+
+def _names(symbols) -> list:
+    return [(s.name, _names(s.children)) if s.children else s.name for s in symbols]
+
+
+async def test_document_symbols_are_the_heading_tree(client, vault: Path):
+    write(vault, "outline.md", OUTLINE)
+    params = types.DocumentSymbolParams(text_document=_doc(vault, "outline.md"))
+    got = await client.text_document_document_symbol_async(params)
+    assert _names(got) == [("Top", [("One", ["Deep"]), "Two"]), "Next"]
+    top, deep = got[0], got[0].children[0].children[0]
+    assert top.kind == types.SymbolKind.String
+    # the section: to the start of the line after its last (before `# Next`); the words
+    assert (top.range.start, top.range.end) == (types.Position(0, 0), types.Position(6, 0))
+    assert top.selection_range == types.Range(types.Position(0, 2), types.Position(0, 5))
+    assert deep.selection_range == types.Range(types.Position(4, 4), types.Position(4, 8))
+    # an open document's outline is its text in the editor, saved or not
+    draft = types.TextDocumentItem(_uri(vault, "outline.md"), "markdown", 1, "intro\n# 😀 Draft\n")
+    client.text_document_did_open(types.DidOpenTextDocumentParams(draft))
+    got = await client.text_document_document_symbol_async(params)
+    assert _names(got) == ["😀 Draft"]
+    # in the units the two sides agreed on: the emoji is 4 in UTF-8, 2 in UTF-16
+    units = client.init_result.capabilities.position_encoding or "utf-16"
+    width = {"utf-8": 12, "utf-16": 10, "utf-32": 9}[units]
+    assert got[0].selection_range.end == types.Position(1, width)
+
+
+async def test_a_client_without_nested_symbols_gets_them_flat(vault: Path):
+    caps = client_capabilities("neovim")
+    assert caps.text_document and caps.text_document.document_symbol
+    caps.text_document.document_symbol.hierarchical_document_symbol_support = False
+    write(vault, "outline.md", OUTLINE)
+    client = make_test_lsp_client()
+    ready = await _start(client, [vault], {"embedding": "none"}, caps)
+    try:
+        await asyncio.wait_for(ready, WAIT_S)
+        params = types.DocumentSymbolParams(text_document=_doc(vault, "outline.md"))
+        got = await client.text_document_document_symbol_async(params)
+        assert [(s.name, s.container_name) for s in got] == [
+            ("Top", None), ("One", "Top"), ("Deep", "One"), ("Two", "Top"), ("Next", None)
+        ]  # fmt: skip
+        assert got[2].location.uri == _uri(vault, "outline.md")
+        assert got[2].location.range.start == types.Position(4, 0)
+    finally:
+        await _stop(client)
 
 
 async def opened_diagnostics(client: LanguageClient, broken: Path) -> list[types.Diagnostic]:

@@ -327,6 +327,19 @@
 ---@field path string
 ---@field findings autodoc.LinkFinding[]
 
+---@class autodoc.OutlineHeading One heading of a document, as the index reads it (the same parser cuts the chunks).
+---@field level integer 1 to 6 (`#` … `######`; a setext heading: 1 or 2).
+---@field text string The words a reader sees (markup dropped, code spans and link text kept).
+---@field line integer 1-based: the heading's line (a setext heading's text line).
+---@field start integer The heading's words, [start, end) on `line`.
+---@field end integer
+---@field line_end integer The section's last line: the line before the next heading of the same or a higher level, or the document's last line.
+
+---@class autodoc.DocumentOutline `doc.outline`: the document's headings in order (headings inside block quotes and list
+---@field workspace string
+---@field path string
+---@field headings autodoc.OutlineHeading[]
+
 ---@class autodoc.ErrorObject A JSON-RPC error: `code` is one of errors.py's, never reused for another meaning.
 ---@field code integer
 ---@field message string

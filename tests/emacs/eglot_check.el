@@ -3,7 +3,7 @@
 ;; Run by tests/test_emacs.py: `emacs --batch -l eglot_check.el'.  It opens notes of the
 ;; vault in $AUTODOC_VAULT (eglot roots the project at the note's own folder, as it does
 ;; without version control), asks what an editor asks (definition on both link kinds,
-;; references, workspace/symbol, hover), records the diagnostics the server publishes, and
+;; references, workspace/symbol, hover, the outline imenu shows), records the diagnostics the server publishes, and
 ;; prints one JSON object on its last line of stdout.  No assertion here: the test reads it.
 
 (require 'eglot)
@@ -67,6 +67,19 @@
                 ((keywordp (car-safe locations)) (list locations)) ; one Location
                 (t locations)))))
 
+(defun autodoc-outline (buf)
+  "BUF's outline as eglot's imenu reads it (textDocument/documentSymbol): [container name
+line] for each heading, container null at the top."
+  (with-current-buffer buf
+    (let (out)
+      (dolist (kind (eglot-imenu))
+        (dolist (entry (cdr kind))
+          (if (consp (cdr entry))
+              (dolist (e (cdr entry))
+                (push (vector (car entry) (car e) (line-number-at-pos (cdr e))) out))
+            (push (vector nil (car entry) (line-number-at-pos (cdr entry))) out))))
+      (vconcat (nreverse out)))))
+
 (let* ((onboarding (autodoc-open "notes/onboarding.md"))
        (server (with-current-buffer onboarding (eglot-current-server)))
        (root (and server (project-root (eglot--project server))))
@@ -99,6 +112,7 @@
             (hover . ,(let ((c (plist-get hover :contents)))
                         (if (stringp c) c (plist-get c :value))))
             (references . ,(autodoc-uris refs))
+            (outline . ,(autodoc-outline pipeline))
             (diagnostics . ,(vconcat diags)))))
   (princ "\n")
   (kill-emacs 0))

@@ -1,5 +1,6 @@
-"""Navigation: links as an editor follows them, for any client through the dispatcher (the LSP
-server's definition, hover, references, document links and diagnostics are these methods).
+"""Navigation: links as an editor follows them, and a document's outline, for any client through
+the dispatcher (the LSP server's definition, hover, references, document links, diagnostics and
+document symbols are these methods).
 
 The work is `query.navigate`'s (and `index.check`'s for unresolved links); this reads the text
 the position is on (the client's unsaved `text`, else the file, confined to the root), turns a
@@ -17,13 +18,15 @@ from autodoc.engine.core import EngineCore
 from autodoc.engine.reading import checked_path
 from autodoc.files.confine import read_inside
 from autodoc.index.check import link_findings
-from autodoc.parse.document import links_on_line
+from autodoc.parse.document import links_on_line, outline
+from autodoc.parse.markdown import Heading
 from autodoc.query import navigate
 from autodoc.store import Workspace
 from autodoc.wire.errors import invalid_params, options_object
 from autodoc.wire.link_answers import (
     DocumentLink,
     DocumentLinks,
+    DocumentOutline,
     LinkAt,
     LinkDiagnostics,
     LinkFinding,
@@ -31,12 +34,16 @@ from autodoc.wire.link_answers import (
     LinkPlace,
     LinkReferences,
     LinkTarget,
+    OutlineHeading,
     Units,
 )
 
 UNITS: tuple[Units, ...] = ("utf-32", "utf-16", "utf-8")
 BIG = 2**31  # lines and columns are below it (SQLite's integers are 64-bit)
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+# An ATX heading's words: after the opening run and its spaces, before a closing run that a
+# space precedes (`# C#` keeps its `#`), as CommonMark reads them.
+_ATX_WORDS = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
 
 
 class Navigation(EngineCore):
@@ -117,6 +124,27 @@ class Navigation(EngineCore):
             )
         return LinkDiagnostics(workspace=ws.name, path=rel, findings=findings)
 
+    def doc_outline(self, name: Any, path: Any, opts: Any = None) -> DocumentOutline:
+        """The document's headings, each with its section's last line, read by the index's
+        parser from its text (opts: `text`, the document as the client has it now; `units`)."""
+        ws, rel, text, units = self._document_text(name, path, opts)
+        lines, headings = outline(text.encode("utf-8"))
+        last = len(lines) - (len(lines) > 1 and lines[-1] == "")  # a final newline ends a line
+        found = []
+        for i, h in enumerate(headings):
+            start, end = _heading_words(lines[h.line])
+            found.append(
+                OutlineHeading(
+                    level=h.level,
+                    text=h.text,
+                    line=h.line + 1,
+                    start=_to_units(lines[h.line], start, units),
+                    end=_to_units(lines[h.line], end, units),
+                    line_end=_section_end(headings, i, last),
+                )
+            )
+        return DocumentOutline(workspace=ws.name, path=rel, headings=found)
+
     # -- the text a request is about ---------------------------------------------------------
 
     def _link_at(
@@ -158,20 +186,28 @@ class Navigation(EngineCore):
         return ws, rel, line, text, units
 
     def _document(self, name: Any, path: Any, opts: Any) -> tuple[Workspace, str, list[str], Units]:
+        ws, rel, text, units = self._document_text(name, path, opts)
+        return ws, rel, text.splitlines(), units
+
+    def _document_text(self, name: Any, path: Any, opts: Any) -> tuple[Workspace, str, str, Units]:
+        """(workspace, path, the client's text or else the file's, units)."""
         ws = self.workspace(name)
         rel = _checked(path)
         text, units = _options(opts)
-        lines = self._file_lines(ws, rel, path) if text is None else text.splitlines()
-        return ws, rel, lines, units
+        return ws, rel, self._file_text(ws, rel, path) if text is None else text, units
 
     @staticmethod
     def _file_lines(ws: Workspace, rel: str, path: Any) -> list[str]:
-        """The file's lines, read the one confined way (as `doc.read`)."""
+        return Navigation._file_text(ws, rel, path).splitlines()
+
+    @staticmethod
+    def _file_text(ws: Workspace, rel: str, path: Any) -> str:
+        """The file's text, read the one confined way (as `doc.read`)."""
         try:
             data, _ = read_inside(ws.root, rel, ws.options["max_file_mb"] * 10**6)
         except (OSError, ValueError) as exc:
             raise invalid_params(f"cannot read {path}: {exc}", path=path) from None
-        return data.decode("utf-8", "replace").splitlines()
+        return data.decode("utf-8", "replace")
 
 
 def _checked(path: Any) -> str:
@@ -206,6 +242,25 @@ def _target(target: navigate.Target | None) -> LinkTarget | None:
         return None
     return LinkTarget(path=target.path, line=target.line, title=target.title,
                       heading=target.heading)  # fmt: skip
+
+
+def _heading_words(line: str) -> tuple[int, int]:
+    """Where a heading's words sit on its line, as string offsets: after an ATX heading's `#`
+    run and before its closing one; a setext heading's line without its indent."""
+    m = _ATX_WORDS.match(line)
+    if m:
+        return m.start(1), m.end(1)
+    words = line.strip()
+    start = line.index(words) if words else 0
+    return start, start + len(words)
+
+
+def _section_end(headings: list[Heading], i: int, n_lines: int) -> int:
+    """The 1-based last line of heading `i`'s section: before the next heading of its level or
+    above, else the document's last line."""
+    level = headings[i].level
+    nxt = next((h.line for h in headings[i + 1 :] if h.level <= level), None)
+    return max(nxt if nxt is not None else n_lines, headings[i].line + 1)
 
 
 def _width(char: str, units: Units) -> int:

@@ -182,6 +182,13 @@ def split_lines(data: bytes) -> tuple[str, list[str], list[int], str | None]:
     return text, lines, offsets, problem
 
 
+def outline(data: bytes) -> tuple[list[str], list[Heading]]:
+    """A document's lines and its headings as the index reads them (top level, front matter
+    left out): an editor's outline agrees with the chunks' breadcrumbs."""
+    text, lines, offsets, problem = split_lines(data)
+    return lines, read_structure(text, offsets, len(lines), lossy=problem is not None).headings
+
+
 def _json_safe(value: Any, budget: list[int]) -> Any:
     budget[0] -= 1
     if budget[0] < 0:

@@ -101,6 +101,7 @@ class Dispatcher:
             "related": e.related,
             "doc.read": e.doc_read,
             "doc.indexed": e.doc_indexed,
+            "doc.outline": e.doc_outline,
             "changes.since": e.changes_since,
             "links.definition": e.links_definition,
             "links.hover": e.links_hover,

@@ -53,6 +53,7 @@ READS = frozenset(
         "search.find",
         "doc.read",
         "doc.indexed",
+        "doc.outline",
         "related",
         "changes.since",
         "links.definition",

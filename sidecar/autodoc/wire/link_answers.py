@@ -1,5 +1,6 @@
-"""The `links.*` methods' answers: links as an editor follows them (definition, hover,
-references, a document's links, its unresolved links). Part of the wire schema: `protocol.py`
+"""The navigation methods' answers: links as an editor follows them (`links.*`: definition,
+hover, references, a document's links, its unresolved links) and a document's outline
+(`doc.outline`). Part of the wire schema: `protocol.py`
 lists them in `WIRE_TYPES`, so `conform` and `lua/autodoc/types.lua` cover them.
 
 Positions: `line` is 1-based; `start` and `end` are 0-based columns of that line, counted in the
@@ -112,6 +113,34 @@ class LinkDiagnostics(TypedDict):
     findings: list[LinkFinding]
 
 
+@_WIRE
+class OutlineHeading(TypedDict):
+    """One heading of a document, as the index reads it (the same parser cuts the chunks)."""
+
+    level: int
+    """1 to 6 (`#` … `######`; a setext heading: 1 or 2)."""
+    text: str
+    """The words a reader sees (markup dropped, code spans and link text kept)."""
+    line: int
+    """1-based: the heading's line (a setext heading's text line)."""
+    start: int
+    """The heading's words, [start, end) on `line`."""
+    end: int
+    line_end: int
+    """The section's last line: the line before the next heading of the same or a higher
+    level, or the document's last line."""
+
+
+@_WIRE
+class DocumentOutline(TypedDict):
+    """`doc.outline`: the document's headings in order (headings inside block quotes and list
+    items are text, as in the index)."""
+
+    workspace: str
+    path: str
+    headings: list[OutlineHeading]
+
+
 LINK_TYPES: tuple[type, ...] = (
     LinkTarget,
     LinkAt,
@@ -122,4 +151,6 @@ LINK_TYPES: tuple[type, ...] = (
     DocumentLinks,
     LinkFinding,
     LinkDiagnostics,
+    OutlineHeading,
+    DocumentOutline,
 )

@@ -1,6 +1,7 @@
-"""Links in standard LSP clothes, for any editor's generic client: definition, references,
-document links and hover on wiki and Markdown links, and unresolved links as diagnostics (the
-findings `autodoc check` gives). Each is a `links.*` dispatcher method through the host; this
+"""Links and headings in standard LSP clothes, for any editor's generic client: definition,
+references, document links and hover on wiki and Markdown links, unresolved links as
+diagnostics (the findings `autodoc check` gives), and the heading tree as document symbols (an
+outline). Each is a `links.*` or `doc.outline` dispatcher method through the host; this
 maps URIs to workspace paths, passes the editor's unsaved text and its column units, and
 dresses the answers as LSP."""
 
@@ -24,6 +25,8 @@ UNITS = ("utf-8", "utf-16", "utf-32")
 
 
 def setup(server: AutodocServer) -> None:
+    _setup_outline(server)
+
     @server.feature(types.TEXT_DOCUMENT_DEFINITION)
     async def definition(ls: AutodocServer, params: types.DefinitionParams) -> Any:
         at, root = await _ask(ls, "links.definition", params.text_document.uri, params.position)
@@ -81,6 +84,21 @@ def setup(server: AutodocServer) -> None:
             server.readers.submit(publish, server, uri)
 
     server.host.on_paths_indexed = republish
+
+
+def _setup_outline(server: AutodocServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    async def document_symbol(ls: AutodocServer, params: types.DocumentSymbolParams) -> Any:
+        """The heading tree: nested DocumentSymbols where the client takes them, else a flat
+        list whose entries name the heading they sit under."""
+        uri = params.text_document.uri
+        found, _ = await _ask(ls, "doc.outline", uri, None)
+        if found is None:
+            return []
+        caps = ls.client_capabilities.text_document
+        symbols = caps.document_symbol if caps else None
+        tree = bool(symbols and symbols.hierarchical_document_symbol_support)
+        return _outline_tree(found["headings"]) if tree else _outline_flat(uri, found["headings"])
 
 
 def publish(ls: AutodocServer, uri: str) -> None:
@@ -172,6 +190,56 @@ def _options(ls: AutodocServer, uri: str, line: int | None = None) -> dict[str, 
             lines = opened.lines
             opts["text"] = lines[line].rstrip("\r\n") if 0 <= line < len(lines) else ""
     return opts
+
+
+def _outline_tree(headings: list[Any]) -> list[types.DocumentSymbol]:
+    """Each heading inside the nearest one above it of a higher level."""
+    top: list[types.DocumentSymbol] = []
+    # (level, the symbol's children), outermost first
+    open_: list[tuple[int, list[types.DocumentSymbol]]] = []
+    for h in headings:
+        children: list[types.DocumentSymbol] = []
+        symbol = _heading_symbol(h, children)
+        while open_ and open_[-1][0] >= h["level"]:
+            open_.pop()
+        (open_[-1][1] if open_ else top).append(symbol)
+        open_.append((h["level"], children))
+    return top
+
+
+def _outline_flat(uri: str, headings: list[Any]) -> list[types.SymbolInformation]:
+    out = []
+    open_: list[tuple[int, str]] = []
+    for h in headings:
+        while open_ and open_[-1][0] >= h["level"]:
+            open_.pop()
+        symbol = _heading_symbol(h, [])
+        out.append(
+            types.SymbolInformation(
+                name=symbol.name,
+                kind=symbol.kind,
+                location=types.Location(uri=uri, range=symbol.range),
+                container_name=open_[-1][1] if open_ else None,
+            )
+        )
+        open_.append((h["level"], symbol.name))
+    return out
+
+
+def _heading_symbol(h: Any, children: list[types.DocumentSymbol]) -> types.DocumentSymbol:
+    """A heading as LSP's symbol: its section as the range (to the start of the line after its
+    last), its words as the selection; an empty heading is named by its `#` run."""
+    line = h["line"] - 1
+    words = types.Range(types.Position(line, h["start"]), types.Position(line, h["end"]))
+    section = types.Range(types.Position(line, 0), types.Position(h["line_end"], 0))
+    return types.DocumentSymbol(
+        name=h["text"] or "#" * h["level"],
+        detail="#" * h["level"],
+        kind=types.SymbolKind.String,
+        range=section,
+        selection_range=words,
+        children=children,
+    )
 
 
 def _location(root: Path, path: str, line: int) -> types.Location:
