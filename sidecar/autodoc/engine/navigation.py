@@ -40,10 +40,9 @@ from autodoc.wire.link_answers import (
 
 UNITS: tuple[Units, ...] = ("utf-32", "utf-16", "utf-8")
 BIG = 2**31  # lines and columns are below it (SQLite's integers are 64-bit)
-_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-# An ATX heading's words: after the opening run and its spaces, before a closing run that a
-# space precedes (`# C#` keeps its `#`), as CommonMark reads them.
-_ATX_WORDS = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
+# An ATX heading: its `#` run, and its words after the run's spaces and before a closing run
+# that a space precedes (`# C#` keeps its `#`), as CommonMark reads them.
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
 
 
 class Navigation(EngineCore):
@@ -247,9 +246,9 @@ def _target(target: navigate.Target | None) -> LinkTarget | None:
 def _heading_words(line: str) -> tuple[int, int]:
     """Where a heading's words sit on its line, as string offsets: after an ATX heading's `#`
     run and before its closing one; a setext heading's line without its indent."""
-    m = _ATX_WORDS.match(line)
+    m = _HEADING.match(line)
     if m:
-        return m.start(1), m.end(1)
+        return m.start(2), m.end(2)
     words = line.strip()
     start = line.index(words) if words else 0
     return start, start + len(words)

@@ -35,6 +35,7 @@ class FuseStage(StageDefaults):
         docs = sorted({f.document_id for f in fused})
         tap = ranking.FEATURE_TAP.get()  # training captures the candidates' features
         learned = ctx.options.fusion == "learned" or tap is not None
+        model = ranking.active_model()  # the shipped one (a fold's while training): once a search
         lexical = "lexical" in stages  # meaning alone reads no term coverage or link counts
         info = store.boost_facts(conn, docs, outbound=learned and lexical)
         words = {t for item in (ctx.lexical_query or ctx.query).items for t in analyze(item.text)}
@@ -42,13 +43,13 @@ class FuseStage(StageDefaults):
         inbound = {d: links for d, (links, _, _) in info.items()}
         if learned:
             outbound = {d: held for d, (_, _, held) in info.items() if held}
-            terms = tap is not None or ranking.active_model().for_stages(stages).reads_terms
+            terms = tap is not None or model.for_stages(stages).reads_terms
             evidence = _evidence(ctx, fused, inbound, outbound, tagged, terms=terms)
             x = ranking.candidate_features(fused, evidence)
             if tap is not None:  # training captures the candidates (bench/train_ranking.py)
                 tap(ctx, conn, fused, x)
         if ctx.options.fusion == "learned":
-            fused = self._learned(ctx, fused, x, stages)
+            fused = self._learned(ctx, fused, x, stages, model)
         else:
             fused = self._by_rule(ctx, fused, stages, inbound, tagged)
         if ctx.options.recency is not None:  # off: no score is touched, no order changes
@@ -64,21 +65,24 @@ class FuseStage(StageDefaults):
             # a query that names a document (its number, a quoted phrase) gets that document
             ctx.moved = fusion.demote_superseded(fused, successor, ctx.intent not in LEXICAL_FIRST)
         if ctx.options.fusion == "learned":
-            floor = ranking.active_model().floor
-            kept = [f for f in fused if f.score >= floor]
+            kept = [f for f in fused if f.score >= model.floor]
             ctx.below_floor = len(fused) - len(kept)
             fused = kept
         ctx.fused = fused
         return None
 
     def _learned(
-        self, ctx: QueryContext, fused: list[fusion.Fused], x: np.ndarray, stages: list[str]
+        self,
+        ctx: QueryContext,
+        fused: list[fusion.Fused],
+        x: np.ndarray,
+        stages: list[str],
+        model: ranking.RankingModel,
     ) -> list[fusion.Fused]:
         """Each candidate's probability of answering (query/ranking.py) as its score, best
         first within the promises `ranking.tiers` keeps: what a number or a code names first,
         and under a query that names its words, what the words found before what only meaning
         found."""
-        model = ranking.active_model()
         for f, p in zip(fused, model.for_stages(stages).probability(x).tolist(), strict=True):
             f.score = p
         ctx.fusion = protocol.FusionRecord(

@@ -195,34 +195,36 @@ def _options(ls: AutodocServer, uri: str, line: int | None = None) -> dict[str, 
 def _outline_tree(headings: list[Any]) -> list[types.DocumentSymbol]:
     """Each heading inside the nearest one above it of a higher level."""
     top: list[types.DocumentSymbol] = []
-    # (level, the symbol's children), outermost first
-    open_: list[tuple[int, list[types.DocumentSymbol]]] = []
-    for h in headings:
-        children: list[types.DocumentSymbol] = []
-        symbol = _heading_symbol(h, children)
-        while open_ and open_[-1][0] >= h["level"]:
-            open_.pop()
-        (open_[-1][1] if open_ else top).append(symbol)
-        open_.append((h["level"], children))
+    children: list[list[types.DocumentSymbol]] = []  # each heading's, by index
+    for h, parent in zip(headings, _parents(headings), strict=True):
+        children.append([])
+        (top if parent is None else children[parent]).append(_heading_symbol(h, children[-1]))
     return top
 
 
 def _outline_flat(uri: str, headings: list[Any]) -> list[types.SymbolInformation]:
-    out = []
-    open_: list[tuple[int, str]] = []
-    for h in headings:
-        while open_ and open_[-1][0] >= h["level"]:
-            open_.pop()
-        symbol = _heading_symbol(h, [])
-        out.append(
-            types.SymbolInformation(
-                name=symbol.name,
-                kind=symbol.kind,
-                location=types.Location(uri=uri, range=symbol.range),
-                container_name=open_[-1][1] if open_ else None,
-            )
+    """Each heading with the one it sits under as its container."""
+    symbols = [_heading_symbol(h, []) for h in headings]
+    return [
+        types.SymbolInformation(
+            name=s.name,
+            kind=s.kind,
+            location=types.Location(uri=uri, range=s.range),
+            container_name=None if parent is None else symbols[parent].name,
         )
-        open_.append((h["level"], symbol.name))
+        for s, parent in zip(symbols, _parents(headings), strict=True)
+    ]
+
+
+def _parents(headings: list[Any]) -> list[int | None]:
+    """Each heading's parent: the index of the nearest heading above it of a higher level."""
+    out: list[int | None] = []
+    open_: list[int] = []  # the headings still open, outermost first
+    for i, h in enumerate(headings):
+        while open_ and headings[open_[-1]]["level"] >= h["level"]:
+            open_.pop()
+        out.append(open_[-1] if open_ else None)
+        open_.append(i)
     return out
 
 
