@@ -10,6 +10,8 @@ read_globals = {
       bo = { read_only = false, other_fields = true },
       wo = { read_only = false, other_fields = true },
       g = { read_only = false, other_fields = true },
+      -- client-side handlers of the commands a server's code actions and lenses name
+      lsp = { fields = { commands = { read_only = false, other_fields = true } }, other_fields = true },
     },
   },
 }

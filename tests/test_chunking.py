@@ -440,3 +440,36 @@ def test_a_stub_bigger_than_the_budget_splits_like_any_section():
     assert_spans_exact(data, chunks)
     assert chunks[0].line_start == 1 and all(c.breadcrumb == "T › Context" for c in chunks)
     assert "".join(c.text for c in chunks).count("Date:") == 11
+
+
+def test_every_headings_words_are_in_a_chunk():
+    """A heading with no text of its own is in its children's crumbs; one with no children
+    either (`### Deep` before `## Next`, a last heading, a note that is only its title) joins
+    the section after it as a stub, or the one before it at the end."""
+    data, chunks = chunks_of(
+        """
+        # Top
+
+        ## One
+
+        text of one
+
+        ### Deep
+        ## Two
+
+        text of two
+
+        ## Last
+        """
+    )
+    words = " ".join(c.text + " " + c.breadcrumb for c in chunks)
+    for heading in ("Top", "One", "Deep", "Two", "Last"):
+        assert heading in words, heading
+    (two,) = [c for c in chunks if "text of two" in c.text]
+    assert two.text.startswith("### Deep\n## Two")
+    assert_spans_exact(data, chunks)
+    _, only = chunks_of("# Just a title\n")
+    assert [c.text for c in only if c.kind == "section"] == ["# Just a title"]
+    # A heading whose children carry it is not repeated as a chunk of its own.
+    _, nested = chunks_of("# T\n\n## Parent\n\n### Child\n\nbody\n")
+    assert [c.breadcrumb for c in nested if c.kind == "section"] == ["T › Parent › Child"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autodoc.parse.document import parse_document
+from autodoc.parse.document import links_on_line, parse_document
 
 
 def parse(text: str, path: str = "notes/x.md"):
@@ -88,3 +88,11 @@ def test_invalid_utf8_is_kept_byte_exact_and_reported():
     d = parse_document(data, "x.md")
     assert d.problems and "invalid UTF-8 at byte 8" in d.problems[0]
     assert d.offsets[-1] == len(data)
+
+
+def test_a_wiki_link_in_a_table_row_escapes_its_pipe():
+    """Obsidian writes `[[note\\|label]]` inside a table (a bare `|` would end the cell): the
+    link is to `note`, not to `note\\`."""
+    got = [(link.target, link.heading) for _, _, link in links_on_line(
+        r"| [[b\|shown]] | [[c#Part\|x]] | [[a\b]] |")]  # fmt: skip
+    assert got == [("b", ""), ("c", "Part"), ("a\\b", "")]

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from autodoc.engine import Engine
 from autodoc.parse.query_parser import parse_query
 from autodoc.serve.dispatcher import Dispatcher
+from autodoc.wire import link_answers, protocol
 from autodoc.wire.errors import INTERNAL_ERROR, RpcError
 
 from .conftest import EXAMPLE_VAULT, long_count
@@ -81,9 +82,11 @@ def rpc(tmp_path_factory):
 
 
 READ_METHODS = ["workspace.list", "index.status", "search.query", "search.find", "doc.read",
-                "doc.indexed", "doc.outline", "changes.since", "related", "links.definition",
+                "doc.indexed", "doc.outline", "doc.actions", "doc.lenses",
+                "changes.since", "related", "links.definition",
                 "links.hover", "links.references", "links.document",
-                "links.diagnostics"]  # fmt: skip
+                "links.diagnostics", "links.prepare_rename", "links.rename",
+                "links.file_renamed", "links.complete", "links.preview"]  # fmt: skip
 WRITE_METHODS = ["workspace.add", "workspace.remove", "workspace.section_size",
                  "workspace.configure", "index.run", "index.check"]  # fmt: skip
 
@@ -166,7 +169,9 @@ link_opts = st.dictionaries(
 
 @FUZZ
 @given(
-    method=st.sampled_from(["links.definition", "links.hover", "links.references"]),
+    method=st.sampled_from(
+        ["links.definition", "links.hover", "links.references", "links.complete"]
+    ),
     path=st.sampled_from(LINK_PATHS) | json_value,
     line=st.integers(-3, 60) | st.integers(-(2**63), 2**63) | json_value,
     character=st.integers(-3, 120) | st.integers(-(2**63), 2**63) | json_value,
@@ -186,6 +191,37 @@ def test_link_positions_with_any_path_line_character_and_options(
 )
 def test_document_links_with_any_path_and_options(rpc, method, path, opts):
     _documented(rpc.call, method, ["v", path, opts])
+
+
+LINK_BITS = "[[ ]] ]( ) [ # ^ | / ../ ` 0003 Search ß 😀 %20 adr/".split()  # noqa: SIM905
+link_text = st.lists(
+    st.sampled_from([*LINK_BITS, " ", "\n", "\r", "```\n", "---\n"]) | st.text(max_size=4),
+    max_size=24,
+).map("".join)
+
+
+@FUZZ
+@given(
+    text=link_text,
+    line=st.integers(1, 8),
+    character=st.integers(0, 90),
+    units=st.sampled_from(["utf-8", "utf-16", "utf-32"]),
+)
+def test_completion_takes_any_text_at_any_position(rpc, text, line, character, units):
+    """Whatever the editor holds around the cursor, `links.complete` answers its wire type
+    (or a documented error), and `links.preview` of every entry too."""
+    try:
+        got = rpc.call("links.complete", ["v", "notes/onboarding.md", line, character,
+                                          {"text": text, "units": units, "limit": 5}])  # fmt: skip
+    except RpcError as err:
+        assert err.code in DOCUMENTED and err.code != INTERNAL_ERROR, err
+        return
+    protocol.conform(got, link_answers.LinkCompletion)
+    assert len(got["items"]) <= 5
+    for item in got["items"]:
+        if item["path"]:
+            preview = rpc.call("links.preview", ["v", item["path"], item["line"] or None])
+            protocol.conform(preview, link_answers.LinkPreview)
 
 
 def test_every_method_is_fuzzed(rpc):

@@ -364,20 +364,22 @@ def test_hits_from_files_changed_since_indexing_are_dropped_at_answer_time(
 
 
 def test_hidden_patterns_let_in_the_same_paths_for_the_walker_saves_and_the_watcher(tmp_path):
-    from autodoc.files.walker import find, hidden_allowed
+    from autodoc.files.ignore_rules import RuleOptions, Rules
+    from autodoc.files.walker import find
     from autodoc.serve.watch import _Handler
 
-    include = [".notes", "*/.drafts"]
-    assert hidden_allowed("a/b.md", [])
-    assert not hidden_allowed(".git/x.md", include)
-    assert hidden_allowed(".notes/x.md", include) and hidden_allowed("a/.drafts/x.md", include)
-    assert not hidden_allowed(".notes/.swap.md", include)  # each hidden part needs a pattern
-    assert hidden_allowed("a/b/.drafts/x.md", include)  # fnmatch: * crosses slashes
+    include = (".notes", "*/.drafts")
+    rules = Rules(str(tmp_path), RuleOptions(include_hidden=include))
+    assert rules.judge_path("a/b.md") is None
+    assert rules.judge_path(".git/x.md") is not None
+    assert rules.judge_path(".notes/x.md") is None and rules.judge_path("a/.drafts/x.md") is None
+    assert rules.judge_path(".notes/.swap.md") is not None  # each hidden part needs a pattern
+    assert rules.judge_path("a/b/.drafts/x.md") is None  # fnmatch: * crosses slashes
     for rel in (".notes/x.md", "a/.drafts/y.md", ".git/z.md"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("# x\n")
     found, _ = find(tmp_path, [".notes/x.md", "a/.drafts/y.md", ".git/z.md"], 10**6, include)
     assert [f.rel for f in found] == [".notes/x.md", "a/.drafts/y.md"]
-    handler = _Handler("ws", tmp_path, None, tuple(include))  # type: ignore[arg-type]
-    assert handler._relative(str(tmp_path / ".notes" / "x.md")) == ".notes/x.md"
-    assert handler._relative(str(tmp_path / ".git" / "z.md")) is None
+    handler = _Handler("ws", tmp_path, None, RuleOptions(include_hidden=include))  # type: ignore[arg-type]
+    assert handler.rules.judge_path(".notes/x.md") is None
+    assert handler.rules.judge_path(".git/z.md") is not None

@@ -244,3 +244,20 @@ def test_the_outline_reads_the_clients_unsaved_text(ws):
     with pytest.raises(RpcError) as err:
         ws.call("doc.outline", ["v", "../outside.md"])
     assert err.value.code == INVALID_PARAMS
+
+
+def test_anchors_match_as_github_writes_them(rpc, vault):
+    """`#whats-new` and `#c--rust` (GitHub's, GitLab's, Pandoc's anchors), a collapsed
+    `#c-rust` and a wiki link's words all lead to the heading they name."""
+    write(vault, "b.md", "# B\n\n## What's new?\n\nNews.\n\n## C & Rust\n\nBoth.\n")
+    write(vault, "a.md", "[n](b.md#whats-new) [c](b.md#c--rust) [d](b.md#c-rust) [[b#C & Rust]]\n")
+    lexical_workspace(rpc, vault)
+    line = (vault / "a.md").read_text().splitlines()[0]
+    got = rpc.call("links.document", ["v", "a.md"])["links"]
+    assert [(line[x["start"] : x["end"]], x["target"]["heading"]) for x in got] == [
+        ("[n](b.md#whats-new)", "What's new?"),
+        ("[c](b.md#c--rust)", "C & Rust"),
+        ("[d](b.md#c-rust)", "C & Rust"),
+        ("[[b#C & Rust]]", "C & Rust"),
+    ]
+    assert len(rpc.call("links.references", ["v", "b.md", 7, 4])["places"]) == 3

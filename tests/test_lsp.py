@@ -66,6 +66,18 @@ async def execute(client: LanguageClient, command: str, *arguments):
     return plain(await client.workspace_execute_command_async(params))
 
 
+def answer_refreshes(client: LanguageClient) -> list[str]:
+    """Answer the server's `workspace/codeLens/refresh` as an editor does (pytest-lsp's client
+    fails a test on a request it has no handler for); the list records each one."""
+    seen: list[str] = []
+
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def code_lens_refresh(_params: None) -> None:
+        seen.append(types.WORKSPACE_CODE_LENS_REFRESH)
+
+    return seen
+
+
 async def paths_for(client: LanguageClient, query: str, workspace: str = "vault") -> list[str]:
     answer = await call(client, "search.query", workspace, query, {"stages": ["lexical"]})
     return [h["path"] for h in answer["hits"]]
@@ -85,6 +97,7 @@ def vault(tmp_path: Path) -> Path:
     ),
 )
 async def client(request, lsp_client: LanguageClient, vault: Path):
+    lsp_client.refreshes = answer_refreshes(lsp_client)
     ready = asyncio.ensure_future(lsp_client.wait_for_notification("autodoc/indexReady"))
     lsp_client.init_result = await lsp_client.initialize_session(
         types.InitializeParams(
@@ -573,6 +586,7 @@ async def _start(
     options: dict,
     caps: str | types.ClientCapabilities = "neovim",
 ):
+    client.refreshes = answer_refreshes(client)
     ready = asyncio.ensure_future(client.wait_for_notification("autodoc/indexReady"))
     await client.start_io(sys.executable, "-m", "autodoc", "serve")
     await client.initialize_session(

@@ -43,6 +43,7 @@ CASES: dict[str, tuple[list, object]] = {
     "keys.prev": ([""], "<C-k>"),
     "progress": (["yes", 0], False),
     "span_highlight_ms": ([-1, "3000"], 0),
+    "code_lens": (["yes", 1], False),
 }
 
 

@@ -30,6 +30,7 @@
 ---@field keys autodoc.Keys
 ---@field progress boolean report indexing progress with vim.notify
 ---@field span_highlight_ms integer how long the jumped-to span stays highlighted (0: until moved)
+---@field code_lens boolean show backlink counts over titles and linked headings (code lenses)
 
 local sources = require("autodoc.sources")
 
@@ -69,6 +70,7 @@ M.defaults = {
   },
   progress = true,
   span_highlight_ms = 3000,
+  code_lens = true,
 }
 
 ---@type autodoc.Options
@@ -203,6 +205,7 @@ local function validate(o)
   validate_picker(o)
   check("progress", o.progress, "boolean")
   check("span_highlight_ms", o.span_highlight_ms, at_least(0), "a number >= 0")
+  check("code_lens", o.code_lens, "boolean")
 end
 
 --- Merge `opts` into the defaults; raise on a wrong value, naming it; remember unknown keys.

@@ -76,7 +76,39 @@ local function sidecar()
   end
 end
 
---- One workspace a sidecar serves: its size and age, embedding and ranker.
+--- What leaves files out of a served workspace, as its last walk found it: the `exclude` and
+--- `include` options, the `.gitignore` / `.ignore` files in force, what each rule left out.
+---@param rules autodoc.FileRules?
+local function file_rules(rules)
+  local health = vim.health
+  if not rules then
+    return
+  end
+  local function listed(patterns)
+    return #patterns > 0 and table.concat(patterns, "  ") or "none"
+  end
+  health.info(
+    "left out: exclude " .. listed(rules.exclude) .. "; include " .. listed(rules.include)
+  )
+  if rules.respect_gitignore then
+    health.info(".gitignore/.ignore honoured: " .. listed(rules.ignore_files))
+  else
+    health.info(".gitignore/.ignore not read (respect_gitignore = false)")
+  end
+  for _, row in ipairs(rules.left_out) do
+    health.info(
+      string.format(
+        "rule %s (%s) left out %d files, %d folders",
+        row.rule,
+        row.source,
+        row.files,
+        row.folders
+      )
+    )
+  end
+end
+
+--- One workspace a sidecar serves: its size and age, embedding and ranker, the files left out.
 ---@param ws table an `autodoc.WorkspaceState`
 local function workspace(ws)
   local health = vim.health
@@ -110,6 +142,7 @@ local function workspace(ws)
   else
     health.info("ranker: off (" .. (rank.error or "") .. ")")
   end
+  file_rules(ws.rules)
 end
 
 --- The buffer's root, and each running sidecar: its lease, then its workspaces.

@@ -256,6 +256,7 @@
 ---@field semantic_coverage autodoc.Coverage?
 ---@field model string
 ---@field rank autodoc.RankerState
+---@field rules? autodoc.FileRules What leaves files out of it, as this server's last walk of it found (served only).
 
 ---@class autodoc.IndexProgress `autodoc/indexProgress`: how far a served folder's indexing has got, at most four times
 ---@field workspace string
@@ -339,6 +340,164 @@
 ---@field workspace string
 ---@field path string
 ---@field headings autodoc.OutlineHeading[]
+
+---@class autodoc.CompletionEntry One thing `links.complete` offers, in the server's order.
+---@field label string
+---@field kind "note"|"heading"|"block"|"file"|"folder"|"tag"
+---@field detail string The note's path, a heading's level, a block's line, a tag's count.
+---@field new_text string Replaces the answer's [start, end) (where the client can, [start, replace_end)).
+---@field filter_text string What was typed, continued as the name it matched goes on: what a client filters by.
+---@field sort integer 0 first.
+---@field path string The note it leads to ("" for a folder or a tag): `links.preview` reads it.
+---@field line integer Its line there, 1-based (a heading's or a block's; 1 for a note; 0 for none).
+
+---@class autodoc.CompletionEdit Text beside the completed text that an entry changes too: the `[[` a Markdown link
+---@field line integer
+---@field start integer
+---@field end integer
+---@field new_text string
+
+---@class autodoc.LinkStyleInfo How the entries write links (`link_style`: the workspace option, else the vault's
+---@field form "wiki"|"markdown"
+---@field extension boolean
+---@field name "stem"|"path"
+---@field heading "text"|"slug"
+---@field alias "target-first"|"label-first"|"never"
+
+---@class autodoc.LinkCompletion `links.complete`: what can be written at the position, and where it goes.
+---@field workspace string
+---@field path string
+---@field context "none"|"note"|"heading"|"block"|"path"|"anchor"|"tag" What the cursor is writing ("none": nothing completed there).
+---@field line integer
+---@field start integer The text an entry replaces: [start, end) on `line` (the cursor is `end`, or the closer after it when the entries rewrite that too).
+---@field end integer
+---@field replace_end integer The end of the name the cursor is in, for a client that replaces it whole.
+---@field extra autodoc.CompletionEdit[] Applied with whichever entry is taken.
+---@field items autodoc.CompletionEntry[]
+---@field incomplete boolean More matched than are listed: ask again as the typing goes on.
+---@field ranked_by ""|"names"|"meaning"|"links" Notes: by what was typed (the name index), by the meaning of the paragraph around the cursor (short or nothing typed), or by how often they are linked (nothing typed, no vectors).
+---@field style autodoc.LinkStyleInfo
+
+---@class autodoc.LinkPreview `links.preview`: a note's title and the first lines of its section at a line (what a
+---@field workspace string
+---@field path string
+---@field line integer
+---@field title string
+---@field heading string
+---@field preview string
+
+---@class autodoc.NoteAction One thing a writer can do at the position asked about.
+---@field kind "create_note"|"convert_url"|"copy_link"
+---@field title string What an editor's menu shows ("Create note 'Fusion'").
+---@field line integer
+---@field start integer The text the action is about (the link, the URL, the heading's words): [start, end).
+---@field end integer
+---@field path string create_note: the new note's root-relative path; otherwise "".
+---@field text string create_note: the new note's text; convert_url: what replaces [start, end); copy_link: the link to the section, in the vault's link style.
+
+---@class autodoc.DocumentActions `doc.actions`: what can be done at a position of a document (none: an empty list).
+---@field workspace string
+---@field path string
+---@field actions autodoc.NoteAction[]
+
+---@class autodoc.BacklinkLens How many links lead to the document (on its title) or to one of its headings.
+---@field line integer
+---@field start integer
+---@field end integer
+---@field heading string "" for the document's title (every link to the document counts).
+---@field links integer
+
+---@class autodoc.DocumentLenses `doc.lenses`: the document's title with its backlink count, and each linked heading.
+---@field workspace string
+---@field path string
+---@field lenses autodoc.BacklinkLens[]
+
+---@class autodoc.LeftOut What one rule left out of a walk.
+---@field rule string The pattern as written (`node_modules/`, `*.draft.md`).
+---@field source string `exclude` (the workspace option), or the root-relative path of the `.gitignore` or `.ignore` file that holds the rule.
+---@field files integer Markdown files it left out.
+---@field folders integer Folders it kept the walk out of: what they hold is neither read nor counted.
+
+---@class autodoc.FileRules The rules leaving files out of a served workspace (`:checkhealth autodoc` shows them).
+---@field exclude string[]
+---@field include string[]
+---@field respect_gitignore boolean
+---@field ignore_files string[] The `.gitignore` and `.ignore` files in force, root-relative (none read above the root).
+---@field left_out autodoc.LeftOut[]
+
+---@class autodoc.SkippedFile
+---@field path string
+---@field reason string
+
+---@class autodoc.FileWarning
+---@field path string
+---@field message string
+
+---@class autodoc.HiddenFiles Hidden folders and Markdown files not entered (`include_hidden` lets some in).
+---@field count integer
+---@field examples string[] The first few; folders end with a slash.
+
+---@class autodoc.ResumedRun The last run over all files was interrupted: how many of them were current already.
+---@field already integer
+---@field files integer
+
+---@class autodoc.IndexSummary `index.run`'s answer: what the walk found and left out, what changed in the index.
+---@field workspace string
+---@field files integer Markdown files found and let in.
+---@field added integer
+---@field modified integer
+---@field deleted integer Documents retired: gone from disk, or left out by a rule now.
+---@field unchanged integer
+---@field chunks_written integer
+---@field chunks_kept integer
+---@field chunks integer? Live chunks after the run (null after a run over a few paths: not counted).
+---@field documents integer?
+---@field skipped autodoc.SkippedFile[]
+---@field warnings autodoc.FileWarning[]
+---@field warnings_kept integer Warnings of unchanged files from earlier runs (not read again).
+---@field hidden autodoc.HiddenFiles
+---@field left_out autodoc.LeftOut[] Each rule (`exclude`, a `.gitignore` or `.ignore` line) that left something out.
+---@field ignore_files string[] The `.gitignore` and `.ignore` files read, root-relative.
+---@field resumed autodoc.ResumedRun?
+---@field seconds number
+---@field embedding? table<string, any> The embedding that followed: its model and coverage, `{background: true}` in a server.
+
+---@class autodoc.RenameTarget `links.prepare_rename`: what a rename at the position renames, and the words to edit.
+---@field workspace string
+---@field path string The document asked about.
+---@field line integer
+---@field start integer The name's words, [start, end) on `line`: a heading's, a title's, or in a link, the part that names the note (its file stem) or the heading.
+---@field end integer
+---@field placeholder string The name as it is now: what an editor offers to edit.
+---@field kind "heading"|"title"|"file" `heading`: a heading and every link to it; `title`: the note's title (and its file, when the file is named after it); `file`: the note's file, in its folder.
+---@field note string The note renamed (its path), which may be another document than `path`.
+
+---@class autodoc.RenameEdit Replace [start, end) of `line` of `path` (as it is before the rename) with `new_text`.
+---@field path string
+---@field line integer
+---@field start integer
+---@field end integer
+---@field new_text string
+
+---@class autodoc.RenameLeft A link to the note that the edits cannot keep whole (`links.file_renamed` only: a
+---@field path string
+---@field line integer
+---@field reason string
+
+---@class autodoc.RenameAnswer `links.rename` and `links.file_renamed`: the edits that rename, and what they do.
+---@field workspace string
+---@field kind "heading"|"title"|"file"
+---@field path string The note renamed, as it is now.
+---@field new_path string? Where its file goes (the client renames it after the edits); null: it stays.
+---@field old_name string
+---@field new_name string
+---@field edits autodoc.RenameEdit[] Sorted by path and position; none overlaps another. Positions are on the files as they are before the rename (the renamed file's at its old path).
+---@field links integer Links from other places to the note (or the heading) rewritten: the index holds them.
+---@field kept integer Links to the note that lead to it as written and are left alone (by title or alias when only the file is renamed; to other headings of it): `links + kept` is every link the index holds to the note.
+---@field local integer Links inside the note to its own renamed heading (`[[#Heading]]`), which the index does not hold.
+---@field outgoing integer The moved note's relative links to other notes, rewritten from its new folder.
+---@field files integer Files the edit touches: edited, or renamed.
+---@field left autodoc.RenameLeft[]
 
 ---@class autodoc.ErrorObject A JSON-RPC error: `code` is one of errors.py's, never reused for another meaning.
 ---@field code integer

@@ -67,7 +67,7 @@ class Navigation(EngineCore):
         """Every place that links to the target of the link at the position; on a heading
         (level 2 and below), to that heading; elsewhere, to the document asked about."""
         ws, rel, at, text, units = self._position(name, path, line, character, opts)
-        found = navigate.link_at(text, _from_units(text, character, units))
+        found = navigate.link_at(text, from_units(text, character, units))
         with self.store.snapshot() as conn:
             target = navigate.resolve(conn, ws, rel, at, found[2]) if found else None
             if target is not None:
@@ -93,8 +93,8 @@ class Navigation(EngineCore):
         links = [
             DocumentLink(
                 line=index + 1,
-                start=_to_units(lines[index], start, units),
-                end=_to_units(lines[index], end, units),
+                start=to_units(lines[index], start, units),
+                end=to_units(lines[index], end, units),
                 target=_target(target),
             )
             for index, start, end, target in found
@@ -114,8 +114,8 @@ class Navigation(EngineCore):
             findings.append(
                 LinkFinding(
                     line=f.line,
-                    start=_to_units(text, start, units),
-                    end=_to_units(text, end, units),
+                    start=to_units(text, start, units),
+                    end=to_units(text, end, units),
                     severity="warning" if f.severity == "warning" else "error",
                     kind=f.kind,
                     message=f.message,
@@ -131,14 +131,14 @@ class Navigation(EngineCore):
         last = len(lines) - (len(lines) > 1 and lines[-1] == "")  # a final newline ends a line
         found = []
         for i, h in enumerate(headings):
-            start, end = _heading_words(lines[h.line])
+            start, end = heading_words(lines[h.line])
             found.append(
                 OutlineHeading(
                     level=h.level,
                     text=h.text,
                     line=h.line + 1,
-                    start=_to_units(lines[h.line], start, units),
-                    end=_to_units(lines[h.line], end, units),
+                    start=to_units(lines[h.line], start, units),
+                    end=to_units(lines[h.line], end, units),
                     line_end=_section_end(headings, i, last),
                 )
             )
@@ -151,7 +151,7 @@ class Navigation(EngineCore):
     ) -> tuple[LinkAt, str] | None:
         """The link at the position, and (with `preview`) the first lines of its target."""
         ws, rel, at, text, units = self._position(name, path, line, character, opts)
-        found = navigate.link_at(text, _from_units(text, character, units))
+        found = navigate.link_at(text, from_units(text, character, units))
         if found is None:
             return None
         start, end, link = found
@@ -162,8 +162,8 @@ class Navigation(EngineCore):
             workspace=ws.name,
             path=rel,
             line=at,
-            start=_to_units(text, start, units),
-            end=_to_units(text, end, units),
+            start=to_units(text, start, units),
+            end=to_units(text, end, units),
             target=_target(target),
         )
         return answer, shown
@@ -174,11 +174,9 @@ class Navigation(EngineCore):
         """(workspace, path, line, the line's text, units) of a position request; -32602 for
         anything malformed."""
         ws = self.workspace(name)
-        rel = _checked(path)
-        for field, value, least in (("line", line, 1), ("character", character, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or not least <= value < BIG:
-                raise invalid_params(f"{field} must be an integer {least}..{BIG - 1}", field=field)
-        text, units = _options(opts)
+        rel = checked_rel_path(path)
+        checked_position(line, character)
+        text, units = text_options(opts)
         if text is None:
             lines = self._file_lines(ws, rel, path)
             text = lines[line - 1] if line <= len(lines) else ""
@@ -191,8 +189,8 @@ class Navigation(EngineCore):
     def _document_text(self, name: Any, path: Any, opts: Any) -> tuple[Workspace, str, str, Units]:
         """(workspace, path, the client's text or else the file's, units)."""
         ws = self.workspace(name)
-        rel = _checked(path)
-        text, units = _options(opts)
+        rel = checked_rel_path(path)
+        text, units = text_options(opts)
         return ws, rel, self._file_text(ws, rel, path) if text is None else text, units
 
     @staticmethod
@@ -209,13 +207,20 @@ class Navigation(EngineCore):
         return data.decode("utf-8", "replace")
 
 
-def _checked(path: Any) -> str:
+def checked_position(line: Any, character: Any) -> None:
+    """-32602 unless `line` (1-based) and `character` (0-based) are integers in range."""
+    for field, value, least in (("line", line, 1), ("character", character, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or not least <= value < BIG:
+            raise invalid_params(f"{field} must be an integer {least}..{BIG - 1}", field=field)
+
+
+def checked_rel_path(path: Any) -> str:
     rel = checked_path(path)
-    _unicode(rel, "path")
+    check_unicode(rel, "path")
     return rel
 
 
-def _unicode(text: str, field: str) -> None:
+def check_unicode(text: str, field: str) -> None:
     """-32602 for a string no UTF-8 can carry (a lone surrogate from `\\ud800` in JSON)."""
     try:
         text.encode("utf-8")
@@ -223,13 +228,13 @@ def _unicode(text: str, field: str) -> None:
         raise invalid_params(f"{field} is not valid Unicode", field=field) from None
 
 
-def _options(opts: Any) -> tuple[str | None, Units]:
+def text_options(opts: Any) -> tuple[str | None, Units]:
     opts = options_object(opts, ("text", "units"))
     text = opts.get("text")
     if text is not None:
         if not isinstance(text, str):
             raise invalid_params("text must be a string", field="text")
-        _unicode(text, "text")
+        check_unicode(text, "text")
     units = opts.get("units", "utf-32")
     if units not in UNITS:
         raise invalid_params(f"units must be one of {', '.join(UNITS)}", field="units")
@@ -243,7 +248,7 @@ def _target(target: navigate.Target | None) -> LinkTarget | None:
                       heading=target.heading)  # fmt: skip
 
 
-def _heading_words(line: str) -> tuple[int, int]:
+def heading_words(line: str) -> tuple[int, int]:
     """Where a heading's words sit on its line, as string offsets: after an ATX heading's `#`
     run and before its closing one; a setext heading's line without its indent."""
     m = _HEADING.match(line)
@@ -283,15 +288,15 @@ def _link_span(text: str, link: tuple[str, str] | None) -> tuple[int, int]:
     return 0, len(text)
 
 
-def _to_units(text: str, index: int, units: Units) -> int:
+def to_units(text: str, index: int, units: Units) -> int:
     """A string offset into `text` as a client's column."""
     return sum(_width(c, units) for c in text[:index]) if units != "utf-32" else index
 
 
-def _from_units(text: str, column: int, units: Units) -> int:
+def from_units(text: str, column: int, units: Units) -> int:
     """A client's column on `text` as a string offset (as pygls reads an LSP position: a column
     past the end is the last character)."""
-    total = _to_units(text, len(text), units)
+    total = to_units(text, len(text), units)
     if total == 0:
         return 0
     column = min(column, total - 1) if column > total else column

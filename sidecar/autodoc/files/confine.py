@@ -130,6 +130,24 @@ def _link_at(folder_fd: int, name: str, exc: OSError) -> str:
     raise NotInWorkspace(f"cannot open: {exc.strerror}") from None
 
 
+def is_utf8(name: str) -> bool:
+    """A path Python could only decode with surrogate escapes (bytes that are not UTF-8) can be
+    neither stored nor shown: it is skipped with a reason, never passed on."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def names_file(root: str | os.PathLike[str], rel: str) -> bool:
+    """Whether a root-relative path names a file under the root now: a stat, never a read
+    (how a link's key is chosen between a path beside its note and one from the root)."""
+    if rel.startswith("../") or rel in ("..", ".") or not is_utf8(rel):
+        return False
+    return os.path.isfile(os.path.join(root, *rel.split("/")))
+
+
 def read_inside(root: str | os.PathLike[str], rel: str, max_bytes: int) -> tuple[bytes, str]:
     """(the bytes of the Markdown file `rel` under `root`, its resolved path); ValueError with a
     user-facing reason when it is outside, missing, not a regular file, too large or not text."""

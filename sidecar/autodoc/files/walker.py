@@ -1,18 +1,28 @@
 """Find a workspace's Markdown files without ever leaving its root.
 
 Symlinks are followed only when they resolve inside the root; loops, FIFOs, unreadable folders
-and oversized files are reported with a reason instead of stopping the run.
+and oversized files are reported with a reason instead of stopping the run. What the workspace's
+rules leave out (`ignore_rules`: hidden names, `exclude`, `.gitignore` / `.ignore`) is not
+entered, and `find` (a save, a watcher's batch) leaves out the same paths.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fnmatch
 import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from autodoc.files.confine import is_utf8
+from autodoc.files.ignore_rules import (
+    HIDDEN,
+    IGNORE_FILES,
+    NO_CHAIN,
+    RuleOptions,
+    Rules,
+    Verdict,
+)
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 
@@ -31,35 +41,12 @@ class Skipped:
     reason: str
 
 
-def is_utf8(name: str) -> bool:
-    """A path Python could only decode with surrogate escapes (bytes that are not UTF-8) can be
-    neither stored nor shown: it is skipped with a reason, never passed on."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def printable(name: str) -> str:
     """A path as it can be reported: undecodable bytes as \\xNN."""
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 NOT_UTF8 = "file name is not valid UTF-8"
-
-
-def hidden_allowed(rel: str, include: Sequence[str]) -> bool:
-    """Whether every hidden part of a root-relative path (a name starting with a dot: .git,
-    .obsidian, editor swap files) is let in by one of the `include_hidden` patterns, matched
-    (fnmatch, case-sensitive) against that part's path: `.notes`, `*/.drafts`."""
-    parts = rel.split("/")
-    for i, part in enumerate(parts):
-        if part.startswith("."):
-            prefix = "/".join(parts[: i + 1])
-            if not any(fnmatch.fnmatchcase(prefix, p) for p in include):
-                return False
-    return True
 
 
 @dataclass
@@ -85,47 +72,66 @@ def _inside(real: str, root_real: str) -> bool:
 
 # Over 60 lines: one walk, every way an entry can fail to be indexable handled where it is met.
 def scan(
-    root: Path, max_bytes: int, include_hidden: Sequence[str] = (), hidden: Hidden | None = None
+    root: Path,
+    max_bytes: int,
+    include_hidden: Sequence[str] = (),
+    hidden: Hidden | None = None,
+    rules: Rules | None = None,
 ) -> tuple[list[FoundFile], list[Skipped]]:
-    """Every indexable Markdown file under `root`, and what was skipped with a reason; hidden
-    folders and Markdown files not let in by `include_hidden` are counted in `hidden`."""
+    """Every indexable Markdown file under `root`, and what was skipped with a reason. Paths the
+    `rules` leave out (by default: hidden ones not let in by `include_hidden`) are not entered:
+    hidden ones are counted in `hidden`, the others in `rules.counts`."""
     root_real = os.path.realpath(root)
+    if rules is None:
+        rules = Rules(root_real, RuleOptions(include_hidden=tuple(include_hidden)))
     found: list[FoundFile] = []
     skipped: list[Skipped] = []
     visited: set[tuple[int, int]] = set()
     st = os.stat(root_real)
     visited.add((st.st_dev, st.st_ino))
-    stack: list[tuple[str, str]] = [(root_real, "")]  # (folder on disk, its path under root)
+    # (folder on disk, its path under root, the verdict on a folder left out that is entered
+    # only for what `include` names in it)
+    stack: list[tuple[str, str, Verdict | None]] = [(root_real, "", None)]
     while stack:
-        folder, rel_folder = stack.pop()
+        folder, rel_folder, out = stack.pop()
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:
             skipped.append(Skipped(rel_folder or ".", f"cannot list folder: {exc.strerror}"))
             continue
+        names = [e.name for e in entries if e.name in IGNORE_FILES]
+        chain = rules.chain(rel_folder, names) if out is None else NO_CHAIN
         for entry in entries:
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             is_md = entry.name.lower().endswith(MARKDOWN_SUFFIXES)
-            if entry.name.startswith(".") and not hidden_allowed(rel, include_hidden):
-                if hidden is not None:  # .git, .obsidian, editor swap files
-                    with contextlib.suppress(OSError):
-                        if entry.is_dir(follow_symlinks=False):
-                            hidden.add(printable(rel) + "/")
-                        elif is_md:
-                            hidden.add(printable(rel))
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not (is_md or is_dir):
                 continue
+            if out is not None:  # only what `include` names, and the folders on its way
+                verdict = None if rules.included(rel, is_dir) else out
+                if verdict is not None and not (is_dir and rules.reaches_into(rel)):
+                    continue
+            else:
+                verdict = rules.judge(rel, is_dir, chain)
+                if verdict is not None:
+                    if verdict.source != HIDDEN:
+                        rules.count(verdict, is_dir)
+                    elif hidden is not None:  # .git, .obsidian, editor swap files
+                        hidden.add(printable(rel) + ("/" if is_dir else ""))
+                    if not (is_dir and rules.reaches_into(rel)):
+                        continue
             if not is_utf8(entry.name):
-                with contextlib.suppress(OSError):
-                    if is_md or entry.is_dir():
-                        skipped.append(Skipped(printable(rel), NOT_UTF8))
+                skipped.append(Skipped(printable(rel), NOT_UTF8))
                 continue
             try:
                 target = entry.path
                 if entry.is_symlink():
                     target = os.path.realpath(entry.path)
                     if not _inside(target, root_real):
-                        if is_md or os.path.isdir(target):
-                            skipped.append(Skipped(rel, "symlink leads outside the workspace root"))
+                        skipped.append(Skipped(rel, "symlink leads outside the workspace root"))
                         continue
                     if not os.path.exists(target):
                         if is_md:
@@ -142,9 +148,9 @@ def scan(
                     skipped.append(Skipped(rel, "symlink loop: folder already visited"))
                     continue
                 visited.add(key)
-                stack.append((target, rel))
+                stack.append((target, rel, verdict))
                 continue
-            if is_md:
+            if is_md and verdict is None:
                 _take(rel, target, info, max_bytes, found, skipped)
     found.sort(key=lambda f: f.rel)
     return found, skipped
@@ -164,11 +170,18 @@ def _take(rel, path, info, max_bytes, found: list[FoundFile], skipped: list[Skip
 
 
 def find(
-    root: Path, rels: list[str], max_bytes: int, include_hidden: Sequence[str] = ()
+    root: Path,
+    rels: list[str],
+    max_bytes: int,
+    include_hidden: Sequence[str] = (),
+    rules: Rules | None = None,
 ) -> tuple[list[FoundFile], list[Skipped]]:
     """The named files, by the same rules as `scan`; a path that is not (or no longer) an
-    indexable Markdown file is simply not found, so the caller retires it."""
+    indexable Markdown file, or that the rules leave out, is simply not found, so the caller
+    retires it."""
     root_real = os.path.realpath(root)
+    if rules is None:
+        rules = Rules(root_real, RuleOptions(include_hidden=tuple(include_hidden)))
     found: list[FoundFile] = []
     skipped: list[Skipped] = []
     for rel in sorted(set(rels)):
@@ -178,9 +191,12 @@ def find(
         parts = rel.split("/")
         if not rel or any(p in ("", ".", "..") for p in parts):
             continue
-        if not hidden_allowed(rel, include_hidden):
-            continue
         if not rel.lower().endswith(MARKDOWN_SUFFIXES):
+            continue
+        verdict = rules.judge_path(rel)
+        if verdict is not None:
+            if verdict.source != HIDDEN:
+                rules.count(verdict, False)
             continue
         path = os.path.join(root_real, *parts)
         try:

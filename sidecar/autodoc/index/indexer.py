@@ -17,32 +17,26 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import posixpath
 import sqlite3
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from pathlib import PurePosixPath
 
 from autodoc.bm25.analyzer import Lexical, LexicalDoc
-from autodoc.files.confine import read_inside
+from autodoc.files.confine import names_file, read_inside
+from autodoc.files.ignore_rules import RuleOptions, Rules
 from autodoc.files.walker import FoundFile, Hidden, find, is_utf8, scan
 from autodoc.index import facet_values, name_index
 from autodoc.index.run_records import DocumentUpdate, PublishPlan, RunSummary
 from autodoc.parse import frontmatter_schema, names
 from autodoc.parse.chunking import CHUNKING_FORMAT, Chunker
-from autodoc.parse.document import READING_FORMAT, ParsedDocument, parse_document, record_number
+from autodoc.parse.document import READING_FORMAT, ParsedDocument, parse_document
 from autodoc.parse.markdown import STRUCTURE_FORMAT
-from autodoc.parse.names import link_key, record_key, title_names, without_md_suffix
+from autodoc.parse.names import link_key
 from autodoc.store import (
-    NAME_ALIAS,
-    NAME_LISTED,
-    NAME_PATH,
-    NAME_RECORD,
-    NAME_STEM,
-    NAME_TITLE,
     Store,
     Workspace,
+    document_names,
     reads,
     writes,
 )
@@ -52,17 +46,6 @@ RETIRE_GRACE_S = 10.0  # how long a retired chunk stays findable for readers mid
 BATCH_DOCUMENTS = 500
 
 Progress = Callable[[int, int, str], None]
-
-
-def document_names(path: str, title: str, aliases: list[str]) -> list[tuple[str, int]]:
-    p = PurePosixPath(path)
-    found = [(without_md_suffix(path).lower(), NAME_PATH), (p.stem.lower(), NAME_STEM)]
-    found.append((title.strip().lower(), NAME_TITLE))
-    found.extend((a.strip().lower(), NAME_ALIAS) for a in aliases if a.strip())
-    found.extend((n, NAME_LISTED) for n in title_names(title))
-    if number := record_number(p.stem):
-        found.append((record_key(posixpath.dirname(path), number), NAME_RECORD))
-    return found
 
 
 def _meta_fp(parsed: ParsedDocument) -> str:
@@ -84,7 +67,7 @@ class Indexer:
             f"{CHUNKING_FORMAT},{READING_FORMAT}"
         )
         self.max_bytes = ws.options["max_file_mb"] * 1_000_000
-        self.include_hidden: list[str] = ws.options.get("include_hidden", [])
+        self.rule_options = RuleOptions.of(ws.options)  # what the walk and saves leave out
         self.schema = frontmatter_schema.EMPTY
         self.facets_rebuilt = 0  # documents whose facets the last schema change rebuilt
 
@@ -214,14 +197,15 @@ class Indexer:
         self._old_keys: set[str] = set()  # their names before: a link may now resolve anew
         self._unchanged: set[str] = set()  # not parsed again: their stored warnings stand
         hidden = Hidden()
+        rules = Rules(os.path.realpath(self.ws.root), self.rule_options)
         if paths is None:
             with self.store.transaction() as conn:
                 interrupted = writes.start_run(conn, self.ws.id, time.time())
             self.reconcile()
-            files, skipped = scan(self.ws.root, self.max_bytes, self.include_hidden, hidden)
+            files, skipped = scan(self.ws.root, self.max_bytes, hidden=hidden, rules=rules)
         else:
             self.purge_retired(grace=RETIRE_GRACE_S)
-            files, skipped = find(self.ws.root, paths, self.max_bytes, self.include_hidden)
+            files, skipped = find(self.ws.root, paths, self.max_bytes, rules=rules)
             paths = [p for p in paths if is_utf8(p)]  # the others were skipped with a reason
         bad_schema = self.sync_schema()
         if self.schema.link_fields:  # which fields hold links is part of how a file is read
@@ -229,6 +213,7 @@ class Indexer:
         summary.files = len(files)
         summary.skipped = [{"path": s.path, "reason": s.reason} for s in skipped]
         summary.hidden = {"count": hidden.count, "examples": hidden.examples}
+        summary.left_out, summary.ignore_files = rules.report(), sorted(rules.files_read)
         known = self._known(paths)
         if paths is None and interrupted:
             already = sum(self._current(known.get(f.rel), f) for f in files)
@@ -236,6 +221,10 @@ class Indexer:
             if notice is not None:
                 notice(f"resuming: {already:,} of {len(files):,} files already indexed")
         problems: list[tuple[str, str, str]] = [(s.path, "skipped", s.reason) for s in skipped]
+        if paths is None:  # an ignore file's bad lines: reported once a walk, not every save
+            for path, message in rules.problems:
+                summary.warnings.append({"path": path, "message": message})
+                problems.append((path, "warning", message))
         if bad_schema is not None:
             summary.warnings.append({"path": bad_schema[0], "message": bad_schema[1]})
             problems.append((bad_schema[0], "schema", bad_schema[1]))
@@ -499,10 +488,7 @@ class Indexer:
             summary.deleted += 1
 
     def _is_file(self, rel: str) -> bool:
-        """A root-relative path names a file under the root now (a stat, never a read)."""
-        if rel.startswith("../") or rel in ("..", ".") or not is_utf8(rel):
-            return False
-        return os.path.isfile(os.path.join(self.ws.root, *rel.split("/")))
+        return names_file(self.ws.root, rel)
 
     def _replace_links_and_names(self, conn, plans: list[PublishPlan]) -> None:
         ws_id = self.ws.id

@@ -49,6 +49,10 @@ class RunSummary:
     warnings_kept: int = 0  # warnings of unchanged files from earlier runs (not read again)
     # hidden folders and Markdown files not entered: {"count", "examples"}
     hidden: dict[str, Any] = field(default_factory=lambda: {"count": 0, "examples": []})
+    # what each rule (exclude, a .gitignore or .ignore line) left out: {rule, source, files,
+    # folders}; the ignore files read
+    left_out: list[dict[str, Any]] = field(default_factory=list)
+    ignore_files: list[str] = field(default_factory=list)
     # the last run over all files was interrupted: {"already": files current, "files": found}
     resumed: dict[str, int] | None = None
     seconds: float = 0.0

@@ -19,7 +19,7 @@ from autodoc.parse.markdown import Block
 BREADCRUMB_SEP = " › "
 CHARS_PER_TOKEN = 4  # the usual estimate for English prose and code under BPE tokenizers
 # Part of every document's chunk fingerprint: bump when where chunks are cut changes.
-CHUNKING_FORMAT = "stubs=1,headings=1"
+CHUNKING_FORMAT = "stubs=1,headings=2"
 
 # A stub is a section that says nothing beyond metadata (`Date: 2019-01-08`, `## Status` /
 # `Accepted`, a metadata table, an author list, a lone link): on its own it is short, so BM25
@@ -162,15 +162,17 @@ class Chunker:
         stub_crumb, stub_label = "", -1
         # the last section cut: units, crumb, chunks before it, its heading's line (-1: none)
         last: tuple[list[int], str, int, int] | None = None
-        for sec, breadcrumb in _with_breadcrumbs(doc, find_sections(doc)):
+        sections = find_sections(doc)
+        for i, (sec, breadcrumb) in enumerate(_with_breadcrumbs(doc, sections)):
             units: list[int] = []
             while k < len(top) and blocks[top[k]].start < sec.end:
                 if blocks[top[k]].start >= sec.start:
                     units.append(top[k])
                 k += 1
-            if sec.level and len(units) == 1 and blocks[units[0]].kind == "Heading":
+            bare = sec.level and len(units) == 1 and blocks[units[0]].kind == "Heading"
+            if bare and i + 1 < len(sections) and sections[i + 1].level > sec.level:
                 continue  # a heading with no text of its own lives on in its children's crumbs
-            if units and self._stub(doc, sec, units):
+            if units and (bare or self._stub(doc, sec, units)):  # one without children: a stub
                 if not stub:
                     stub_crumb, stub_label = breadcrumb, (sec.start if sec.level else -1)
                 stub += units

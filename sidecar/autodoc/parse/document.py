@@ -33,7 +33,11 @@ _INLINE_CODE = re.compile(r"`(`*)(?:[^`\n]++|(?!`\1)`)+?`\1")
 # Obsidian: `#tag` after a space or at a line's start (the lookbehind sees the character
 # before the `#`).
 INLINE_TAG = re.compile(r"#(?<!\S#)([A-Za-z0-9_][\w/-]*)")
-WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
+# A wiki link: `[[target#heading|label]]`; in a table row the `|` is written `\|` (Obsidian),
+# which ends the target just the same.
+WIKILINK = re.compile(
+    r"\[\[((?:[^\[\]|#\n\\]|\\(?!\|))*)(?:#((?:[^\[\]|\n\\]|\\(?!\|))*))?(?:\\?\|([^\[\]\n]*))?\]\]"
+)
 # Tags and links never cross a line (prose is scanned a run of lines at a time), and each
 # pattern starts with a literal, so a scan jumps from one `#` or `[` to the next (`![[x]]` and
 # `![image](x)` match from their `[`). The possessive repeats never backtrack.
@@ -447,6 +451,12 @@ def links_on_line(text: str) -> list[tuple[int, int, Link]]:
         if found := _md_target(m):
             out.append((m.start(), m.end(), Link("md", *found, 1)))
     return sorted(out, key=lambda x: x[0])
+
+
+def without_inline_code(line: str) -> str:
+    """The line with its code spans blanked (offsets kept), as the indexer reads a line's links:
+    `` `[[x]]` `` is not a link (a rename rewrites only what the index counted)."""
+    return _INLINE_CODE.sub(_blank, line) if "`" in line else line
 
 
 def _record_links(text: str, first: int, out: list[Link]) -> None:

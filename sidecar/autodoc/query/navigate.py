@@ -19,6 +19,8 @@ from autodoc.parse.names import link_key
 from autodoc.store import Store, Workspace
 
 HOVER_LINES = 6  # of the target section, after its heading
+_NOT_IN_SLUG = re.compile(r"[^\w\- ]")
+_DASHES = re.compile(r"-{2,}")
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,10 @@ def target_of(conn, doc_id: int, heading: str) -> Target:
     """The document, at the section whose heading the link names (text or slug) if any."""
     path, title = sql.document_title(conn, doc_id)
     sections = sql.document_sections(conn, doc_id)
-    want = _slug(heading) if heading else ""
+    want = anchor_key(heading) if heading else ""
     for start, _end, crumb, chunk_id in sections:
         last = crumb.rsplit(BREADCRUMB_SEP, 1)[-1]
-        if want and _slug(last) == want:
+        if want and anchor_key(last) == want:
             return Target(path, start, title, last, chunk_id)
     return Target(path, 1, title, "", sections[0][3] if sections else 0)
 
@@ -79,9 +81,9 @@ def references(conn, doc_id: int, heading: str | None) -> list[tuple[str, int]]:
     """(path, line) of every link to the document; with `heading`, only those to it (a link
     to the document itself counts for its title, `heading` "")."""
     out = []
-    want = _slug(heading) if heading else None
+    want = anchor_key(heading) if heading else None
     for path, line, linked in sql.links_into(conn, doc_id):
-        if want is None or _slug(linked) == want:
+        if want is None or anchor_key(linked) == want:
             out.append((path, line))
     return out
 
@@ -115,6 +117,14 @@ def document_links(
     return out
 
 
-def _slug(text: str) -> str:
-    """A heading as anchors write it: `Known gaps` and `known-gaps` alike."""
-    return re.sub(r"[^\w]+", "-", text.strip().lower()).strip("-")
+def slug(text: str) -> str:
+    """A heading's anchor as GitHub (and GitLab, Pandoc, MkDocs) writes it: lower case,
+    punctuation dropped, each space a `-` (`What's new?` → `whats-new`, `C & Rust` →
+    `c--rust`). What a Markdown link to a heading is written with."""
+    return _NOT_IN_SLUG.sub("", text.strip().lower()).replace(" ", "-")
+
+
+def anchor_key(text: str) -> str:
+    """What a link's heading and a heading are compared by: the slug with each run of `-`
+    one, so `#c--rust`, `#c-rust`, `[[note#C & Rust]]` and `## C & Rust` all agree."""
+    return _DASHES.sub("-", slug(text)).strip("-")

@@ -76,6 +76,10 @@ def index_line(name: str, s: dict[str, Any]) -> str:
         more = ", …" if hidden["count"] > len(hidden["examples"]) else ""
         shown = (f", {hidden['count']} hidden not indexed ({', '.join(hidden['examples'])}{more};"
                  " --include-hidden PATTERN indexes them)")  # fmt: skip
+    rules = s.get("left_out") or []
+    if rules:
+        files, folders = sum(r["files"] for r in rules), sum(r["folders"] for r in rules)
+        shown += f", {_things(files, 'file')} and {_things(folders, 'folder')} left out by rules"
     kept = ""
     if s["warnings_kept"]:
         kept = f" (and {s['warnings_kept']} from unchanged files: autodoc check lists them)"
@@ -87,8 +91,27 @@ def index_line(name: str, s: dict[str, Any]) -> str:
     )
 
 
+def _things(n: int, what: str) -> str:
+    return f"{n:,} {what}{'' if n == 1 else 's'}"
+
+
+def print_left_out(rows: list[dict[str, Any]]) -> None:
+    """Each rule that left something out, and where it is written."""
+    if not rows:
+        return
+    print("left out by rules (exclude, .gitignore, .ignore; `include` lets paths back in):")
+    for row in rows[:20]:
+        counts = [_things(row["files"], "file")] if row["files"] else []
+        if row["folders"]:
+            counts.append(_things(row["folders"], "folder") + " not entered")
+        print(f"  {row['rule']}  ({row['source']}): {', '.join(counts)}")
+    if len(rows) > 20:
+        print(f"  … and {len(rows) - 20} more rules")
+
+
 def print_index_summary(name: str, summary: dict[str, Any]) -> None:
-    """After the files' line: the embeddings, then what was skipped and warned about."""
+    """After the files' line: the embeddings, then what the rules left out, then what was
+    skipped and warned about."""
     emb = summary["embedding"]
     if emb.get("model"):
         rate = f", {emb['per_second']}/s" if emb.get("per_second") else ""
@@ -106,6 +129,7 @@ def print_index_summary(name: str, summary: dict[str, Any]) -> None:
         )
     else:
         print(f"semantic search off: {emb.get('reason')}")
+    print_left_out(summary.get("left_out") or [])
     for title, rows, key in (
         ("skipped", summary["skipped"], "reason"),
         ("warnings", summary["warnings"], "message"),

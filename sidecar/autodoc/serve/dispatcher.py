@@ -102,12 +102,19 @@ class Dispatcher:
             "doc.read": e.doc_read,
             "doc.indexed": e.doc_indexed,
             "doc.outline": e.doc_outline,
+            "doc.actions": e.doc_actions,
+            "doc.lenses": e.doc_lenses,
             "changes.since": e.changes_since,
             "links.definition": e.links_definition,
             "links.hover": e.links_hover,
             "links.references": e.links_references,
             "links.document": e.links_document,
             "links.diagnostics": e.links_diagnostics,
+            "links.complete": e.links_complete,
+            "links.preview": e.links_preview,
+            "links.prepare_rename": e.links_prepare_rename,
+            "links.rename": e.links_rename,
+            "links.file_renamed": e.links_file_renamed,
         }
         self._arity = {name: _arity(fn) for name, fn in self.methods.items()}
         self._trace = os.environ.get(TRACE_ENV) or None

@@ -21,11 +21,13 @@ from typing import Any, Literal
 
 from autodoc import __version__
 from autodoc.engine import Engine
+from autodoc.files.ignore_rules import IGNORE_FILES, RuleOptions
 from autodoc.serve.dispatcher import WRITES, Dispatcher
 from autodoc.serve.refresh import SAVE_DELAY_S, Refresher
 from autodoc.serve.watch import Watcher
 from autodoc.wire import protocol
 from autodoc.wire.errors import INVALID_PARAMS, CancelToken, RpcError, StoreBusyError
+from autodoc.wire.file_rules import FileRules
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,7 @@ class Host:
         self._states: dict[str, tuple[str, str, str, str]] = {}
         self._closed = False
         self._retrying: frozenset[Path] = frozenset()  # read-only folders with a retry queued
+        self._rules: dict[str, FileRules] = {}  # workspace -> what left files out of its walk
         engine.on_stale = self._stale
         engine.on_embedded = self._embedded
         engine.on_embedding = self._embedding
@@ -134,7 +137,7 @@ class Host:
             self._serve(name, root, "indexing")
             self.apply_options(name)
             if self.watcher is not None:  # first, so edits made while indexing are caught
-                self.watcher.watch(name, root, self._include_hidden(name))
+                self.watcher.watch(name, root, self._rule_options(name))
             summary = self._index(name, root, progress)
             self.refresher.note_lease(True, "")
             state = "ready"
@@ -194,8 +197,30 @@ class Host:
             self.watcher.unwatch(name)
         self.notify(STATE_CHANGED, {"event": "workspace.removed", "workspace": name})
 
-    def _include_hidden(self, name: str) -> list[str]:
-        return list(self.engine.workspace(name).options.get("include_hidden", []))
+    def _rule_options(self, name: str) -> RuleOptions:
+        return RuleOptions.of(self.engine.workspace(name).options)
+
+    def _configured(self, name: str, answer: dict[str, Any]) -> None:
+        """After `workspace.configure`: the watcher lets in what the walk now lets in, and a
+        re-walk's rules are what the status shows."""
+        root = self.served.get(name)
+        if root is not None and self.watcher is not None:
+            self.watcher.watch(name, root, self._rule_options(name))
+        if isinstance(answer.get("reindexed"), dict):
+            self._note_rules(name, answer["reindexed"])
+
+    def _note_rules(self, name: str, summary: dict[str, Any]) -> None:
+        """Keep what a walk of the whole root found leaving files out (a run over a few paths
+        counts only those)."""
+        if summary.get("documents") is None or "left_out" not in summary:
+            return
+        options = self._rule_options(name)
+        rules = FileRules(exclude=list(options.exclude), include=list(options.include),
+                          respect_gitignore=options.respect_gitignore,
+                          ignore_files=list(summary["ignore_files"]),
+                          left_out=list(summary["left_out"]))  # fmt: skip
+        with self._lock:
+            self._rules = {**self._rules, name: rules}
 
     def apply_options(self, name: str) -> None:
         """Set the client's options that differ from the workspace's (a changed one may
@@ -203,13 +228,18 @@ class Host:
         ws = self.engine.workspace(name)
         changes = {k: v for k, v in self.options.items() if ws.options.get(k) != v}
         if changes:
-            self.engine.workspace_configure(name, changes, wait=False)
+            self._configured(name, self.engine.workspace_configure(name, changes, wait=False))
 
     def saved(self, path: Path) -> None:
-        """An editor saved this file: re-index it now if it is under a served folder."""
+        """An editor saved this file: re-index it now if it is under a served folder (the
+        indexer leaves it out if the rules do); a saved `.gitignore` or `.ignore` walks the
+        root again under its new rules, watcher or not."""
         for name, root in self.served.items():
             if path == root or root in path.parents:
-                self.refresher.touch(name, path.relative_to(root).as_posix(), SAVE_DELAY_S)
+                if path.name in IGNORE_FILES and self._rule_options(name).respect_gitignore:
+                    self.refresher.rescan(name, SAVE_DELAY_S)
+                else:
+                    self.refresher.touch(name, path.relative_to(root).as_posix(), SAVE_DELAY_S)
 
     def workspace(self, name: str | None = None) -> str:
         """`name`, or the first folder this process serves."""
@@ -244,10 +274,10 @@ class Host:
             elif method == "workspace.add" and result.get("created"):
                 event = {"event": "workspace.added", "workspace": result["name"]}
                 self.notify(STATE_CHANGED, event)
-            elif method == "workspace.configure" and self.watcher is not None:
-                root = self.served.get(result["name"])
-                if root is not None:  # hidden patterns changed: the watcher lets in the same
-                    self.watcher.watch(result["name"], root, self._include_hidden(result["name"]))
+            elif method == "workspace.configure":
+                self._configured(result["name"], result)
+            elif method == "index.run":
+                self._note_rules(result["workspace"], result)
             return result
 
         assert method in WRITES, method
@@ -266,6 +296,7 @@ class Host:
         summary = self.engine.index_run(
             name, progress=self._reporting(name, root, progress), wait=False
         )
+        self._note_rules(name, summary)
         files = summary["files"]  # once more, with every chunk published
         self._progress(name, root, "files", files, files, final=True)
         return summary
@@ -311,6 +342,8 @@ class Host:
                     rank=state["rank"],
                 )
             )
+            if name in served and name in self._rules:
+                workspaces[-1]["rules"] = self._rules[name]
         workspaces.sort(key=lambda w: (not w["served"], w["name"]))
         server = protocol.ServerInfo(
             version=__version__,
@@ -353,6 +386,7 @@ class Host:
             self.refresher.touch(workspace, path, SAVE_DELAY_S)
 
     def _indexed(self, workspace: str, summary: dict[str, Any]) -> None:
+        self._note_rules(workspace, summary)  # a rescan (the watcher, a saved .gitignore)
         self.check_state(workspace, "semantic")
         if self.on_paths_indexed is not None:
             self.on_paths_indexed(workspace)

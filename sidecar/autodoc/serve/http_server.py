@@ -54,6 +54,8 @@ READS = frozenset(
         "doc.read",
         "doc.indexed",
         "doc.outline",
+        "doc.actions",
+        "doc.lenses",
         "related",
         "changes.since",
         "links.definition",
@@ -61,6 +63,11 @@ READS = frozenset(
         "links.references",
         "links.document",
         "links.diagnostics",
+        "links.complete",
+        "links.preview",
+        "links.prepare_rename",
+        "links.rename",
+        "links.file_renamed",
     }
 )
 HTTP_WRITES = frozenset({"index.run", "index.check"})

@@ -10,6 +10,7 @@ the one place in the sidecar that holds SQL (tests/test_layout.py).
     reads      named reads of the query path, status and checks; the facet rows' writes
     embedding_rows  the vector cache's reads, fills and collections
     name_rows  the name index's dictionary, keys and sites
+    completion_rows  link completion's reads: notes by name, paths, tags, the links' forms
     writes     the indexer's write protocol, one function per statement or small group
 
 Every public name of all but `writes` is importable from here, as when the store was one module;
@@ -19,6 +20,17 @@ the indexer calls `writes.<name>`.
 from __future__ import annotations
 
 from autodoc.store import reads, writes
+from autodoc.store.completion_rows import (
+    link_form_counts,
+    most_linked_notes,
+    note_names,
+    notes,
+    notes_by_title_word,
+    notes_named_from,
+    paths_from,
+    shared_stems,
+    tags_from,
+)
 from autodoc.store.db import READER_MMAP_BYTES, Store
 from autodoc.store.embedding_rows import (
     add_vectors,
@@ -114,6 +126,7 @@ from autodoc.store.schema import (
     PRUNED,
     SCHEMA_VERSION,
     ChunkState,
+    document_names,
 )
 from autodoc.store.workspace import WORKSPACE_NAME, DocumentSet, Workspace, read_epochs
 
@@ -152,11 +165,13 @@ __all__ = [
     "clear_facets",
     "collect_vectors",
     "collections",
+    "completion_rows",
     "detach_names",
     "distinct_text_count",
     "document_by_key",
     "document_chunk_ids",
     "document_generation",
+    "document_names",
     "document_paths",
     "document_sections",
     "document_title",
@@ -175,6 +190,7 @@ __all__ = [
     "first_live_chunk_of",
     "first_live_chunks",
     "link_counts",
+    "link_form_counts",
     "links_into",
     "links_on",
     "live_chunk_count_of",
@@ -186,10 +202,16 @@ __all__ = [
     "live_documents",
     "live_text_hashes_of",
     "missing_text_count",
+    "most_linked_notes",
     "name_ids",
     "name_rows",
+    "note_names",
+    "notes",
+    "notes_by_title_word",
+    "notes_named_from",
     "orphan_names",
     "outlinks",
+    "paths_from",
     "problem_count",
     "problems",
     "read_epochs",
@@ -201,9 +223,11 @@ __all__ = [
     "section_at",
     "set_active_embedding",
     "shared_link_counts",
+    "shared_stems",
     "stored_schema",
     "stored_schema_json",
     "successors",
+    "tags_from",
     "texts_to_embed",
     "unresolved_links",
     "vector_codes",

@@ -7,8 +7,13 @@ the change log's meta keys) is read in one place by every module that writes or 
 
 from __future__ import annotations
 
+import posixpath
 import sqlite3
 from enum import IntEnum
+from pathlib import PurePosixPath
+
+from autodoc.parse.document import record_number
+from autodoc.parse.names import record_key, title_names, without_md_suffix
 
 SCHEMA_VERSION = 1
 
@@ -179,6 +184,19 @@ CREATE TABLE IF NOT EXISTS problems(
 # Name ranks used to resolve a link: a path beats a file stem beats a title beats an alias; a
 # record's number (`record_key`) and a name the title lists (`title_names`) come last.
 NAME_PATH, NAME_STEM, NAME_TITLE, NAME_ALIAS, NAME_RECORD, NAME_LISTED = 0, 1, 2, 3, 4, 5
+
+
+def document_names(path: str, title: str, aliases: list[str]) -> list[tuple[str, int]]:
+    """(key, rank) of every name a document answers to in the `names` table: what the
+    indexer writes and what a rename plans against."""
+    p = PurePosixPath(path)
+    found = [(without_md_suffix(path).lower(), NAME_PATH), (p.stem.lower(), NAME_STEM)]
+    found.append((title.strip().lower(), NAME_TITLE))
+    found.extend((a.strip().lower(), NAME_ALIAS) for a in aliases if a.strip())
+    found.extend((n, NAME_LISTED) for n in title_names(title))
+    if number := record_number(p.stem):
+        found.append((record_key(posixpath.dirname(path), number), NAME_RECORD))
+    return found
 
 
 def _add_chunk_headings(conn: sqlite3.Connection) -> None:

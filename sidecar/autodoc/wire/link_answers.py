@@ -1,6 +1,6 @@
 """The navigation methods' answers: links as an editor follows them (`links.*`: definition,
-hover, references, a document's links, its unresolved links) and a document's outline
-(`doc.outline`). Part of the wire schema: `protocol.py`
+hover, references, a document's links, its unresolved links, completion and its previews) and
+a document's outline (`doc.outline`). Part of the wire schema: `protocol.py`
 lists them in `WIRE_TYPES`, so `conform` and `lua/autodoc/types.lua` cover them.
 
 Positions: `line` is 1-based; `start` and `end` are 0-based columns of that line, counted in the
@@ -141,6 +141,92 @@ class DocumentOutline(TypedDict):
     headings: list[OutlineHeading]
 
 
+CompletionContext = Literal["none", "note", "heading", "block", "path", "anchor", "tag"]
+
+
+@_WIRE
+class CompletionEntry(TypedDict):
+    """One thing `links.complete` offers, in the server's order."""
+
+    label: str
+    kind: Literal["note", "heading", "block", "file", "folder", "tag"]
+    detail: str
+    """The note's path, a heading's level, a block's line, a tag's count."""
+    new_text: str
+    """Replaces the answer's [start, end) (where the client can, [start, replace_end))."""
+    filter_text: str
+    """What was typed, continued as the name it matched goes on: what a client filters by."""
+    sort: int
+    """0 first."""
+    path: str
+    """The note it leads to ("" for a folder or a tag): `links.preview` reads it."""
+    line: int
+    """Its line there, 1-based (a heading's or a block's; 1 for a note; 0 for none)."""
+
+
+@_WIRE
+class CompletionEdit(TypedDict):
+    """Text beside the completed text that an entry changes too: the `[[` a Markdown link
+    written for it rewrites to `[`."""
+
+    line: int
+    start: int
+    end: int
+    new_text: str
+
+
+@_WIRE
+class LinkStyleInfo(TypedDict):
+    """How the entries write links (`link_style`: the workspace option, else the vault's
+    habit)."""
+
+    form: Literal["wiki", "markdown"]
+    extension: bool
+    name: Literal["stem", "path"]
+    heading: Literal["text", "slug"]
+    alias: Literal["target-first", "label-first", "never"]
+
+
+@_WIRE
+class LinkCompletion(TypedDict):
+    """`links.complete`: what can be written at the position, and where it goes."""
+
+    workspace: str
+    path: str
+    context: CompletionContext
+    """What the cursor is writing ("none": nothing completed there)."""
+    line: int
+    start: int
+    """The text an entry replaces: [start, end) on `line` (the cursor is `end`, or the
+    closer after it when the entries rewrite that too)."""
+    end: int
+    replace_end: int
+    """The end of the name the cursor is in, for a client that replaces it whole."""
+    extra: list[CompletionEdit]
+    """Applied with whichever entry is taken."""
+    items: list[CompletionEntry]
+    incomplete: bool
+    """More matched than are listed: ask again as the typing goes on."""
+    ranked_by: Literal["", "names", "meaning", "links"]
+    """Notes: by what was typed (the name index), by the meaning of the paragraph around the
+    cursor (short or nothing typed), or by how often they are linked (nothing typed, no
+    vectors)."""
+    style: LinkStyleInfo
+
+
+@_WIRE
+class LinkPreview(TypedDict):
+    """`links.preview`: a note's title and the first lines of its section at a line (what a
+    completion entry shows as its documentation)."""
+
+    workspace: str
+    path: str
+    line: int
+    title: str
+    heading: str
+    preview: str
+
+
 LINK_TYPES: tuple[type, ...] = (
     LinkTarget,
     LinkAt,
@@ -153,4 +239,9 @@ LINK_TYPES: tuple[type, ...] = (
     LinkDiagnostics,
     OutlineHeading,
     DocumentOutline,
+    CompletionEntry,
+    CompletionEdit,
+    LinkStyleInfo,
+    LinkCompletion,
+    LinkPreview,
 )

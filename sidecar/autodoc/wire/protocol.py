@@ -19,7 +19,10 @@ from typing import Any, Literal, NotRequired
 from pydantic import ConfigDict, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
+from autodoc.wire.action_answers import ACTION_TYPES
+from autodoc.wire.file_rules import FILE_RULE_TYPES, FileRules
 from autodoc.wire.link_answers import LINK_TYPES
+from autodoc.wire.rename_answers import RENAME_TYPES
 
 # Attribute docstrings become the fields' descriptions (JSON Schema, types.lua).
 _WIRE = with_config(ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True))
@@ -474,6 +477,8 @@ class WorkspaceState(TypedDict):
     semantic_coverage: Coverage | None
     model: str
     rank: RankerState
+    rules: NotRequired[FileRules]
+    """What leaves files out of it, as this server's last walk of it found (served only)."""
 
 
 @_WIRE
@@ -519,6 +524,8 @@ WIRE_TYPES: tuple[type, ...] = (
     FilterRecord, Answer, FindMatch, FindAnswer, Span, DocsIndexed, Change, Changes, Meter,
     RankerState, StageState, WorkspaceInfo, WorkspaceAdded, LinkCounts, Problem, LexicalInfo,
     EmbeddingInfo, IndexStatus, ServerInfo, WorkspaceState, IndexProgress, Status, *LINK_TYPES,
+    *ACTION_TYPES, *FILE_RULE_TYPES,
+    *RENAME_TYPES,
     ErrorObject,
 )  # fmt: skip
 

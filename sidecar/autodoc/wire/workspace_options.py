@@ -7,6 +7,7 @@ names, types and bounds.
 from __future__ import annotations
 
 import copy
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from autodoc.wire.errors import invalid_params
+from autodoc.wire.file_rules import rule_patterns
 from autodoc.wire.provider_specs import validate_embedding, validate_ranker, validate_store
 
 
@@ -67,6 +69,52 @@ def _hidden_patterns(value: Any) -> Any:
     return out
 
 
+def _new_notes(value: Any) -> Any:
+    """Where "Create note" puts a note a wiki link asks for, and the template it starts from:
+    `folder` "." (beside the linking note), "/" (the root) or a root-relative folder;
+    `template` "" or a root-relative Markdown file (`{{title}}`, `{{date}}`, `{{time}}`)."""
+    if not isinstance(value, dict) or set(value) - {"folder", "template"}:
+        raise invalid_params("new_notes takes {folder, template}", field="new_notes", value=value)
+    out = {**OPTIONS["new_notes"].default, **value}
+    for key in ("folder", "template"):
+        v = out[key]
+        parts = v.strip("/").split("/") if isinstance(v, str) else [".."]
+        if not isinstance(v, str) or len(v) > 200 or ".." in parts or "\\" in v:
+            raise invalid_params(
+                f"new_notes.{key} must be a root-relative path", field="new_notes", value=v
+            )
+    if out["folder"] == "":
+        out["folder"] = "."
+    return out
+
+
+# link_style: each part "auto" (the vault's habit, counted from its links) or a choice.
+LINK_STYLE_CHOICES: dict[str, tuple[Any, ...]] = {
+    "form": ("auto", "wiki", "markdown"),
+    "extension": ("auto", True, False),
+    "name": ("auto", "stem", "path"),
+    "heading": ("auto", "text", "slug"),
+    "alias": ("target-first", "label-first", "never"),
+}
+
+
+def _link_style(value: Any) -> Any:
+    """How completion (and the code actions) write a link: `form`, `extension` (`.md` on the
+    target), `name` (a wiki link's note: file name or path), `heading` (its words or slug),
+    each "auto" or a choice; `alias`: where a wiki link's label goes."""
+    if not isinstance(value, dict) or set(value) - set(LINK_STYLE_CHOICES):
+        raise invalid_params(
+            f"link_style takes {{{', '.join(LINK_STYLE_CHOICES)}}}", field="link_style", value=value
+        )
+    out = {**OPTIONS["link_style"].default, **value}
+    for key, allowed in LINK_STYLE_CHOICES.items():
+        v = out[key]  # `1 == True`: a choice must be the very value, of its type
+        if not any(type(v) is type(a) and v == a for a in allowed):
+            shown = " | ".join(json.dumps(a) for a in allowed)
+            raise invalid_params(f"link_style.{key} is one of {shown}", field="link_style", value=v)
+    return out
+
+
 DEFAULT_SCHEMA = "_schema/frontmatter.yaml"  # a workspace's frontmatter schema, root-relative
 
 OPTIONS: dict[str, Option] = {
@@ -92,6 +140,47 @@ OPTIONS: dict[str, Option] = {
         doc="hidden folders or files to index, as fnmatch patterns of their root-relative"
         " path ('.notes', '*/.drafts'); others (.git, .obsidian) are skipped and counted",
         check=_hidden_patterns,
+    ),
+    "exclude": Option(
+        [],
+        list,
+        rescan=True,
+        doc="paths to leave out, gitignore patterns relative to the root ('node_modules/',"
+        " '*.draft.md', '!keep.draft.md' takes back an earlier one); beats .gitignore/.ignore",
+        check=rule_patterns("exclude"),
+    ),
+    "include": Option(
+        [],
+        list,
+        rescan=True,
+        doc="paths to index whatever exclude, .gitignore/.ignore or hidden names say,"
+        " gitignore patterns; a folder left out is entered only for an anchored one"
+        " ('archive/keep.md')",
+        check=rule_patterns("include"),
+    ),
+    "respect_gitignore": Option(
+        True,
+        bool,
+        rescan=True,
+        doc="leave out what the .gitignore and .ignore files inside the root say (nested ones"
+        " for their folder, as git); false: only exclude and hidden names",
+    ),
+    "new_notes": Option(
+        {"folder": ".", "template": ""},
+        dict,
+        doc="where 'Create note' puts a note a link asks for: folder '.' (beside the linking"
+        " note), '/' (the root) or a root-relative folder; template: a root-relative file"
+        " whose {{title}}, {{date}} and {{time}} are filled in",
+        check=_new_notes,
+    ),
+    "link_style": Option(
+        dict(form="auto", extension="auto", name="auto", heading="auto", alias="target-first"),
+        dict,
+        doc="how completion writes links: form auto|wiki|markdown, extension auto|true|false"
+        " (.md on the target), name auto|stem|path (a wiki link's note), heading auto|text|slug,"
+        " alias target-first|label-first|never (a wiki link's label); auto follows the links"
+        " the vault has",
+        check=_link_style,
     ),
     "max_file_mb": Option(20, int, 1, 1024, doc="files larger than this are skipped with a reason"),
     "embedding": Option(

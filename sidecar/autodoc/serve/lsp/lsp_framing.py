@@ -116,6 +116,19 @@ class AutodocProtocol(LanguageServerProtocol):
             return
         super().handle_message(message)
 
+    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None) -> None:
+        """pygls 2.1 keeps a handler's future in `_request_futures` and drops only a request's
+        once answered: a notification's (a fresh id per didChange, didOpen, didClose) stayed
+        for the whole session, ~8 objects a keystroke that every full collection then walked
+        (a 20 s typing run: 6,600 futures, full collections 70 → 150 ms). Dropped when done."""
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        futures = self._request_futures
+        future = futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(
+                lambda done: futures.pop(msg_id, None) if futures.get(msg_id) is done else None
+            )
+
     def _send_error(self, msg_id: Any, code: int, message: str) -> None:
         # Sent as is: pygls would drop `"id": null`, which JSON-RPC requires when no id is known.
         error = {"code": code, "message": message}

@@ -4,11 +4,21 @@ type and nothing of the others, and reaches the index only through the host's di
 
 from __future__ import annotations
 
-from autodoc.serve.lsp.features import custom_requests, editor_links, folders, session, symbols
+from autodoc.serve.lsp.features import (
+    code_actions,
+    completion_provider,
+    custom_requests,
+    editor_links,
+    folders,
+    rename_requests,
+    session,
+    symbols,
+)
 from autodoc.serve.lsp.lsp_server import AutodocServer
 
 # In the order they register.
-FEATURES = (custom_requests, session, folders, symbols, editor_links)
+FEATURES = (custom_requests, session, folders, symbols, editor_links, code_actions,
+            rename_requests, completion_provider)  # fmt: skip
 
 
 def setup_all(server: AutodocServer) -> None:

@@ -32,7 +32,7 @@ def setup(server: AutodocServer) -> None:
         at, root = await _ask(ls, "links.definition", params.text_document.uri, params.position)
         if at is None or at["target"] is None:
             return None
-        return _location(root, at["target"]["path"], at["target"]["line"])
+        return lsp_location(root, at["target"]["path"], at["target"]["line"])
 
     @server.feature(types.TEXT_DOCUMENT_REFERENCES)
     async def references(ls: AutodocServer, params: types.ReferenceParams) -> Any:
@@ -42,7 +42,7 @@ def setup(server: AutodocServer) -> None:
                                  params.position)  # fmt: skip
         if found is None:
             return None
-        return [_location(root, place["path"], place["line"]) for place in found["places"]]
+        return [lsp_location(root, place["path"], place["line"]) for place in found["places"]]
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: AutodocServer, params: types.HoverParams) -> Any:
@@ -54,7 +54,7 @@ def setup(server: AutodocServer) -> None:
         head = f"**{target['title']}**" + (f" › {target['heading']}" if target["heading"] else "")
         text = f"{head}\n\n`{target['path']}:{target['line']}`\n\n{at['preview']}".rstrip()
         markup = types.MarkupContent(kind=types.MarkupKind.Markdown, value=text)
-        return types.Hover(contents=markup, range=_range(at))
+        return types.Hover(contents=markup, range=lsp_range(at))
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_LINK)
     async def document_link(ls: AutodocServer, params: types.DocumentLinkParams) -> Any:
@@ -71,7 +71,7 @@ def setup(server: AutodocServer) -> None:
             heading = target["heading"]
             uri = (root / target["path"]).as_uri() + (f"#L{target['line']}" if heading else "")
             tip = target["title"] + (f" › {heading}" if heading else "")
-            out.append(types.DocumentLink(_range(link), target=uri,
+            out.append(types.DocumentLink(lsp_range(link), target=uri,
                                           tooltip=tip if tips else None))  # fmt: skip
         return out
 
@@ -111,12 +111,12 @@ def publish(ls: AutodocServer, uri: str) -> None:
 
 
 def _publish(ls: AutodocServer, uri: str) -> None:
-    doc = _document(ls, uri)
+    doc = served_document(ls, uri)
     if doc is None:
         return
     name, rel, _ = doc
     try:
-        found = ls.host.dispatcher.call("links.diagnostics", [name, rel, _options(ls, uri)])
+        found = ls.host.dispatcher.call("links.diagnostics", [name, rel, client_text(ls, uri)])
     except RpcError as err:
         if err.code != INVALID_PARAMS:
             raise
@@ -124,7 +124,7 @@ def _publish(ls: AutodocServer, uri: str) -> None:
         return
     diagnostics = [
         types.Diagnostic(
-            range=_range(f),
+            range=lsp_range(f),
             message=f["message"],
             severity=types.DiagnosticSeverity.Warning
             if f["severity"] == "warning"
@@ -147,15 +147,15 @@ async def _ask(
 ) -> tuple[Any, Path]:
     """A `links.*` method on the document at `uri` (at `position`), and its folder's root; a
     document no served folder holds, or one the method cannot read, answers (None, root)."""
-    doc = _document(ls, uri)
+    doc = served_document(ls, uri)
     if doc is None:
         return None, Path()
     name, rel, root = doc
     params: list[Any]
     if position is None:
-        params = [name, rel, _options(ls, uri)]
+        params = [name, rel, client_text(ls, uri)]
     else:
-        opts = _options(ls, uri, position.line)
+        opts = client_text(ls, uri, position.line)
         params = [name, rel, position.line + 1, position.character, opts]
     try:
         return await ls.call(method, params), root
@@ -166,7 +166,7 @@ async def _ask(
         return None, root
 
 
-def _document(ls: AutodocServer, uri: str) -> tuple[str, str, Path] | None:
+def served_document(ls: AutodocServer, uri: str) -> tuple[str, str, Path] | None:
     """(workspace, root-relative path, root) of a document under a served folder."""
     path = uri_to_path(uri)
     found = ls.host.locate(path) if path is not None else None
@@ -176,7 +176,7 @@ def _document(ls: AutodocServer, uri: str) -> tuple[str, str, Path] | None:
     return None if root is None else (found[0], found[1], root)
 
 
-def _options(ls: AutodocServer, uri: str, line: int | None = None) -> dict[str, Any]:
+def client_text(ls: AutodocServer, uri: str, line: int | None = None) -> dict[str, Any]:
     """The client's column units, and the editor's text when the document is open there: the
     whole document, or its `line` (0-based)."""
     encoding = ls.workspace.position_encoding
@@ -244,12 +244,12 @@ def _heading_symbol(h: Any, children: list[types.DocumentSymbol]) -> types.Docum
     )
 
 
-def _location(root: Path, path: str, line: int) -> types.Location:
+def lsp_location(root: Path, path: str, line: int) -> types.Location:
     start = types.Position(max(line - 1, 0), 0)
     return types.Location(uri=(root / path).as_uri(), range=types.Range(start, start))
 
 
-def _range(span: Any) -> types.Range:
+def lsp_range(span: Any) -> types.Range:
     """A `links.*` span (1-based `line`, `start`, `end` in the client's units) as LSP's."""
     line = span["line"] - 1
     return types.Range(types.Position(line, span["start"]), types.Position(line, span["end"]))

@@ -1,0 +1,173 @@
+"""Renaming in standard LSP clothes: `textDocument/prepareRename` and `textDocument/rename` on a
+heading, a note's title or a link (`links.prepare_rename`, `links.rename`), and
+`workspace/willRenameFiles` for a Markdown file the client renames itself
+(`links.file_renamed`). Each is a dispatcher method through the host; this passes the text of
+every document the client has open (so edits land on what it shows), its column units and
+whether it can rename files, and dresses the answer as one `WorkspaceEdit`: versioned
+`TextDocumentEdit`s and a `RenameFile` where the client takes resource operations, plain
+`changes` where it takes nothing more and nothing is renamed. A refusal reaches the client as
+the error, with its message."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from autodoc.serve.lsp.features.editor_links import UNITS, lsp_range, served_document
+from autodoc.serve.lsp.lsp_server import AutodocServer
+
+log = logging.getLogger("autodoc.server")
+
+# The client asks before renaming a Markdown file (glob: one pattern each, for clients without
+# `{a,b}`).
+MARKDOWN_FILES = types.FileOperationRegistrationOptions(
+    filters=[
+        types.FileOperationFilter(
+            pattern=types.FileOperationPattern(
+                glob=glob, matches=types.FileOperationPatternKind.File
+            ),
+            scheme="file",
+        )
+        for glob in ("**/*.md", "**/*.markdown")
+    ]
+)
+
+Opened = dict[str, tuple[str, int]]  # root-relative path -> (the client's uri, version)
+# An answer of the dispatcher, the root of its workspace, and that workspace's open documents.
+Answered = tuple[dict[str, Any], Path, Opened]
+
+
+def setup(server: AutodocServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_PREPARE_RENAME)
+    async def prepare_rename(ls: AutodocServer, params: types.PrepareRenameParams) -> Any:
+        doc = served_document(ls, params.text_document.uri)
+        if doc is None:
+            return None
+        name, rel, _ = doc
+        opts, _ = _options(ls, name)
+        at = params.position
+        found = await ls.call("links.prepare_rename", [name, rel, at.line + 1, at.character, opts])
+        return types.PrepareRenamePlaceholder(
+            range=lsp_range(found), placeholder=found["placeholder"]
+        )
+
+    @server.feature(types.TEXT_DOCUMENT_RENAME)
+    async def rename(ls: AutodocServer, params: types.RenameParams) -> Any:
+        doc = served_document(ls, params.text_document.uri)
+        if doc is None:
+            return None
+        name, rel, root = doc
+        opts, opened = _options(ls, name)
+        at = params.position
+        args = [name, rel, at.line + 1, at.character, params.new_name, opts]
+        answer = await ls.call("links.rename", args)
+        log.info("rename: %s links in %s files", answer["links"], answer["files"])
+        return _workspace_edit(ls, [(answer, root, opened)], rename_files=True)
+
+    @server.feature(types.WORKSPACE_WILL_RENAME_FILES, MARKDOWN_FILES)
+    async def will_rename_files(ls: AutodocServer, params: types.RenameFilesParams) -> Any:
+        """The links to each renamed Markdown file, rewritten (the client renames the file)."""
+        answers: list[Answered] = []
+        for move in params.files:
+            old, new = served_document(ls, move.old_uri), served_document(ls, move.new_uri)
+            if old is None or new is None or old[0] != new[0]:
+                continue  # outside a served folder, or into another one: nothing to keep
+            name = old[0]
+            opts, opened = _options(ls, name)
+            try:
+                answer = await ls.call("links.file_renamed", [name, old[1], new[1], opts])
+            except JsonRpcException as exc:
+                ls.show(f"links to {old[1]} not updated: {exc.message}")
+                continue
+            for left in answer["left"]:
+                ls.show(f"{left['path']}:{left['line']}: {left['reason']}")
+            answers.append((answer, old[2], opened))
+        if not any(a["edits"] for a, _, _ in answers):
+            return None
+        return _workspace_edit(ls, answers, rename_files=False)
+
+
+def _options(ls: AutodocServer, name: str) -> tuple[dict[str, Any], Opened]:
+    """The client's units, whether it renames files, and the text of every document it has
+    open in the workspace (with the uri and version an edit to it names)."""
+    encoding = ls.workspace.position_encoding
+    units = getattr(encoding, "value", encoding)
+    texts: dict[str, str] = {}
+    opened: Opened = {}
+    for uri, document in list(ls.workspace.text_documents.items()):
+        doc = served_document(ls, uri)
+        if doc is not None and doc[0] == name:
+            texts[doc[1]] = document.source
+            opened[doc[1]] = (uri, document.version or 0)
+    opts = {"units": units if units in UNITS else "utf-16", "open": texts, "files": _renames(ls)}
+    return opts, opened
+
+
+def _renames(ls: AutodocServer) -> bool:
+    """The client takes a `RenameFile` in a workspace edit."""
+    caps = ls.client_capabilities.workspace
+    edit = caps.workspace_edit if caps else None
+    ops = (edit.resource_operations if edit else None) or []
+    return types.ResourceOperationKind.Rename in ops
+
+
+def _document_changes(ls: AutodocServer) -> bool:
+    caps = ls.client_capabilities.workspace
+    edit = caps.workspace_edit if caps else None
+    return bool(edit and edit.document_changes)
+
+
+def _workspace_edit(ls: AutodocServer, answers: list[Answered], *,
+                    rename_files: bool) -> types.WorkspaceEdit:  # fmt: skip
+    """The answers' edits as one WorkspaceEdit: each file's edits at the text the client has
+    (its version where it has it open), then the file renamed. Each answer's paths are under
+    its own workspace's root."""
+    by_uri: dict[str, list[types.TextEdit]] = {}
+    versions: dict[str, int | None] = {}
+    moves: list[types.RenameFile] = []
+    for answer, root, opened in answers:
+        for e in answer["edits"]:
+            uri = opened[e["path"]][0] if e["path"] in opened else (root / e["path"]).as_uri()
+            versions[uri] = opened[e["path"]][1] if e["path"] in opened else None
+            by_uri.setdefault(uri, []).append(types.TextEdit(lsp_range(e), e["new_text"]))
+        if rename_files and answer["new_path"]:
+            old = opened[answer["path"]][0] if answer["path"] in opened else (
+                (root / answer["path"]).as_uri())  # fmt: skip
+            options = types.RenameFileOptions(overwrite=False, ignore_if_exists=False)
+            moves.append(types.RenameFile(old_uri=old, new_uri=(root / answer["new_path"]).as_uri(),
+                                          options=options))  # fmt: skip
+    for uri, edits in by_uri.items():
+        by_uri[uri] = _without_overlaps(ls, uri, edits)
+    if not moves and not _document_changes(ls):
+        return types.WorkspaceEdit(changes=by_uri)
+    changes: list[Any] = [
+        types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(uri, versions[uri]),
+            edits=edits,
+        )
+        for uri, edits in by_uri.items()
+    ]
+    return types.WorkspaceEdit(document_changes=changes + moves)
+
+
+def _without_overlaps(
+    ls: AutodocServer, uri: str, edits: list[types.TextEdit]
+) -> list[types.TextEdit]:
+    """A document's edits with none overlapping another (a client may reject or garble a
+    WorkspaceEdit whose edits overlap): two files renamed at once that link to each other
+    each rewrite the same link, each for the other staying; the first edit is kept and the
+    person told."""
+    kept: list[types.TextEdit] = []
+    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character)):
+        last = kept[-1].range.end if kept else None
+        start = e.range.start
+        if last is not None and (start.line, start.character) < (last.line, last.character):
+            ls.show(f"{uri}:{start.line + 1}: a link between files renamed together was not"
+                    " updated; rename them one at a time")  # fmt: skip
+            continue
+        kept.append(e)
+    return kept
