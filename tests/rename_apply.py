@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 
+# Columns counted here apart from engine/navigation.py's on purpose: the applier checks the
+# server's columns the way an editor counts them, not with the code under test.
 def _width(char: str, units: str) -> int:
     code = ord(char)
     if units == "utf-16":

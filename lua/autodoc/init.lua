@@ -110,7 +110,7 @@ local function ago(t)
   if not t or t == vim.NIL then
     return "never"
   end
-  local s = math.max(0, os.time() - t)
+  local s = math.max(0, os.time() - math.floor(t)) -- whole seconds: `indexed_at` has a fraction
   local span = s < 90 and (s .. " s")
     or s < 5400 and (math.floor(s / 60 + 0.5) .. " min")
     or s < 172800 and (math.floor(s / 3600 + 0.5) .. " h")

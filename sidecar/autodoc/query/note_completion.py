@@ -23,8 +23,7 @@ from autodoc.parse.names import query_key, without_md_suffix
 from autodoc.query.completion_context import Entry, Where, continued, matches
 from autodoc.query.link_style import LinkStyle
 from autodoc.store import Store, Workspace, read_epochs
-from autodoc.vectors.coverage import semantic_coverage
-from autodoc.vectors.nearest import SemanticPlan, semantic_candidates
+from autodoc.vectors.nearest import SemanticPlan
 
 SHORT = 2  # typed this many letters or fewer: the paragraph's meaning orders the notes
 # Names read per lookup, per letter typed up to NAME_CAP: cpp-docs has 7k names starting with
@@ -67,14 +66,7 @@ def nearest_notes(
     vectors; nothing embedded here)."""
     if plan.signs is None or plan.model_fp is None:
         return []
-    epochs = read_epochs(conn, ws.id)
-    assert epochs is not None
-    plan.signs.refresh(conn, ws.id, plan.model_fp, epochs[1])
-    embedded, total = semantic_coverage(conn, store, ws, plan.model_fp, epochs)
-    found, _ = semantic_candidates(
-        conn, store, plan.signs, ws, plan.model_fp, qvec, None,
-        need=NEAREST_CHUNKS, complete=embedded >= total, chunks=total,
-    )  # fmt: skip
+    found, _ = plan.nearest_now(conn, store, ws, qvec, NEAREST_CHUNKS)
     return list(dict.fromkeys(doc for _, doc, _ in found))
 
 

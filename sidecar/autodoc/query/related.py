@@ -18,9 +18,8 @@ import numpy as np
 from autodoc import store as sql
 from autodoc.parse.query_parser import parse_query
 from autodoc.query.snippets import TermMatcher, make_snippet
-from autodoc.store import Store, Workspace, read_epochs
-from autodoc.vectors.coverage import semantic_coverage
-from autodoc.vectors.nearest import SemanticPlan, semantic_candidates
+from autodoc.store import Store, Workspace
+from autodoc.vectors.nearest import SemanticPlan
 from autodoc.wire import protocol
 from autodoc.wire.errors import invalid_params, options_object
 
@@ -139,19 +138,12 @@ def _similar(
     if norm == 0.0:
         return "not embedded"
     qvec = (qvec / norm).astype(np.float32)
-    epochs = read_epochs(conn, ws.id)
-    assert epochs is not None
-    plan.signs.refresh(conn, ws.id, plan.model_fp, epochs[1])
-    embedded, total = semantic_coverage(conn, store, ws, plan.model_fp, epochs)
-    found, _ = semantic_candidates(
-        conn, store, plan.signs, ws, plan.model_fp, qvec, None,
-        need=limit * 3 + len(skip), complete=embedded >= total, chunks=total,
-    )  # fmt: skip
+    found, complete = plan.nearest_now(conn, store, ws, qvec, limit * 3 + len(skip))
     for chunk_id, document_id, cosine in found:
         if chunk_id in skip or document_id in out:
             continue
         out[document_id] = _Neighbour(document_id, chunk_id, round(cosine, 4), ["similar"])
-    return "ready" if embedded >= total else "partial"
+    return "ready" if complete else "partial"
 
 
 def _linked(conn, doc_id: int, out: dict[int, _Neighbour]) -> None:

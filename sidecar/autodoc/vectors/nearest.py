@@ -16,6 +16,7 @@ import numpy as np
 from autodoc import store as sql
 from autodoc.models.embedders import Embedder
 from autodoc.store import DocumentSet, Store, Workspace
+from autodoc.vectors.coverage import semantic_coverage
 from autodoc.vectors.usearch_index import Vectors, sign_bits
 from autodoc.wire.limits import MAX_READ, RETRIEVER_TOP
 
@@ -159,3 +160,21 @@ class SemanticPlan:
         self.code = code  # the error for a semantic-only request that cannot run
         self.signs = signs
         self.coverage: tuple[int, int] | None = None
+
+    def nearest_now(
+        self, conn, store: Store, ws: Workspace, qvec: np.ndarray, need: int
+    ) -> tuple[list[tuple[int, int, float]], bool]:
+        """(chunk id, document id, cosine) of the `need` chunks nearest `qvec` in this
+        snapshot, and whether every chunk is embedded: the index brought up to the store's
+        vector epoch first, no filter (what `related` and link completion ask; a search's
+        stage filters and budgets itself)."""
+        assert self.signs is not None and self.model_fp is not None
+        epochs = sql.read_epochs(conn, ws.id)
+        assert epochs is not None
+        self.signs.refresh(conn, ws.id, self.model_fp, epochs[1])
+        embedded, total = semantic_coverage(conn, store, ws, self.model_fp, epochs)
+        found, _ = semantic_candidates(
+            conn, store, self.signs, ws, self.model_fp, qvec, None,
+            need=need, complete=embedded >= total, chunks=total,
+        )  # fmt: skip
+        return found, embedded >= total
