@@ -6,16 +6,9 @@
 ;; references, workspace/symbol, hover, the outline imenu shows), records the diagnostics the server publishes, and
 ;; prints one JSON object on its last line of stdout.  No assertion here: the test reads it.
 
-(require 'eglot)
-(require 'json)
-(require 'subr-x)
+(load (expand-file-name "eglot_common.el" (file-name-directory load-file-name)) nil t)
 
-(defvar autodoc-vault (file-name-as-directory (getenv "AUTODOC_VAULT")))
 (defvar autodoc-diagnostics nil "Each publishDiagnostics: (uri . messages-and-ranges).")
-
-(add-to-list 'eglot-server-programs
-             `(text-mode . (,(getenv "AUTODOC_PYTHON") "-m" "autodoc" "serve"
-                            :initializationOptions (:embedding "none"))))
 
 (cl-defmethod eglot-handle-notification :before
   (_server (_method (eql textDocument/publishDiagnostics)) &key uri diagnostics
@@ -28,13 +21,6 @@
                                     (plist-get (plist-get range :end) :character))))
                           diagnostics))
         autodoc-diagnostics))
-
-(defun autodoc-wait (pred seconds)
-  "Let the server's messages in until PRED holds or SECONDS pass; PRED's value."
-  (let ((deadline (+ (float-time) seconds)) value)
-    (while (and (not (setq value (funcall pred))) (< (float-time) deadline))
-      (accept-process-output nil 0.1))
-    value))
 
 (defun autodoc-open (rel)
   "Visit REL under the vault in `text-mode' and connect eglot; its buffer."

@@ -6,22 +6,7 @@
 ;; where the link it inserted leads (textDocument/definition), and prints one JSON object on
 ;; its last line of stdout.  No assertion here: the test reads it.
 
-(require 'eglot)
-(require 'json)
-(require 'subr-x)
-
-(defvar autodoc-vault (file-name-as-directory (getenv "AUTODOC_VAULT")))
-
-(add-to-list 'eglot-server-programs
-             `(text-mode . (,(getenv "AUTODOC_PYTHON") "-m" "autodoc" "serve"
-                            :initializationOptions (:embedding "none"))))
-
-(defun autodoc-wait (pred seconds)
-  "Let the server's messages in until PRED holds or SECONDS pass; PRED's value."
-  (let ((deadline (+ (float-time) seconds)) value)
-    (while (and (not (setq value (funcall pred))) (< (float-time) deadline))
-      (accept-process-output nil 0.1))
-    value))
+(load (expand-file-name "eglot_common.el" (file-name-directory load-file-name)) nil t)
 
 (defun autodoc-complete (typed)
   "On a new last line, insert TYPED and run `completion-at-point'; the line it leaves."

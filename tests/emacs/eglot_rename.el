@@ -6,22 +6,7 @@
 ;; the new name $AUTODOC_NEW_NAME, saves every buffer the edit changed, and prints one JSON
 ;; object on its last line of stdout: the files' text after the save.  No assertion here.
 
-(require 'eglot)
-(require 'json)
-(require 'cl-lib)
-
-(defvar autodoc-vault (file-name-as-directory (getenv "AUTODOC_VAULT")))
-
-(add-to-list 'eglot-server-programs
-             `(text-mode . (,(getenv "AUTODOC_PYTHON") "-m" "autodoc" "serve"
-                            :initializationOptions (:embedding "none"))))
-
-(defun autodoc-wait (pred seconds)
-  "Let the server's messages in until PRED holds or SECONDS pass; PRED's value."
-  (let ((deadline (+ (float-time) seconds)) value)
-    (while (and (not (setq value (funcall pred))) (< (float-time) deadline))
-      (accept-process-output nil 0.1))
-    value))
+(load (expand-file-name "eglot_common.el" (file-name-directory load-file-name)) nil t)
 
 (defun autodoc-read (rel)
   (with-temp-buffer

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -25,7 +26,11 @@ from autodoc.store import Workspace, read_epochs
 SAMPLE = 5_000  # resolved links counted per workspace: enough to tell a vault's habit
 _KEPT = 64  # styles remembered (one per workspace and index state)
 # Characters a Markdown link's destination cannot hold bare (the index reads them back decoded).
-_ESCAPED = str.maketrans({" ": "%20", "(": "%28", ")": "%29", "<": "%3C", ">": "%3E"})
+# What breaks a bare Markdown destination (and `#`, `?`, `%`, which it would read as an
+# anchor, a query or an escape): written as %XX, which the index reads back. Inside `<…>` only
+# what would end it.
+_MD_ESCAPE = re.compile(r"[ \t()<>#?%\x00-\x1f]")
+_MD_ESCAPE_BRACKETED = re.compile(r"[<>#?%\n\x00-\x1f]")
 
 
 @dataclass(frozen=True)
@@ -71,10 +76,10 @@ class LinkStyle:
         return f"[[{named}|{label}]]"
 
     def _markdown(self, target: str, heading: str, label: str, from_path: str) -> str:
-        path = _relative(target, posixpath.dirname(from_path))
+        path = relative_from(target, posixpath.dirname(from_path))
         if not self.extension:
             path = without_md_suffix(path)
-        destination = escaped_destination(path)
+        destination = md_destination(path)
         if heading:  # a section of the note the link is written in: its anchor alone
             destination = ("" if target == from_path else destination) + "#" + slug(heading)
         shown = label or heading or PurePosixPath(without_md_suffix(target)).name
@@ -82,12 +87,14 @@ class LinkStyle:
         return f"[{shown}]({destination})"
 
 
-def escaped_destination(path: str) -> str:
-    """A path as a Markdown link's destination holds it: what it cannot hold bare escaped."""
-    return path.translate(_ESCAPED)
+def md_destination(path: str, bracketed: bool = False) -> str:
+    """A path as a Markdown link's destination writes it: what would end or split it as %XX
+    (completion, code actions and renames all write their paths through here)."""
+    pattern = _MD_ESCAPE_BRACKETED if bracketed else _MD_ESCAPE
+    return pattern.sub(lambda m: "".join(f"%{b:02X}" for b in m[0].encode("utf-8")), path)
 
 
-def _relative(target: str, folder: str) -> str:
+def relative_from(target: str, folder: str) -> str:
     """Root-relative `target` as seen from root-relative `folder` (posixpath.relpath without
     its look at the working directory)."""
     to, at = target.split("/"), folder.split("/") if folder else []

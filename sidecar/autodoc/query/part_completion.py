@@ -24,7 +24,7 @@ from autodoc.parse.frontmatter_schema import TAG_FIELD
 from autodoc.parse.markdown import Heading
 from autodoc.parse.names import link_key, without_md_suffix
 from autodoc.query.completion_context import Entry, Where, continued, fenced_lines, matches
-from autodoc.query.link_style import LinkStyle, escaped_destination
+from autodoc.query.link_style import LinkStyle, md_destination
 from autodoc.query.navigate import slug
 from autodoc.store import Workspace
 
@@ -157,14 +157,14 @@ def path_entries(
             if "/" in rest:
                 sub = rest.split("/", 1)[0]
                 out.append(Entry(sub + "/", "folder", "folder",
-                                 escaped_destination(sub) + "/", sub + "/"))  # fmt: skip
+                                 md_destination(sub) + "/", sub + "/"))  # fmt: skip
                 after = head + sub + "0"  # past every path under it ('/' sorts before '0')
                 break
             after = path + "\x00"
             if path == rel:
                 continue
             name = rest if suffix else without_md_suffix(rest)
-            out.append(Entry(rest, "file", path, escaped_destination(name) + closer, name, path,
+            out.append(Entry(rest, "file", path, md_destination(name) + closer, name, path,
                              1))  # fmt: skip
             if len(out) > limit:
                 break

@@ -24,6 +24,7 @@ import yaml
 from autodoc.parse.document import MD_LINK, WIKILINK, links_on_line
 from autodoc.parse.document import without_inline_code as _code_blanked
 from autodoc.parse.names import without_md_suffix
+from autodoc.query.link_style import relative_from
 from autodoc.query.navigate import anchor_key, slug
 from autodoc.store import NAME_PATH, document_names
 
@@ -31,10 +32,6 @@ MAX_NAME_BYTES = 200  # a file name with `.md` stays under every file system's 2
 # Characters no wiki link target can hold (`[[a|b]]`, `[[a#b]]`), nor a file stem we write.
 _NOT_IN_WIKI = re.compile(r"[\[\]|#\n\r\x00-\x1f]")
 _NOT_IN_HEADING_LINK = re.compile(r"[\[\]|\n\r\x00-\x1f]")
-# What breaks a bare Markdown destination (and `#`, `?`, `%`, which it would read as an
-# anchor, a query or an escape): written as %XX, which the index reads back.
-_MD_ESCAPE = re.compile(r"[ \t()<>#?%\x00-\x1f]")
-_MD_ESCAPE_BRACKETED = re.compile(r"[<>#?%\n\x00-\x1f]")
 AMBIGUOUS = -1  # `Resolver.after`: two notes would answer to the key equally
 
 
@@ -248,19 +245,13 @@ def relative_path(target: str, source: str, written: str) -> str:
     if written.startswith("/"):
         new = "/" + target
     else:
-        new = posixpath.relpath(target, posixpath.dirname(source) or ".")
+        new = relative_from(target, posixpath.dirname(source))
         if written.startswith("./") and not new.startswith("."):
             new = "./" + new
     bare = without_md_suffix(written)
     if bare == written:
         return without_md_suffix(new)
     return without_md_suffix(new) + written[len(bare) :]
-
-
-def md_destination(path: str, bracketed: bool) -> str:
-    """A path as a Markdown destination writes it: what would end or split it as %XX."""
-    pattern = _MD_ESCAPE_BRACKETED if bracketed else _MD_ESCAPE
-    return pattern.sub(lambda m: "".join(f"%{b:02X}" for b in m[0].encode("utf-8")), path)
 
 
 def meta_target(written: str, source: str, source_after: str, before: NoteNames,

@@ -24,6 +24,7 @@ from autodoc.parse.document import (
     parse_document,
 )
 from autodoc.parse.names import link_key, without_md_suffix
+from autodoc.query.link_style import md_destination
 from autodoc.query.navigate import anchor_key, slug
 from autodoc.query.rename_plan import (
     NoteNames,
@@ -32,7 +33,6 @@ from autodoc.query.rename_plan import (
     frontmatter_scalars,
     heading_text,
     local_anchors,
-    md_destination,
     meta_target,
     relative_path,
     wiki_target,

@@ -88,8 +88,8 @@ class Host:
         self._reported: dict[tuple[str, str], float] = {}  # (workspace, phase) -> last sent
         self._chunks: dict[str, tuple[float, int]] = {}  # workspace -> (counted at, chunks)
         # a save or a watcher's batch was indexed (on the writer thread): an editor's
-        # diagnostics for its open documents are due again
-        self.on_paths_indexed: Callable[[str], None] | None = None
+        # diagnostics for its open documents, and its code lenses, are due again
+        self.paths_indexed_listeners: list[Callable[[str], None]] = []
 
     # -- folders -----------------------------------------------------------------------------
 
@@ -388,8 +388,8 @@ class Host:
     def _indexed(self, workspace: str, summary: dict[str, Any]) -> None:
         self._note_rules(workspace, summary)  # a rescan (the watcher, a saved .gitignore)
         self.check_state(workspace, "semantic")
-        if self.on_paths_indexed is not None:
-            self.on_paths_indexed(workspace)
+        for listener in self.paths_indexed_listeners:
+            listener(workspace)
 
     def check_served(self, name: Any) -> None:
         """-32602 unless `name` is a folder this process serves (a team's server: the store's

@@ -85,16 +85,12 @@ def setup(server: AutodocServer) -> None:
         found = await ls.call("links.references", [name, rel, args[1] + 1, args[2], opts])
         return [lsp_location(root, p["path"], p["line"]) for p in found["places"]]
 
-    chain = server.host.on_paths_indexed
-
     def refresh_lenses(workspace: str) -> None:  # on the writer thread, after a save
-        if chain is not None:
-            chain(workspace)
         caps = server.client_capabilities.workspace
         if caps and caps.code_lens and caps.code_lens.refresh_support and server.loop:
             server.loop.call_soon_threadsafe(_refresh, server)
 
-    server.host.on_paths_indexed = refresh_lenses
+    server.host.paths_indexed_listeners.append(refresh_lenses)
 
 
 def _refresh(ls: AutodocServer) -> None:

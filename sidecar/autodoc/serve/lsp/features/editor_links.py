@@ -83,7 +83,7 @@ def setup(server: AutodocServer) -> None:
         for uri in list(server.workspace.text_documents):
             server.readers.submit(publish, server, uri)
 
-    server.host.on_paths_indexed = republish
+    server.host.paths_indexed_listeners.append(republish)
 
 
 def _setup_outline(server: AutodocServer) -> None:
