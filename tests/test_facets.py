@@ -17,8 +17,9 @@ import pytest
 import yaml
 
 from autodoc.parse import frontmatter_schema
-from autodoc.parse.frontmatter_schema import SchemaError, parse_schema
+from autodoc.parse.frontmatter_schema import SchemaError
 from autodoc.parse.query_parser import FacetToken, parse_query
+from autodoc.parse.schema_file import parse_schema
 from autodoc.query import facet_filter
 from autodoc.serve.cli import main
 from autodoc.wire.errors import RpcError

@@ -19,7 +19,8 @@ from autodoc import store as store_reads
 from autodoc.engine import Engine
 from autodoc.index import facet_values
 from autodoc.parse import frontmatter_schema
-from autodoc.parse.frontmatter_schema import Schema, SchemaError, parse_schema
+from autodoc.parse.frontmatter_schema import Schema, SchemaError
+from autodoc.parse.schema_file import parse_schema
 from autodoc.query import facet_filter
 from autodoc.query.facet_filter import FacetFilter, Match
 from autodoc.serve.dispatcher import Dispatcher

@@ -917,3 +917,39 @@ def test_the_picker_on_a_teams_server_over_http(shared_server, tmp_path: Path):
         assert n.nvim.current.buffer.name == str(vault / "adr" / "0003-embedded-sqlite-store.md")
     finally:
         n.close()
+
+
+def test_a_search_over_http_is_sent_again_after_the_servers_retry_after(tmp_path: Path):
+    """A read the server turns away for now (here a token's `rps=1`: 429 with `Retry-After`;
+    a team server's worker that dies mid-request drops the connection the same way) is sent
+    again after the wait: the picker shows the answer, not an error."""
+    from .test_http import RW, call
+    from .test_team_server import Team, _ready_with
+
+    if NVIM is None or pynvim is None:
+        missing("nvim", NO_NVIM)
+    (tmp_path / "srv").mkdir()
+    server = Team(tmp_path / "srv", f"{RW} rps=1\n{RO} read-only\n")
+    try:
+        _ready_with(server, RO)
+        statuses = [call(server.url, "search.find", "vault", "x", token=RW)[0] for _ in range(3)]
+        assert 429 in statuses  # the token's second spent: the plugin's first try is refused
+        os.environ["AUTODOC_TEST_TOKEN"] = RW
+        try:
+            remote = {
+                "url": server.url,
+                "root": str(server.vault),
+                "token_env": "AUTODOC_TEST_TOKEN",
+            }
+            n = Nvim(server.vault, tmp_path / "home", remote)
+        finally:
+            del os.environ["AUTODOC_TEST_TOKEN"]
+        try:
+            n.nvim.command("AutodocSearch")
+            type_query(n, "reclaimBatch")
+            st = n.until(lambda: (s := n.state()) and s.get("answer") and s["hits"] and s)
+            assert st["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
+        finally:
+            n.close()
+    finally:
+        server.close()

@@ -12,7 +12,7 @@ import pytest
 
 from autodoc.engine import Engine
 from autodoc.store import read_epochs
-from autodoc.vectors import usearch_index
+from autodoc.vectors import usearch_index, vector_rows
 
 from .conftest import write
 from .fake_openai import FakeOpenAI
@@ -20,7 +20,7 @@ from .test_semantic_stage import brute_force, candidates, plan, same, small_engi
 
 
 def test_rows_are_gathered_from_the_mapped_part_and_the_part_added_since():
-    rows = usearch_index._Rows.empty(4)
+    rows = vector_rows.Rows.empty(4)
     first = np.eye(4, dtype=np.float32)
     rows.extend(np.array([2, 5, 9, 11], np.uint64), np.array([b"a" * 64] * 4), first)
     rows.base, rows.tail = rows.tail, np.zeros((0, 4), np.float32)  # as after a save
@@ -63,6 +63,14 @@ def graph_keys(engine) -> set[int]:
     graph = p.signs.graph
     assert graph is not None
     return {int(k) for k in graph.keys}
+
+
+def searched(engine) -> set[int]:
+    """What a search reaches: the graph's vectors still held, and the tail past the graph."""
+    _, p = plan(engine)
+    signs = p.signs
+    held = {k for k in graph_keys(engine) if k in signs.index}
+    return held | {int(k) for k in signs.rows.ids[signs._tail_start() :] if k in signs.index}
 
 
 def vector_ids(engine) -> set[int]:
@@ -110,7 +118,7 @@ def test_a_saved_graph_is_loaded_and_kept_in_step(graphed, monkeypatch):
         engine.embed_run("v")  # collects the unused vectors
         now = vector_ids(engine)
         assert before - now and now - before  # some collected, some added
-        assert graph_keys(engine) == now
+        assert graph_keys(engine) == now == searched(engine)  # a new graph saved
         found, _ = candidates(engine, "zebra okapi giraffe")
         assert same(found, brute_force(engine, "zebra okapi giraffe", None))
         monkeypatch.setattr(usearch_index, "RESAVE_SHARE", 100.0)  # the graph file is kept...
@@ -119,13 +127,44 @@ def test_a_saved_graph_is_loaded_and_kept_in_step(graphed, monkeypatch):
         now = vector_ids(engine)
         saved = json.loads(p.signs.path.with_suffix(".json").read_text())
         assert saved["graph_rows"] < saved["rows"]  # ...so it misses the newest rows
+        assert graph_keys(engine) < now == searched(engine)  # searched past it, exactly
+        found, _ = candidates(engine, "added after the graph was saved")
+        assert same(found, brute_force(engine, "added after the graph was saved", None))
     finally:
         engine.close()
-    reopened = Engine(db)  # the rows since the graph was saved are added on load
+    reopened = Engine(db)  # the same graph file, the same tail past it: the same answers
     try:
-        assert graph_keys(reopened) == now
+        assert graph_keys(reopened) < now == searched(reopened)
+        found, _ = candidates(reopened, "added after the graph was saved")
+        assert same(found, brute_force(reopened, "added after the graph was saved", None))
     finally:
         reopened.close()
+
+
+def test_a_reader_searches_the_graph_the_writer_saved_last(graphed):
+    """Every process searches the graph file the writer saved last (never a graph of its own
+    that rows were added to), so two processes answer alike: a reader that started before the
+    writer saved a new graph follows it at its next refresh."""
+    engine, root = graphed
+    reader = Engine(engine.store.path)
+    try:
+        _, mine = plan(reader)
+        first = mine.signs._graph_seq
+        assert first is not None and graph_keys(reader) == graph_keys(engine)
+        for i in range(4):  # a third of the vectors new: past RESAVE_SHARE
+            write(root, f"new{i}.md", f"# New {i}\n\nfresh words {i}\n")
+        engine.index_run("v")
+        engine.embed_run("v")
+        _, theirs = plan(engine)
+        saved = json.loads(theirs.signs.path.with_suffix(".json").read_text())
+        assert saved["graph_seq"] > first and saved["graph_rows"] == saved["rows"]
+        _, mine = plan(reader)  # refreshed to the new epoch
+        assert mine.signs._graph_seq == saved["graph_seq"] == theirs.signs._graph_seq
+        assert graph_keys(reader) == graph_keys(engine) == vector_ids(engine)
+        for text in ("fresh words 2", "lease writer"):
+            assert candidates(reader, text)[0] == candidates(engine, text)[0]
+    finally:
+        reader.close()
 
 
 def test_a_graph_saved_with_other_build_settings_is_built_again_and_saved(graphed):
@@ -238,3 +277,35 @@ def test_the_stage_asks_a_large_graph_for_its_wider_shortlist(graphed, monkeypat
     monkeypatch.setattr(usearch_index, "HNSW_WIDEN_FROM", 3)  # this graph is "large" now
     assert signs.shortlist_size(50) > 300
     assert signs.shortlist_size(50) == usearch_index.hnsw_shortlist(len(signs.graph))
+
+
+def test_the_newest_vectors_collected_are_not_taken_for_a_rebuilt_store(graphed):
+    """Collecting the newest vectors lowers the highest id held, not the highest id ever given:
+    a reader keeps its graph through it (one that took this for a rebuilt store started over
+    from SQLite, without the graph, and answered unlike the writer)."""
+    from autodoc.index.indexer import Indexer
+
+    engine, root = graphed
+    ws = engine.workspace("v")
+    write(root, "newest.md", "# Newest\n\nthe last words written here\n")
+    engine.index_run("v")
+    engine.embed_run("v")
+    newest = max(vector_ids(engine))
+    reader = Engine(engine.store.path)
+    try:
+        _, mine = plan(reader)
+        assert mine.signs.graph is not None and mine.signs.max_id == newest
+        (root / "newest.md").unlink()
+        engine.index_run("v")
+        Indexer(engine.store, engine.lexical(ws), ws).purge_retired(grace=0)
+        engine.embed_run("v")  # collects the unused vectors, the newest among them
+        assert max(vector_ids(engine)) < newest
+        _, mine = plan(reader)  # refreshed: the same index, what was collected left out
+        _, theirs = plan(engine)
+        assert mine.signs.graph is not None and mine.signs.max_id == newest
+        assert mine.signs._graph_seq == theirs.signs._graph_seq
+        assert searched(reader) == vector_ids(engine) == searched(engine)
+        for text in ("lease writer", "the last words written here"):
+            assert candidates(reader, text)[0] == candidates(engine, text)[0]
+    finally:
+        reader.close()

@@ -183,20 +183,27 @@ local function remote_client(root)
   return M.remote
 end
 
+-- Writes over HTTP: never sent twice (every other method reads, and is safe to repeat).
+local HTTP_WRITES = { ["index.run"] = true, ["index.check"] = true }
+
 --- One JSON-RPC call over HTTP with curl; `callback(err, result)` on the main loop. The token
---- travels in a header read from `token_env`, never on the command line.
+--- travels in a header read from `token_env`, never on the command line. A read is tried again
+--- on what a busy or restarting server answers (503 or 429, after their `Retry-After`) and on a
+--- connection dropped without an answer (a team server's worker that died mid-request).
 ---@return fun() cancel
 local function http_request(method, params, callback)
   local s = remote_opts() or {}
-  local body = vim.json.encode({
-    jsonrpc = "2.0",
-    id = 1,
-    method = method:gsub("^autodoc/", ""),
-    params = params,
-  })
+  local name = method:gsub("^autodoc/", "")
+  local body = vim.json.encode({ jsonrpc = "2.0", id = 1, method = name, params = params })
   local token = s.token_env and os.getenv(s.token_env) or nil
-  local cmd =
-    { "curl", "-sS", "--max-time", "30", "-X", "POST", "-H", "Content-Type: application/json" }
+  -- The answer goes to a file: curl empties it before it tries again (on stdout the refused
+  -- answers would come first).
+  local answer_file = vim.fn.tempname()
+  local cmd = { "curl", "-sS", "--max-time", "30", "-X", "POST", "-o", answer_file }
+  vim.list_extend(cmd, { "-H", "Content-Type: application/json" })
+  if not HTTP_WRITES[name] then
+    vim.list_extend(cmd, { "--retry", "3", "--retry-all-errors", "--retry-max-time", "20" })
+  end
   if token then
     vim.list_extend(cmd, { "-H", "@-" })
   end
@@ -206,7 +213,13 @@ local function http_request(method, params, callback)
     stdin = token and ("Authorization: Bearer " .. token .. "\n") or nil,
   }, function(out)
     vim.schedule(function()
-      local ok, reply = pcall(vim.json.decode, out.stdout or "")
+      local read = io.open(answer_file, "r")
+      local text = read and read:read("*a") or ""
+      if read then
+        read:close()
+      end
+      os.remove(answer_file)
+      local ok, reply = pcall(vim.json.decode, text)
       if out.code ~= 0 or not ok or type(reply) ~= "table" then
         callback(
           { code = -32603, message = "the server did not answer: " .. (out.stderr or "") },

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from autodoc.vectors.coverage import semantic_coverage
 from autodoc.vectors.nearest import SemanticPlan
 from autodoc.vectors.usearch_index import VectorIndex, Vectors
 from autodoc.wire import protocol
-from autodoc.wire.errors import SWITCHING, UNSUPPORTED
+from autodoc.wire.errors import SWITCHING, UNSUPPORTED, RpcError
 
 log = logging.getLogger("autodoc.engine")
 
@@ -155,17 +156,31 @@ class EngineCore:
         if target is None:
             return SemanticPlan(None, None, state="off", reason=why, code=UNSUPPORTED)
         if ws.active_model_fp in (None, target.model_fp):
-            return SemanticPlan(target, target.model_fp, signs=self.signs(ws, target))
+            return SemanticPlan(target, target.model_fp, open_signs=partial(self.signs, ws, target))
         old = self._load(ws.active_embedding)[0] if ws.active_embedding else None
         if old is None or old.model_fp != ws.active_model_fp:
             return SemanticPlan(None, None, state="switching", reason=FILLING, code=SWITCHING)
-        return SemanticPlan(old, old.model_fp, state="switching", signs=self.signs(ws, old))
+        opened = partial(self.signs, ws, old)
+        return SemanticPlan(old, old.model_fp, state="switching", open_signs=opened)
 
     def counts(self, name: Any) -> tuple[int, int]:
         """(live documents, live chunks) of a workspace, as stored now."""
         ws = self.workspace(name)
         with self.store.snapshot() as conn:
             return sql.workspace_counts(conn, ws.id)
+
+    def epochs(self, names: list[str]) -> dict[str, tuple[int, int]]:
+        """(text epoch, vector epoch) of each named workspace, read in one snapshot: a team
+        server stamps every answer with them, so a client can tell no worker went back."""
+        ids = {}
+        for name in names:
+            try:
+                ids[name] = self.workspace(name).id
+            except RpcError:
+                continue  # removed meanwhile
+        with self.store.snapshot() as conn:
+            read = {name: sql.read_epochs(conn, ws_id) for name, ws_id in ids.items()}
+        return {name: pair for name, pair in read.items() if pair is not None}
 
     def _describe(self, ws: Workspace) -> protocol.WorkspaceInfo:
         with self.store.snapshot() as conn:

@@ -16,7 +16,7 @@ from autodoc.index.indexer import Indexer, Progress
 from autodoc.models.embedders import Embedder, key_status
 from autodoc.parse import frontmatter_schema
 from autodoc.store import Workspace, read_epochs
-from autodoc.vectors.coverage import semantic_coverage, semantic_missing
+from autodoc.vectors.coverage import note_coverage_now, semantic_coverage, semantic_missing
 from autodoc.vectors.embedding_cache import collect_unused, fill
 from autodoc.wire import protocol
 from autodoc.wire.errors import StoreBusyError
@@ -62,6 +62,7 @@ class Indexing(EngineCore):
             self._collected[ws.id] = time.monotonic()
         self._catch_up(ws, target)  # bring the saved vector index up to date
         self.signs(ws, target).save()
+        note_coverage_now(self.store, ws, target.model_fp)  # what a new process reads
         seconds = time.perf_counter() - started
         return {
             "model": target.name,

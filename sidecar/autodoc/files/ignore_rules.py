@@ -35,9 +35,6 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pathspec import GitIgnoreSpec
-from pathspec.patterns.gitignore import GitIgnorePatternError
-
 from autodoc.files.confine import MISSING, read_inside
 
 IGNORE_FILES = (".ignore", ".gitignore")  # ripgrep's order: .ignore beats .gitignore
@@ -87,6 +84,9 @@ class GitPatterns:
     dropped and listed in `problems` (line number, why): it does not cost the others."""
 
     def __init__(self, lines: Sequence[str]) -> None:
+        from pathspec import GitIgnoreSpec  # a walk's first rules load it (a search has none)
+        from pathspec.patterns.gitignore import GitIgnorePatternError
+
         self.lines = tuple(lines)
         self.problems: list[tuple[int, str]] = []
         compiled: list[tuple[int, bool, re.Pattern[str], bool]] = []
@@ -147,7 +147,7 @@ class Rules:
         self.root = root
         self.options = options
         self._exclude = GitPatterns(options.exclude) if options.exclude else None
-        self._include = GitIgnoreSpec.from_lines(options.include) if options.include else None
+        self._include = _spec(options.include) if options.include else None
         self._reaching = [_anchored_parts(p) for p in options.include]
         self._chains: dict[str, Chain] = {}
         self.counts: dict[Verdict, list[int]] = {}  # verdict -> [files, folders]
@@ -293,3 +293,10 @@ def _anchored_parts(pattern: str) -> list[str] | None:
     if not pattern.startswith("/") and "/" not in body:
         return None
     return [p for p in body.split("/") if p]
+
+
+def _spec(lines: Sequence[str]) -> Any:
+    """`include`'s patterns as pathspec's GitIgnoreSpec (loaded with a walk's first rules)."""
+    from pathspec import GitIgnoreSpec
+
+    return GitIgnoreSpec.from_lines(lines)

@@ -100,8 +100,10 @@ class Indexer:
         if data is None:
             schema = frontmatter_schema.EMPTY
         else:
+            from autodoc.parse.schema_file import parse_schema  # PyYAML: only with a schema file
+
             try:
-                schema = frontmatter_schema.parse_schema(data.decode("utf-8"))
+                schema = parse_schema(data.decode("utf-8"))
             except UnicodeDecodeError as exc:
                 error = f"line 1: not UTF-8 (byte {exc.start})"
             except frontmatter_schema.SchemaError as exc:

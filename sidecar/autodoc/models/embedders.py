@@ -4,8 +4,11 @@ Two providers behind one small interface: a local ONNX model on onnxruntime + to
 default is all-MiniLM-L6-v2, installed from PyPI with the package, never downloaded), and any
 OpenAI-compatible `POST /v1/embeddings` endpoint.
 
-Import order matters: usearch 2.26.2-2.26.6 crashes a process that imports it before
-onnxruntime, so this module imports onnxruntime at the top and `vectors` imports this module.
+onnxruntime and tokenizers are imported when a model is first run, never before: a model's
+name, dimensions and fingerprint are known without them (`weights_identity`), so a command
+that embeds nothing (a lexical search, `find`) starts neither. (usearch 2.26.2-2.26.6 crashed a
+process that imported it before onnxruntime: pyproject.toml pins 2.26.1, and
+tests/test_semantic.py runs both orders.)
 """
 
 from __future__ import annotations
@@ -17,21 +20,22 @@ import logging
 import os
 import threading
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
-import onnxruntime as ort
-from tokenizers import Tokenizer
 
+from autodoc.models.model_files import cache_dir, remember_dim, weights_identity
 from autodoc.wire import protocol
 from autodoc.wire.api_keys import api_key
 from autodoc.wire.errors import EMBED_FAILED, RpcError
 from autodoc.wire.provider_specs import validate_embedding
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -104,14 +108,6 @@ class Meter:
         }
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def token_batches(lengths: list[int], batch_tokens: int, max_batch: int) -> list[list[int]]:
     """Indices grouped by similar length, each group at most `batch_tokens` padded tokens and
     `max_batch` items: short texts share a call, a long one runs alone (on a CPU that is
@@ -176,27 +172,64 @@ class OnnxEmbedder:
         self.pooling = pooling
         self.batch_tokens = batch_tokens
         self.max_batch = max_batch
-        self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
-        self.tokenizer.enable_truncation(max_length)
-        padding = self.tokenizer.padding or {}
-        self.pad_id = int(padding.get("pad_id", 0))
-        self.tokenizer.no_padding()  # batches are padded here, to their own longest text
-        threads = threads or min(4, os.cpu_count() or 1)
+        if not tokenizer_path.is_file():  # loaded later, but a missing file is said now
+            raise FileNotFoundError(f"no tokenizer file: {tokenizer_path}")
+        self.tokenizer_path, self.max_length = tokenizer_path, max_length
+        self.threads = threads = threads or default_threads()
         # Default: one single-threaded run per thread, batches side by side. Measured on 2 cores
         # (bench/embed_throughput.py, 768 cpp-docs chunks): 100.4 chunks/s against 66.1 for one
         # run on two intra-op threads, the same vectors; peak RSS 291 MB against 207 (two sessions).
         self.workers = max(1, min(workers or threads, threads))
         self.session_path = session_path or model_path
-        self.session = _session(self.session_path, threads)  # one text at a time: a query
+        self._tokenizer: Tokenizer | None = None
+        self.pad_id = 0  # the tokenizer's, once loaded
+        self.inputs: set[str] = set()  # the graph's input names, once a session is made
+        self._session: ort.InferenceSession | None = None  # one text at a time: a query
         self._batch_threads = threads // self.workers
         self._batch_session: ort.InferenceSession | None = None
         self._lock = threading.Lock()
-        self.inputs = {i.name for i in self.session.get_inputs()}
         self.meter = Meter()
-        self.dim = int(self._run(["dimension probe"])[0].shape[1])
-        self.model_fp = fingerprint(
-            "onnx", self.name, self.dim, weights_hash or _sha256(model_path)
-        )
+        # What names the vectors, known without running the model once it ran in any process.
+        identity = weights_identity(model_path)
+        if "dim" not in identity:
+            identity = remember_dim(model_path, identity, self._run(["dimension probe"])[0])
+        self.dim = int(identity["dim"])
+        self.model_fp = fingerprint("onnx", self.name, self.dim, weights_hash or identity["sha256"])
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The tokenizer, loaded on first use (~40 ms: a process that embeds nothing skips it)."""
+        with self._lock:
+            if self._tokenizer is None:
+                from tokenizers import Tokenizer
+
+                tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
+                tokenizer.enable_truncation(self.max_length)
+                padding = tokenizer.padding or {}
+                self.pad_id = int(padding.get("pad_id", 0))
+                tokenizer.no_padding()  # batches are padded here, to their own longest text
+                self._tokenizer = tokenizer
+            return self._tokenizer
+
+    @property
+    def session(self) -> ort.InferenceSession:
+        """The query's session, made when a text is first embedded (onnxruntime starts then)."""
+        with self._lock:
+            if self._session is None:
+                self._session = _session(self.session_path, self.threads)
+                self.inputs = {i.name for i in self._session.get_inputs()}
+            return self._session
+
+    @session.setter
+    def session(self, session: ort.InferenceSession) -> None:
+        with self._lock:
+            self._session = session
+            self.inputs = {i.name for i in session.get_inputs()}
+
+    @property
+    def loaded(self) -> bool:
+        """Its query session is made: embedding a text costs milliseconds, not a start."""
+        return self._session is not None
 
     def _run(self, texts: list[str]) -> tuple[np.ndarray, int]:
         return self._forward(self.tokenizer.encode_batch(texts))
@@ -204,11 +237,12 @@ class OnnxEmbedder:
     def _forward(
         self, enc: list, session: ort.InferenceSession | None = None
     ) -> tuple[np.ndarray, int]:
+        session = session or self.session  # made first: it names the inputs
         ids, mask, _ = pad_batch(enc, self.pad_id)
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self.inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
-        hidden = (session or self.session).run(None, feed)[0]
+        hidden = session.run(None, feed)[0]
         if self.pooling == "cls":
             pooled = hidden[:, 0, :]
         else:
@@ -229,6 +263,7 @@ class OnnxEmbedder:
         with self._lock:
             if self._batch_session is None:
                 self._batch_session = _session(self.session_path, self._batch_threads)
+                self.inputs = {i.name for i in self._batch_session.get_inputs()}
             return self._batch_session
 
     def _run_batches(self, enc: list, batches: list[list[int]]) -> list[np.ndarray]:
@@ -262,9 +297,21 @@ class OnnxEmbedder:
         return out
 
 
+THREADS_ENV = "AUTODOC_THREADS"  # CPU threads a model may use in this process, if set
+
+
+def default_threads() -> int:
+    """`AUTODOC_THREADS` when set (a team server gives each worker its share of the cores:
+    two workers each running a two-thread model on two cores only fight), else min(4, cores)."""
+    given = os.environ.get(THREADS_ENV, "")
+    return int(given) if given.isdigit() and int(given) > 0 else min(4, os.cpu_count() or 1)
+
+
 def _session(path: Path, threads: int) -> ort.InferenceSession:
+    import onnxruntime as ort  # here, not at import: only a process that runs a model starts it
+
     so = ort.SessionOptions()
-    so.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+    so.intra_op_num_threads = threads or default_threads()
     so.inter_op_num_threads = 1
     so.log_severity_level = 3
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
@@ -296,11 +343,6 @@ def bundled_files() -> tuple[Path, Path]:
     return model, tokenizer
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(os.environ.get("AUTODOC_CACHE", Path(base) / "autodoc"))
-
-
 # Over 60 lines: the one place that derives, checks and caches the int8 graph, with its
 # fallbacks (read-only cache, a failed quantisation) kept together.
 def optimised_graph(source: Path, tokenizer: Path, source_hash: str) -> Path | None:
@@ -322,6 +364,7 @@ def optimised_graph(source: Path, tokenizer: Path, source_hash: str) -> Path | N
         except (OSError, ValueError):
             pass
     try:
+        import onnxruntime as ort
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError:  # the quantisation tools need the `onnx` package
         return None
@@ -369,7 +412,7 @@ def optimised_graph(source: Path, tokenizer: Path, source_hash: str) -> Path | N
 
 def bundled_embedder(optimise: bool = True, threads: int = 0, workers: int = 0) -> OnnxEmbedder:
     model, tokenizer = bundled_files()
-    weights = _sha256(model)
+    weights = weights_identity(model)["sha256"]
     session = optimised_graph(model, tokenizer, weights) if optimise else None
     return OnnxEmbedder(
         model,
@@ -405,6 +448,9 @@ class ProviderError(Exception):
 def post_json(url: str, body: dict[str, Any], key_env: str | None, timeout: float) -> Any:
     """POST a JSON body with a Bearer key (environment or keyring); the parsed JSON answer.
     Shared by the embedding and rerank providers; the key is never logged."""
+    import urllib.error  # with http.client, ssl and email: only a provider over HTTP needs them
+    import urllib.request
+
     headers = {"Content-Type": "application/json"}
     key = api_key(key_env)
     if key:

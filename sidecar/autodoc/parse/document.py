@@ -10,20 +10,15 @@ import datetime as _dt
 import re
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from itertools import accumulate
 from operator import or_
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote
 
-import yaml
-from frontmatter.default_handlers import YAMLHandler
-
 from autodoc.parse.markdown import Block, Heading, read_structure
 
-_YAML = YAMLHandler()  # python-frontmatter: its delimiter regex and its SafeLoader-based load
-# libyaml's safe loader when PyYAML was built with it: same safety, several times faster.
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FM_MAX_BYTES = 256 * 1024
 _FM_MAX_NODES = 20_000  # YAML aliases can make a 1 KB block expand to billions of nodes
 
@@ -210,6 +205,16 @@ def _json_safe(value: Any, budget: list[int]) -> Any:
     return str(value)
 
 
+@cache
+def _yaml_reader() -> tuple[Any, Any]:
+    """python-frontmatter's YAML handler (its SafeLoader-based load) and libyaml's safe loader
+    when PyYAML was built with it: same safety, several times faster."""
+    import yaml
+    from frontmatter.default_handlers import YAMLHandler
+
+    return YAMLHandler(), getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _frontmatter(
     lines: list[str], span: tuple[int, int] | None
 ) -> tuple[dict[str, Any], str | None]:
@@ -221,8 +226,11 @@ def _frontmatter(
     block = "\n".join(lines[start + 1 : end])
     if len(block) > _FM_MAX_BYTES:
         return {}, f"frontmatter larger than {_FM_MAX_BYTES // 1024} KB: ignored"
+    import yaml  # PyYAML loads with the first front matter read (a search reads none)
+
+    handler, loader = _yaml_reader()
     try:
-        loaded = _YAML.load(block, Loader=_SAFE_LOADER)
+        loaded = handler.load(block, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + start + 2})" if mark is not None else ""

@@ -63,8 +63,10 @@ def common_words() -> frozenset[str]:
     """English words at Zipf 3.0 or above (once per million words), from wordfreq's list
     (bench/common_words.py writes the file; read once, on the first absent word)."""
     data = resources.files("autodoc.query").joinpath(COMMON_WORDS_FILE).read_bytes()
-    lines = gzip.decompress(data).decode("utf-8").splitlines()
-    return frozenset(line for line in lines if line and not line.startswith("#"))
+    text = gzip.decompress(data).decode("utf-8")
+    while text.startswith("#"):  # the header's lines lead the file
+        text = text.partition("\n")[2]
+    return frozenset(text.split())  # one word a line, none with a space: split in C (~3 ms)
 
 
 def level(

@@ -19,8 +19,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-import yaml
-
 from autodoc.parse.document import MD_LINK, WIKILINK, links_on_line
 from autodoc.parse.document import without_inline_code as _code_blanked
 from autodoc.parse.names import without_md_suffix
@@ -343,6 +341,8 @@ def yaml_words(new: str, quote: str) -> str:
 
 def yaml_scalar(line: str) -> object:
     """The value of a one-line `key: value` as YAML reads it (None when it cannot)."""
+    import yaml  # only a rename that rewrites front matter reads YAML
+
     try:
         loaded = yaml.safe_load(line)
     except yaml.YAMLError:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from autodoc import __version__
-from autodoc.engine import Engine
 from autodoc.serve.cli_output import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
@@ -128,7 +128,10 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument(
         "--token-env", default="AUTODOC_TOKEN", help="with --http: a read-write token's variable"
     )
-    sv.add_argument("--max-concurrent", type=int, default=16, help="with --http: requests at once")
+    sv.add_argument("--max-concurrent", type=int,
+                    help="with --http: requests at once, per worker (default 4)")  # fmt: skip
+    sv.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                    help="with --http: worker processes (default: one a core)")  # fmt: skip
     sv.add_argument("--log-file", help="log here instead of stderr")
     sv.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     mc = sub.add_parser(
@@ -167,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     if getattr(args, "command", None) in ("serve", "mcp"):
         return _serve(args)
+    from autodoc.engine import Engine  # after the arguments: `--help` opens nothing
+
     engine = Engine(args.db)
     dispatcher = Dispatcher(engine)
     try:
@@ -224,15 +229,16 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _serve_http(args: argparse.Namespace) -> int:
     """`autodoc serve --http`: a configuration it refuses is a usage error (exit 2)."""
-    from autodoc.serve.http_server import serve_http
+    from autodoc.serve.team_server import serve_team
 
     try:
-        return serve_http(
+        return serve_team(
             args.db,
             args.paths,
             args.http,
             token_file=args.token_file,
             token_env=args.token_env,
+            workers=args.workers,
             max_concurrent=args.max_concurrent,
         )
     except (RpcError, ValueError, OSError) as err:

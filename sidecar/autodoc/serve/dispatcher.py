@@ -14,9 +14,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from autodoc.engine import Engine
 from autodoc.wire.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -26,9 +25,44 @@ from autodoc.wire.errors import (
 )
 from autodoc.wire.limits import check_params
 
+if TYPE_CHECKING:  # the caller opens the engine: `--help` and a server's `initialize` need none
+    from autodoc.engine import Engine
+
 log = logging.getLogger(__name__)
 
 
+# Every method: its name on the wire -> the Engine method that answers it. Named, not bound: a
+# server registers its methods before its engine has opened (`autodoc serve` answers
+# `initialize` first).
+METHODS: dict[str, str] = {
+    "workspace.add": "workspace_add",
+    "workspace.list": "workspace_list",
+    "workspace.remove": "workspace_remove",
+    "workspace.section_size": "workspace_section_size",
+    "workspace.configure": "workspace_configure",
+    "index.run": "index_run",
+    "index.status": "index_status",
+    "index.check": "index_check",
+    "search.query": "search",
+    "search.find": "find",
+    "related": "related",
+    "doc.read": "doc_read",
+    "doc.indexed": "doc_indexed",
+    "doc.outline": "doc_outline",
+    "doc.actions": "doc_actions",
+    "doc.lenses": "doc_lenses",
+    "changes.since": "changes_since",
+    "links.definition": "links_definition",
+    "links.hover": "links_hover",
+    "links.references": "links_references",
+    "links.document": "links_document",
+    "links.diagnostics": "links_diagnostics",
+    "links.complete": "links_complete",
+    "links.preview": "links_preview",
+    "links.prepare_rename": "links_prepare_rename",
+    "links.rename": "links_rename",
+    "links.file_renamed": "links_file_renamed",
+}
 # Methods that change the store: a long-lived server runs them on its one writer thread.
 WRITES = frozenset(
     {
@@ -82,40 +116,12 @@ class Dispatcher:
 
     def __init__(self, engine: Engine, *, long_lived: bool = False) -> None:
         self.engine = engine
-        e = engine
-        index_run = partial(e.index_run, wait=False) if long_lived else e.index_run
-        configure = (
-            partial(e.workspace_configure, wait=False) if long_lived else e.workspace_configure
-        )
         self.methods: dict[str, Callable[..., Any]] = {
-            "workspace.add": e.workspace_add,
-            "workspace.list": e.workspace_list,
-            "workspace.remove": e.workspace_remove,
-            "workspace.section_size": e.workspace_section_size,
-            "workspace.configure": configure,
-            "index.run": index_run,
-            "index.status": e.index_status,
-            "index.check": e.index_check,
-            "search.query": e.search,
-            "search.find": e.find,
-            "related": e.related,
-            "doc.read": e.doc_read,
-            "doc.indexed": e.doc_indexed,
-            "doc.outline": e.doc_outline,
-            "doc.actions": e.doc_actions,
-            "doc.lenses": e.doc_lenses,
-            "changes.since": e.changes_since,
-            "links.definition": e.links_definition,
-            "links.hover": e.links_hover,
-            "links.references": e.links_references,
-            "links.document": e.links_document,
-            "links.diagnostics": e.links_diagnostics,
-            "links.complete": e.links_complete,
-            "links.preview": e.links_preview,
-            "links.prepare_rename": e.links_prepare_rename,
-            "links.rename": e.links_rename,
-            "links.file_renamed": e.links_file_renamed,
+            name: getattr(engine, attr) for name, attr in METHODS.items()
         }
+        if long_lived:
+            self.methods["index.run"] = partial(engine.index_run, wait=False)
+            self.methods["workspace.configure"] = partial(engine.workspace_configure, wait=False)
         self._arity = {name: _arity(fn) for name, fn in self.methods.items()}
         self._trace = os.environ.get(TRACE_ENV) or None
 

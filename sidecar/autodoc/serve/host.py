@@ -6,6 +6,9 @@ changed at answer time is re-indexed, whoever asked), the writer lease, a picker
 searches, and the events a client may want to hear about. So the two servers cannot drift: what
 one does on an edit, a stale hit or a held lease, the other does too. The adapters only translate
 between their wire and these methods.
+
+A server's host may open its engine (the store, and the imports behind it) on a thread of its own
+while the server answers `initialize` (`host_engine.EngineHost`).
 """
 
 from __future__ import annotations
@@ -17,21 +20,24 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from autodoc import __version__
-from autodoc.engine import Engine
 from autodoc.files.ignore_rules import IGNORE_FILES, RuleOptions
-from autodoc.serve.dispatcher import WRITES, Dispatcher
-from autodoc.serve.refresh import SAVE_DELAY_S, Refresher
-from autodoc.serve.watch import Watcher
+from autodoc.serve.dispatcher import WRITES
+from autodoc.serve.host_engine import EngineHost, engine_at
+from autodoc.serve.refresh import SAVE_DELAY_S
 from autodoc.wire import protocol
 from autodoc.wire.errors import INVALID_PARAMS, CancelToken, RpcError, StoreBusyError
 from autodoc.wire.file_rules import FileRules
 
+if TYPE_CHECKING:
+    from autodoc.engine import Engine
+
 log = logging.getLogger(__name__)
 
 RETRY_FOLDER_S = 2.0  # how often a folder opened read-only tries again for the writer lease
+NAMING_WAIT_S = 30.0  # the most a request for "the served folder" waits for it to be named
 SUPERSEDED = "superseded by a newer search"
 READ_ONLY = "read-only: another autodoc process is writing this store"
 TAKING_OVER = "taking over: the process that wrote this store is gone"
@@ -50,22 +56,21 @@ Notify = Callable[[str, Any], None]
 Progress = Callable[[int, int, str], None]
 
 
-class Host:
+class Host(EngineHost):
     """The workspaces one process serves. `notify(event, params)` is called from any thread;
-    `on_lease(writer, holder)` when the writer lease is taken or found held."""
+    `on_lease(writer, holder)` when the writer lease is taken or found held. Over `engine`, or
+    over the one `open_engine` makes on a thread of its own (`opened` holds it once open)."""
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Engine | None = None,
         *,
+        open_engine: Callable[[], Engine] | None = None,
         watch: bool = True,
         notify: Notify | None = None,
         on_lease: Callable[[bool, str], None] | None = None,
     ) -> None:
-        self.engine = engine
-        self.dispatcher = Dispatcher(engine, long_lived=True)
-        self.refresher = Refresher(engine, on_indexed=self._indexed, on_lease=self._lease)
-        self.watcher = Watcher(self.refresher) if watch else None
+        super().__init__(watch=watch)
         self.notify: Notify = notify or (lambda event, params: None)
         self.on_lease = on_lease
         # Replaced, never mutated: reader threads iterate them while the writer thread opens
@@ -82,14 +87,27 @@ class Host:
         self._closed = False
         self._retrying: frozenset[Path] = frozenset()  # read-only folders with a retry queued
         self._rules: dict[str, FileRules] = {}  # workspace -> what left files out of its walk
-        engine.on_stale = self._stale
-        engine.on_embedded = self._embedded
-        engine.on_embedding = self._embedding
+        self._named = threading.Condition(self._lock)  # a folder was named, or gave up
         self._reported: dict[tuple[str, str], float] = {}  # (workspace, phase) -> last sent
         self._chunks: dict[str, tuple[float, int]] = {}  # workspace -> (counted at, chunks)
         # a save or a watcher's batch was indexed (on the writer thread): an editor's
         # diagnostics for its open documents, and its code lenses, are due again
         self.paths_indexed_listeners: list[Callable[[str], None]] = []
+        # this process took the store's writer lease (once: it holds it until it exits); a
+        # team server's worker then takes the other workers' writes
+        self.lease_taken_listeners: list[Callable[[], None]] = []
+        self._lease_announced = False
+        self._serve_engine(engine, open_engine)
+
+    @classmethod
+    def over_store(cls, db: str | None, **options: Any) -> Host:
+        """A host over the store at `db`, which opens on a thread of its own: a server answers
+        `initialize` meanwhile."""
+        return cls(open_engine=lambda: engine_at(db), **options)
+
+    def _opening_failed(self) -> None:
+        with self._lock:
+            self._named.notify_all()
 
     # -- folders -----------------------------------------------------------------------------
 
@@ -109,22 +127,23 @@ class Host:
 
     def open(
         self,
-        root: Path,
+        root: Path | Callable[[], Path],
         progress: Progress | None = None,
         finished: Callable[[dict[str, Any]], None] | None = None,
     ) -> Future[dict[str, Any]]:
         """Serve this folder: add (or reuse) its workspace, watch it, index it, on the writer
         thread. The result, `{"name", "state", "summary"}`, goes to `finished` before clients
         hear `autodoc/indexReady`, and is the future's; while another process holds the writer
-        lease the folder is served read-only and retried quietly."""
+        lease the folder is served read-only and retried quietly. `root` may be what finds the
+        folder once the store is open (the workspace around the working directory)."""
         with self._lock:
             self.opening += 1
             self.asked = True
-        return self.refresher.submit(lambda: self._open(root, progress, finished))
+        return self._on_writer(lambda: self._open(root, progress, finished))
 
     def _open(
         self,
-        root: Path,
+        root: Path | Callable[[], Path],
         progress: Progress | None,
         finished: Callable[[dict[str, Any]], None] | None,
         *,
@@ -132,10 +151,14 @@ class Host:
     ) -> dict[str, Any]:
         name: str | None = None
         summary: dict[str, Any] | None = None
+        if callable(root):  # the folder is found now that the store is open
+            root = self._found(root)
         try:
             name = self.engine.workspace_for_root(root)
             self._serve(name, root, "indexing")
             self.apply_options(name)
+            self.engine.store.writer()  # the lease first: only its holder watches and indexes
+            self._took_lease()
             if self.watcher is not None:  # first, so edits made while indexing are caught
                 self.watcher.watch(name, root, self._rule_options(name))
             summary = self._index(name, root, progress)
@@ -158,6 +181,7 @@ class Host:
             if not retry:
                 with self._lock:
                     self.opening -= 1
+                    self._named.notify_all()
         if name is not None:
             self._serve(name, root, state)
         opened = {"name": name, "state": state, "summary": summary}
@@ -168,6 +192,27 @@ class Host:
         if name is not None and summary is not None:
             self.check_state(name, "semantic")
         return opened
+
+    def _found(self, find: Callable[[], Path]) -> Path:
+        try:
+            return find()
+        except BaseException:
+            with self._lock:
+                self.opening -= 1
+                self._named.notify_all()
+            raise
+
+    def _took_lease(self) -> None:
+        with self._lock:
+            if self._lease_announced:
+                return
+            self._lease_announced = True
+        for listener in self.lease_taken_listeners:
+            listener()
+
+    def epochs(self) -> dict[str, tuple[int, int]]:
+        """(text, vector) epoch of each served workspace, as the store holds them now."""
+        return self.engine.epochs(list(self.served))
 
     def _retry(self, root: Path) -> None:
         """Try a read-only folder again on the writer thread; once at a time per folder."""
@@ -187,6 +232,7 @@ class Host:
         with self._lock:
             self.served = {**self.served, name: root.resolve()}
             self.indexing = {**self.indexing, name: state}
+            self._named.notify_all()
 
     def close_folder(self, name: str) -> None:
         """Stop serving and watching a workspace (its index stays in the store)."""
@@ -242,9 +288,14 @@ class Host:
                     self.refresher.touch(name, path.relative_to(root).as_posix(), SAVE_DELAY_S)
 
     def workspace(self, name: str | None = None) -> str:
-        """`name`, or the first folder this process serves."""
+        """`name`, or the first folder this process serves (one being opened is named first,
+        before it is indexed: a request that arrives before that waits for it)."""
         if name:
             return name
+        with self._lock:
+            self._named.wait_for(self._naming_over, timeout=NAMING_WAIT_S)
+        if self.opened.done() and (failed := self.opened.exception()) is not None:
+            raise failed  # the store could not open: say why, not "retry shortly"
         served = self.served
         if served:
             return next(iter(served))
@@ -260,6 +311,17 @@ class Host:
             "no workspace folder is open; name a workspace (see `status`)",
             {"workspaces": sorted(names)},
         )
+
+    def wait_served(self, roots: list[Path], timeout: float) -> bool:
+        """Until each of these folders is served (named: a request naming it is answered from
+        what is indexed so far), at most `timeout` s; whether they all are."""
+        want = {root.resolve() for root in roots}
+        with self._lock:
+            return self._named.wait_for(lambda: want <= set(self.served.values()), timeout)
+
+    def _naming_over(self) -> bool:
+        failed = self.opened.done() and self.opened.exception() is not None
+        return bool(self.served or self.refused or not self.opening or failed)
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -281,13 +343,13 @@ class Host:
             return result
 
         assert method in WRITES, method
-        return self.refresher.submit(job)
+        return self._on_writer(job)
 
     def reindex(self, name: str, progress: Progress | None = None) -> Future[dict[str, Any]]:
         """Walk a served folder again on the writer thread, telling clients how far it got
         through the same `autodoc/indexProgress` as the first index; its summary."""
         root = self.served[name]
-        return self.refresher.submit(lambda: self._index(name, root, progress))
+        return self._on_writer(lambda: self._index(name, root, progress))
 
     def _index(self, name: str, root: Path, progress: Progress | None) -> dict[str, Any]:
         """Index a served folder (on the writer thread), its file progress passed on and sent
@@ -461,7 +523,4 @@ class Host:
         if self._closed:
             return
         self._closed = True
-        if self.watcher is not None:
-            self.watcher.close()
-        self.refresher.close()
-        self.engine.close()
+        self._close_engine()

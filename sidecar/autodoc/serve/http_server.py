@@ -15,24 +15,24 @@ Every client is treated as possibly hostile:
 from __future__ import annotations
 
 import asyncio
-import hmac
+import contextlib
 import ipaddress
 import json
 import logging
 import os
 import sys
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from autodoc.serve.dispatcher import WRITES
 from autodoc.serve.host import Host
+from autodoc.serve.http_tokens import Token, TokenLimits, Tokens
 from autodoc.wire import limits
 from autodoc.wire.errors import (
     INVALID_PARAMS,
@@ -73,54 +73,13 @@ READS = frozenset(
 HTTP_WRITES = frozenset({"index.run", "index.check"})
 UNAUTHORIZED = -32001  # no token, or not one of the server's: HTTP 401
 FORBIDDEN = -32003  # a read-only token asked for a write: HTTP 403
-BUSY = -32004  # too many requests at once: HTTP 503, retry shortly
-DEFAULT_MAX_CONCURRENT = 16
+BUSY = -32004  # too many requests at once (503), or a token's limit reached (429): retry
+# Requests one worker runs at once; the rest wait their turn. A worker has about one core: 50
+# clients on 2 workers answered 149 queries/s with 4 at once, 130 with 16 (doc/benchmarks/server.md)
+DEFAULT_MAX_CONCURRENT = 4
 QUEUE_WAIT_S = 10.0  # how long a request waits for one of the slots before a 503
-MIN_TOKEN_CHARS = 16
-
-
-@dataclass(frozen=True)
-class Token:
-    secret: str
-    read_only: bool
-
-
-class Tokens:
-    """The server's bearer tokens: a file of `TOKEN [read-only]` lines (`#` comments), and/or
-    one read-write token from an environment variable."""
-
-    def __init__(self, tokens: list[Token]) -> None:
-        self.tokens = tokens
-
-    @classmethod
-    def load(cls, file: str | None, env: str | None) -> Tokens:
-        tokens: list[Token] = []
-        if file:
-            for n, raw in enumerate(Path(file).read_text(encoding="utf-8").splitlines(), 1):
-                words = raw.split("#", 1)[0].split()
-                if not words:
-                    continue
-                if len(words) > 2 or (len(words) == 2 and words[1] != "read-only"):
-                    raise ValueError(f"{file}:{n}: a line is TOKEN or TOKEN read-only")
-                tokens.append(Token(words[0], len(words) == 2))
-        if env and os.environ.get(env):
-            tokens.append(Token(os.environ[env], False))
-        weak = [t for t in tokens if len(t.secret) < MIN_TOKEN_CHARS]
-        if weak:
-            raise ValueError(f"a token must have at least {MIN_TOKEN_CHARS} characters")
-        return cls(tokens)
-
-    def check(self, header: str | None) -> Token | None:
-        """The token an `Authorization: Bearer …` header carries, None when it is none of
-        ours; every token is compared, in constant time, whatever matched first."""
-        if not header or not header.startswith("Bearer "):
-            return None
-        given = header[len("Bearer ") :].strip().encode()
-        found = None
-        for token in self.tokens:
-            if hmac.compare_digest(given, token.secret.encode()):
-                found = token
-        return found
+EPOCH_HEADER = "Autodoc-Epoch"  # `name=text.vector` per served workspace, read before answering
+WORKER_HEADER = "Autodoc-Worker"  # `pid writer|reader`: which process answered
 
 
 def is_loopback(host: str) -> bool:
@@ -138,27 +97,49 @@ def _error(status: int, rid: Any, err: RpcError, headers: dict[str, str] | None 
 
 
 class HttpApp:
-    """The Starlette app over a `Host`: POST /rpc (JSON-RPC 2.0), GET /healthz."""
+    """POST /rpc (JSON-RPC 2.0) and GET /healthz over a `Host`; `asgi()` puts them behind the
+    `Gate` (tokens, limits, stamps), with the MCP tools at /mcp when given."""
 
-    def __init__(self, host: Host, tokens: Tokens, *, max_concurrent: int) -> None:
+    def __init__(
+        self,
+        host: Host,
+        tokens: Tokens,
+        *,
+        max_concurrent: int,
+        token_limits: TokenLimits | None = None,
+        relay: Any = None,
+    ) -> None:
         self.host = host
         self.tokens = tokens
+        self.token_limits = token_limits
+        self.relay = relay  # a team server's `WriterRelay`: writes reach the lease holder
         self.slots = asyncio.Semaphore(max_concurrent)
-        self.app = Starlette(
-            routes=[
-                Route("/rpc", self.rpc, methods=["POST"]),
-                Route("/healthz", self.healthz, methods=["GET"]),
-            ]
-        )
+
+    def asgi(self, mcp_app: Any = None) -> Any:
+        """The whole app: a Starlette app for /rpc, /healthz and (given) the MCP app's /mcp,
+        run inside that app's lifespan, behind the gate."""
+        routes: list[Any] = [
+            Route("/rpc", self.rpc, methods=["POST"]),
+            Route("/healthz", self.healthz, methods=["GET"]),
+        ]
+        if mcp_app is not None:
+            routes.append(Mount("/", app=mcp_app))
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app: Any) -> AsyncIterator[None]:
+            inner = mcp_app.router.lifespan_context(mcp_app) if mcp_app is not None else None
+            async with inner or contextlib.nullcontext():
+                yield
+            await run_in_threadpool(self.host.close)  # the writer's last batch committed
+
+        app = Starlette(routes=routes, lifespan=lifespan)
+        return Gate(app, self.tokens, token_limits=self.token_limits, host=self.host)
 
     async def healthz(self, request: Request) -> Response:
         return JSONResponse({"ok": True})  # nothing about the workspaces: no token asked
 
     async def rpc(self, request: Request) -> Response:
-        token = self.tokens.check(request.headers.get("authorization"))
-        if token is None:
-            err = RpcError(UNAUTHORIZED, "a bearer token of this server is required")
-            return _error(401, None, err, {"WWW-Authenticate": 'Bearer realm="autodoc"'})
+        token: Token = request.scope[TOKEN_KEY]
         size = request.headers.get("content-length")
         if size is not None and (not size.isdigit() or int(size) > limits.MAX_REQUEST_BYTES):
             return _error(413, None, limits.request_too_long())
@@ -195,14 +176,22 @@ class HttpApp:
         try:
             self._check_workspace(method, params)
             if method in WRITES:
-                result = await asyncio.wrap_future(self.host.write(method, params))
+                result = await self._write(method, params)
             else:
                 result = await run_in_threadpool(self.host.dispatcher.call, method, params)
         except RpcError as err:
+            if err.code == BUSY:  # no writer at the moment: come back
+                return _error(503, rid, err, {"Retry-After": "1"})
             return _error(200, rid, err)
         if method == "workspace.list":  # the store may hold others: their names stay private
             result = [w for w in result if w["name"] in self.host.served]
         return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": result})
+
+    async def _write(self, method: str, params: Any) -> Any:
+        """On the writer thread here, or (a team server's reader) at the lease holder."""
+        if self.relay is not None and self.host.engine.store.lease.fd is None:
+            return await run_in_threadpool(self.relay.forward, method, params)
+        return await asyncio.wrap_future(self.host.write(method, params))
 
     def _check_workspace(self, method: str, params: Any) -> None:
         """A method's first param names a workspace: one this server was started on."""
@@ -210,23 +199,70 @@ class HttpApp:
             self.host.check_served(params[0])
 
 
-class BearerAuth:
-    """ASGI middleware: every HTTP request but `/healthz` carries one of the server's tokens
-    (the MCP transport's app, whose tools are all read-only, is wrapped in it)."""
+TOKEN_KEY = "autodoc.token"  # where the gate leaves the request's token for the app
 
-    def __init__(self, app: Any, tokens: Tokens) -> None:
+
+class Gate:
+    """ASGI middleware in front of every route but `/healthz`: one of the server's bearer
+    tokens (401), within that token's limits (429 with `Retry-After`); each answer says which
+    process gave it and, with a host, the epochs of the served workspaces read before the
+    request ran (so the answer reflects at least those)."""
+
+    def __init__(
+        self,
+        app: Any,
+        tokens: Tokens,
+        *,
+        token_limits: TokenLimits | None = None,
+        host: Host | None = None,
+    ) -> None:
         self.app = app
         self.tokens = tokens
+        self.token_limits = token_limits
+        self.host = host
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope.get("path") != "/healthz":
-            header = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if self.tokens.check(header.decode("latin-1")) is None:
-                err = RpcError(UNAUTHORIZED, "a bearer token of this server is required")
-                response = _error(401, None, err, {"WWW-Authenticate": 'Bearer realm="autodoc"'})
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+        if scope["type"] != "http" or scope.get("path") == "/healthz":
+            await self.app(scope, receive, send)
+            return
+        header = dict(scope.get("headers") or []).get(b"authorization", b"")
+        token = self.tokens.check(header.decode("latin-1"))
+        if token is None:
+            err = RpcError(UNAUTHORIZED, "a bearer token of this server is required")
+            response = _error(401, None, err, {"WWW-Authenticate": 'Bearer realm="autodoc"'})
+            await response(scope, receive, send)
+            return
+        refusal = self.token_limits.enter(token) if self.token_limits is not None else None
+        if refusal is not None:
+            err = RpcError(BUSY, f"this token's limit: {refusal.why}; retry later",
+                           {"retry_after": refusal.retry_after})  # fmt: skip
+            response = _error(429, None, err, {"Retry-After": str(refusal.retry_after)})
+            await response(scope, receive, send)
+            return
+        stamps = self._stamps()
+
+        async def stamped(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *stamps]}
+            await send(message)
+
+        try:
+            await self.app({**scope, TOKEN_KEY: token}, receive, stamped)
+        finally:
+            if self.token_limits is not None:
+                self.token_limits.leave(token)
+
+    def _stamps(self) -> list[tuple[bytes, bytes]]:
+        if self.host is None:
+            return []
+        role = "writer" if self.host.engine.store.lease.fd is not None else "reader"
+        stamps = [(WORKER_HEADER.encode(), f"{os.getpid()} {role}".encode())]
+        try:
+            epochs = self.host.epochs()
+        except RpcError:
+            return stamps
+        text = ", ".join(f"{name}={t}.{v}" for name, (t, v) in sorted(epochs.items()))
+        return [*stamps, (EPOCH_HEADER.encode(), text.encode())]
 
 
 def listen_settings(
@@ -254,42 +290,12 @@ async def _read_limited(request: Request) -> bytes | None:
     return bytes(out)
 
 
-def serve_http(
-    db: str | None,
-    roots: list[str],
-    address: str,
-    *,
-    token_file: str | None,
-    token_env: str | None,
-    max_concurrent: int = DEFAULT_MAX_CONCURRENT,
-) -> int:
-    """Index the folders, then serve until interrupted. Exit 2 on a refused configuration."""
-    import uvicorn
-
-    from autodoc.engine import Engine
-
-    bind, port, tokens = listen_settings(address, token_file, token_env)
-    if not roots:
-        raise RpcError(INVALID_PARAMS, "name the folders: autodoc serve --http HOST:PORT PATH ...")
-    host = Host(Engine(db), watch=True)
-    for root in roots:
-        host.open(Path(root).expanduser().resolve())
-    app = HttpApp(host, tokens, max_concurrent=max_concurrent)
-    print(f"autodoc: serving http://{bind}:{port}/rpc for {len(roots)} folder(s),"
-          f" {len(tokens.tokens)} token(s)", flush=True, file=sys.stderr)  # fmt: skip
-    try:
-        uvicorn.run(app.app, host=bind, port=port, log_level="warning")
-    finally:
-        host.close()
-    return 0
-
-
 def serve_mcp_http(server: Any, bind: str, port: int, tokens: Tokens) -> None:
     """The same tools over the SDK's streamable HTTP transport at `/mcp`, every request
     carrying one of the server's bearer tokens (http_server.py's rules)."""
     import uvicorn
 
-    app = BearerAuth(server.streamable_http_app(host=bind), tokens)
+    app = Gate(server.streamable_http_app(host=bind), tokens)
     print(f"autodoc: MCP at http://{bind}:{port}/mcp, {len(tokens.tokens)} token(s)",
           file=sys.stderr, flush=True)  # fmt: skip
     uvicorn.run(app, host=bind, port=port, log_level="warning")

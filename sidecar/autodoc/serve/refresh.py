@@ -18,10 +18,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from autodoc.engine import Engine
 from autodoc.wire.errors import StoreBusyError
+
+if TYPE_CHECKING:
+    from autodoc.engine import Engine
 
 log = logging.getLogger(__name__)
 

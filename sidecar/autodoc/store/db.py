@@ -26,6 +26,7 @@ from autodoc.store.schema import (
     _SCHEMA,
     CHANGE_LOG_DAYS,
     CHANGE_LOG_MIN_ROWS,
+    COVERAGE_NOTE,
     PRUNED,
     RUN_STARTED,
     SCHEMA_VERSION,
@@ -221,6 +222,7 @@ class Store:
             conn.execute("DELETE FROM changes WHERE workspace_id = ?", (ws.id,))
             for prefix in (PRUNED, RUN_STARTED):
                 conn.execute("DELETE FROM meta WHERE key = ?", (f"{prefix}{ws.id}",))
+            conn.execute("DELETE FROM meta WHERE key LIKE ?", (f"{COVERAGE_NOTE}{ws.id}:%",))
             conn.execute("DELETE FROM links WHERE workspace_id = ?", (ws.id,))
             conn.execute("DELETE FROM names WHERE workspace_id = ?", (ws.id,))
             conn.execute(

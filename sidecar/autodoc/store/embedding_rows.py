@@ -3,6 +3,7 @@ semantic stage's reads, and what a Qdrant mirror copies."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -10,17 +11,21 @@ from typing import Any
 import numpy as np
 
 from autodoc.store.db import Store
-from autodoc.store.schema import DEAD, LIVE
+from autodoc.store.schema import COVERAGE_NOTE, DEAD, LIVE
 
 
 def vector_stats(conn: sqlite3.Connection, ws_id: int, model_fp: str) -> tuple[int, int]:
-    """(this model's vectors in the workspace, the highest vector id)."""
-    row = conn.execute(
-        "SELECT count(*), coalesce(max(id), 0) FROM embeddings"
-        " WHERE workspace_id = ? AND model_fp = ?",
+    """(this model's vectors in the workspace, the highest vector id the store ever gave).
+    The id is AUTOINCREMENT's, never handed out twice: lower than one an index holds only in a
+    rebuilt store. (The highest id held now falls whenever the newest vectors are collected: a
+    reader that took that for a rebuilt store threw its graph away and answered unlike every
+    other process.)"""
+    count = conn.execute(
+        "SELECT count(*) FROM embeddings WHERE workspace_id = ? AND model_fp = ?",
         (ws_id, model_fp),
-    ).fetchone()
-    return row[0], row[1]
+    ).fetchone()[0]
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'embeddings'").fetchone()
+    return count, row[0] if row is not None else 0
 
 
 def vector_codes(
@@ -134,6 +139,41 @@ def vector_coverage(conn: sqlite3.Connection, ws_id: int, model_fp: str) -> tupl
         (model_fp, ws_id),
     ).fetchone()
     return embedded, total
+
+
+def note_coverage(
+    conn: sqlite3.Connection,
+    ws_id: int,
+    model_fp: str,
+    epochs: tuple[int, int],
+    embedded: int,
+    total: int,
+) -> None:
+    """Keep the coverage the writer counted at these (text, vector) epochs."""
+    note = json.dumps({"epochs": list(epochs), "embedded": embedded, "total": total})
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES (?, ?)"
+        " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (f"{COVERAGE_NOTE}{ws_id}:{model_fp}", note),
+    )
+
+
+def noted_coverage(
+    conn: sqlite3.Connection, ws_id: int, model_fp: str, epochs: tuple[int, int]
+) -> tuple[int, int] | None:
+    """(embedded, total) as the writer counted them at exactly these epochs, else None."""
+    row = conn.execute(
+        "SELECT value FROM meta WHERE key = ?", (f"{COVERAGE_NOTE}{ws_id}:{model_fp}",)
+    ).fetchone()
+    if row is None:
+        return None
+    try:
+        note = json.loads(row[0])
+        if tuple(note["epochs"]) == tuple(epochs):
+            return int(note["embedded"]), int(note["total"])
+    except (ValueError, KeyError, TypeError):
+        pass  # unreadable: counted again
+    return None
 
 
 def texts_to_embed(

@@ -36,6 +36,9 @@ PRUNED = "changes_pruned:"  # meta key prefix: + workspace id -> the newest chan
 # meta key prefix: + workspace id -> when a run over all files began; gone when it finished, so
 # one found at the start of a run means the last was interrupted (Ctrl-C, a crash)
 RUN_STARTED = "run_started:"
+# meta key prefix: + workspace id + ":" + model fp -> the semantic coverage the writer counted
+# and the epochs it counted it at (JSON), read by a new process instead of counting again
+COVERAGE_NOTE = "coverage:"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);

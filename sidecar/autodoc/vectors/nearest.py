@@ -8,7 +8,7 @@ in the lexical stage.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -152,14 +152,24 @@ class SemanticPlan:
         reason: str = "",
         code: int = 0,
         signs: Vectors | None = None,
+        open_signs: Callable[[], Vectors] | None = None,
     ) -> None:
+        """`signs`: the vector set's index, or `open_signs` what opens it when it is first
+        searched (a search that only reports coverage, a lexical one, never opens it)."""
         self.embedder = embedder
         self.model_fp = model_fp
         self.state = state  # "", "off" or "switching"; ready/partial come from coverage
         self.reason = reason  # why the stage cannot run
         self.code = code  # the error for a semantic-only request that cannot run
-        self.signs = signs
+        self._signs, self._open_signs = signs, open_signs
         self.coverage: tuple[int, int] | None = None
+
+    @property
+    def signs(self) -> Vectors | None:
+        """The vector set's index, opened on first use."""
+        if self._signs is None and self._open_signs is not None:
+            self._signs = self._open_signs()
+        return self._signs
 
     def nearest_now(
         self, conn, store: Store, ws: Workspace, qvec: np.ndarray, need: int

@@ -22,15 +22,18 @@ import math
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-import onnxruntime  # noqa: F401 - usearch 2.26.2-2.26.6 crash if imported before onnxruntime
-from usearch.index import Index
 
 from autodoc import store as sql
+from autodoc.vectors.vector_rows import HASH_WIDTH, Ranked, Rows, mapped
+
+if TYPE_CHECKING:  # usearch is imported where an index is made or read: a search that reads
+    # no vectors never loads it (2.26.2-2.26.6 crashed a process that imported it before
+    # onnxruntime: pyproject.toml pins 2.26.1 and tests/test_semantic.py runs both orders)
+    from usearch.index import Index
 
 # Past this many vectors the writer builds an HNSW graph and the shortlist comes from it: at
 # 108k cpp-docs vectors (real queries' top 50 against exact float32) the exact sign scan's 600
@@ -62,7 +65,6 @@ _WIDEN_POWER = math.log(HNSW_SHORTLIST_MAX / HNSW_SHORTLIST) / math.log(1_000_00
 # A saved graph is rewritten when it misses this share of the rows (a one-paragraph save does
 # not rewrite a million-vector file; readers add the rows since from SQLite).
 RESAVE_SHARE = 0.02
-HASH_WIDTH = 64  # a sha256 text hash in hex
 
 
 class Vectors(Protocol):
@@ -102,13 +104,9 @@ def sign_bits(vectors: np.ndarray) -> np.ndarray:
     return np.packbits(vectors > 0, axis=-1)
 
 
-def _mapped(path: Path, dtype, shape: tuple[int, ...]) -> np.ndarray:
-    """A read-only map of `path` as a plain ndarray: np.memmap's own indexing costs ~0.1 ms a
-    gather in Python (cpp-docs profile), a view of it none."""
-    return np.memmap(path, dtype, "r", 0, shape).view(np.ndarray)
-
-
 def _signs_index(dim: int) -> Index:
+    from usearch.index import Index
+
     # A b1 index only scanned exactly: the graph is never walked, so build it cheaply.
     return Index(ndim=dim, metric="hamming", dtype="b1", connectivity=2, expansion_add=1)
 
@@ -121,7 +119,29 @@ def hnsw_shortlist(vectors: int) -> int:
     return min(HNSW_SHORTLIST_MAX, round(wider))
 
 
+def _mapped_graph(path: Path) -> Index | None:
+    """A saved graph, memory-mapped (every process that reads it shares its pages; it cannot
+    change: a new graph is a new file)."""
+    from usearch.index import Index
+
+    graph = Index.restore(str(path), view=True)
+    if graph is not None:  # the file does not keep the search expansion
+        graph.expansion_search = HNSW_EXPANSION_SEARCH  # type: ignore[misc]
+    return graph
+
+
+def _graph_max_id(saved: dict, ids: np.ndarray) -> int:
+    """The last id a saved graph holds (a .json from before it was named: the last of the
+    rows it held)."""
+    if "graph_max_id" in saved:
+        return int(saved["graph_max_id"])
+    held = int(saved.get("graph_rows", 0))
+    return int(ids[held - 1]) if 0 < held <= len(ids) else 0
+
+
 def _graph_index(dim: int) -> Index:
+    from usearch.index import Index
+
     return Index(
         ndim=dim,
         metric="cos",
@@ -130,76 +150,6 @@ def _graph_index(dim: int) -> Index:
         expansion_add=GRAPH_BUILD["expansion_add"],
         expansion_search=HNSW_EXPANSION_SEARCH,
     )
-
-
-@dataclass
-class _Rows:
-    """Float32 vectors by embedding id (ascending), with their text hashes: the saved rows
-    memory-mapped (`base_*`), those added since in memory (`tail_*`)."""
-
-    dim: int
-    ids: np.ndarray  # uint64, every row's id, ascending
-    hashes: np.ndarray  # S64, every row's text hash
-    base: np.ndarray  # (saved, dim) float32, memory-mapped
-    tail: np.ndarray  # (added since, dim) float32
-
-    @classmethod
-    def empty(cls, dim: int) -> _Rows:
-        return cls(
-            dim,
-            np.zeros(0, np.uint64),
-            np.zeros(0, f"S{HASH_WIDTH}"),
-            np.zeros((0, dim), np.float32),
-            np.zeros((0, dim), np.float32),
-        )
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def extend(self, ids: np.ndarray, hashes: np.ndarray, f32: np.ndarray) -> None:
-        self.ids = np.concatenate([self.ids, ids])
-        self.hashes = np.concatenate([self.hashes, hashes])
-        self.tail = np.concatenate([self.tail, f32]) if len(self.tail) else f32
-
-    def vectors(self, start: int = 0, stop: int | None = None) -> np.ndarray:
-        """Rows `start` to `stop` (a copy where they span both parts)."""
-        stop = len(self.ids) if stop is None else min(stop, len(self.ids))
-        nb = len(self.base)
-        if start >= nb:
-            return self.tail[start - nb : stop - nb]
-        if stop <= nb:
-            return self.base[start:stop]
-        return np.concatenate([self.base[start:], self.tail[: stop - nb]])
-
-    def gather(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(ids, hashes, float32 rows) of these embedding ids, those not held left out."""
-        keys = np.asarray(keys, dtype=np.uint64)
-        pos = np.searchsorted(self.ids, keys)
-        ok = pos < len(self.ids)
-        ok[ok] = self.ids[pos[ok]] == keys[ok]
-        pos = pos[ok]
-        nb = len(self.base)
-        out = np.empty((len(pos), self.dim), np.float32)
-        low = pos < nb
-        out[low] = self.base[pos[low]]
-        out[~low] = self.tail[pos[~low] - nb]
-        return self.ids[pos], self.hashes[pos], out
-
-
-class _Ranked(Sequence[tuple[str, float]]):
-    """(text hash, cosine) pairs, best first, decoded as they are read."""
-
-    def __init__(self, hashes: np.ndarray, scores: np.ndarray) -> None:
-        self.hashes, self.scores = hashes, scores
-
-    def __len__(self) -> int:
-        return len(self.hashes)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            pairs = zip(self.hashes[i], self.scores[i], strict=True)
-            return [(h.decode(), float(x)) for h, x in pairs]
-        return self.hashes[i].decode(), float(self.scores[i])
 
 
 class VectorIndex:
@@ -221,15 +171,21 @@ class VectorIndex:
     def _reset(self) -> None:
         """Empty, to be filled from SQLite; the saved files stay for readers still using them."""
         self.index = _signs_index(self.dim)
-        self.rows = _Rows.empty(self.dim)
+        self.rows = Rows.empty(self.dim)
         self.graph: Index | None = None
         self.max_id = 0
         self.collected: int | None = None  # the workspace's collection count it reflects
         self._codes: _Codes | None = None  # by text hash, for filtered scans; built on first use
         self._gen: int | None = None  # the row files these rows extend (None: new ones)
         self._written = 0  # rows already in those files
-        self._graph_rows = 0  # rows the saved graph holds
-        self._graph_dirty = False  # vectors removed since the graph was saved
+        # The graph is never changed once built or loaded: every process searches the same
+        # graph file, so every process gives the same answer. Rows with an id past
+        # `_graph_max_id` (the tail) are searched exactly beside it, and vectors collected
+        # since are left out of its results; the writer saves a new graph (the tail added,
+        # the collected removed) when the tail outgrows RESAVE_SHARE, and readers follow it.
+        self._graph_max_id = 0  # the graph holds the rows up to this id (those live then)
+        self._graph_seq: int | None = None  # the saved graph it is (None: built, unsaved)
+        self._graph_dirty = False  # vectors removed or restored since the graph was made
 
     # -- files ---------------------------------------------------------------------------
 
@@ -238,6 +194,8 @@ class VectorIndex:
         return self.path.with_suffix(suffix)
 
     def _load(self, path: Path) -> None:
+        from usearch.index import Index
+
         try:
             saved = json.loads(path.with_suffix(".json").read_text())
             if saved.get("owner") != self.owner or "seq" not in saved:
@@ -245,28 +203,26 @@ class VectorIndex:
             count, gen = saved["rows"], saved["rows_gen"]
             index = Index.restore(str(self._file(f".{saved['seq']}.usearch")))
             ids = np.fromfile(self._file(f".r{gen}.ids"), np.uint64, count)
-            hashes = _mapped(self._file(f".r{gen}.hashes"), f"S{HASH_WIDTH}", (count,))
-            base = _mapped(self._file(f".r{gen}.f32"), np.float32, (count, self.dim))
+            hashes = mapped(self._file(f".r{gen}.hashes"), f"S{HASH_WIDTH}", (count,))
+            base = mapped(self._file(f".r{gen}.f32"), np.float32, (count, self.dim))
             graph = None
             if saved.get("graph") and saved.get("graph_build") != GRAPH_BUILD:
                 # built with other settings (an older version's): built again, then saved
                 saved = {**saved, "graph": False}
             if saved.get("graph"):
-                graph = Index.restore(str(self._file(f".{saved['graph_seq']}.hnsw")))
-                if graph is not None:  # the file does not keep the search expansion
-                    graph.expansion_search = HNSW_EXPANSION_SEARCH  # type: ignore[misc]
+                graph = _mapped_graph(self._file(f".{saved['graph_seq']}.hnsw"))
         except (OSError, ValueError, KeyError, RuntimeError, TypeError):
             return  # absent, unreadable or half-written: rebuilt from SQLite
         self._saved = saved
         if index is None or index.ndim != self.dim or len(ids) != count:
             return
         self.index, self.max_id = index, int(saved["max_id"])
-        self.rows = _Rows(self.dim, ids, hashes, base, np.zeros((0, self.dim), np.float32))
+        self.rows = Rows(self.dim, ids, hashes, base, np.zeros((0, self.dim), np.float32))
         self.collected = saved.get("collected")
         self._gen, self._written = gen, count
-        if graph is not None:  # saved less often than the rest: add the rows since
-            self.graph, self._graph_rows = graph, saved["graph_rows"]
-            self._graph_add(self._graph_rows)
+        if graph is not None:  # saved less often than the rest: the rows since are the tail
+            self.graph, self._graph_seq = graph, saved["graph_seq"]
+            self._graph_max_id = _graph_max_id(saved, ids)
 
     def save(self) -> None:
         """Write what changed: rows appended to the row files, the indexes under a new
@@ -284,24 +240,54 @@ class VectorIndex:
             self._save_rows()
             seq = prev.get("seq", 0) + 1
             self._atomic(lambda p: self.index.save(str(p)), self._file(f".{seq}.usearch"))
-            graph_seq = prev.get("graph_seq", seq)
-            if self.graph is not None and (self._graph_stale() or not prev.get("graph")):
-                graph = self.graph
+            graph_seq = self._graph_seq if self._graph_seq is not None else seq
+            if self.graph is not None and (self._graph_stale() or self._graph_seq is None):
+                graph, top = self._graph_to_save()
                 self._atomic(lambda p: graph.save(str(p)), self._file(f".{seq}.hnsw"))
-                graph_seq, self._graph_rows, self._graph_dirty = seq, len(self.rows), False
+                graph_seq, self._graph_max_id, self._graph_dirty = seq, top, False
+                self.graph = _mapped_graph(self._file(f".{seq}.hnsw"))  # pages shared
+                self._graph_seq = seq
             saved = {
                 "owner": self.owner, "max_id": self.max_id, "collected": self.collected,
                 "seq": seq, "rows": len(self.rows), "rows_gen": self._gen,
                 "graph": self.graph is not None, "graph_seq": graph_seq,
-                "graph_rows": self._graph_rows, "graph_build": GRAPH_BUILD,
+                "graph_rows": self._tail_start(), "graph_max_id": self._graph_max_id,
+                "graph_build": GRAPH_BUILD,
             }  # fmt: skip
             self._atomic(lambda p: p.write_text(json.dumps(saved)), self._file(".json"))
             self._saved = saved
             self._drop_old(saved)
 
     def _graph_stale(self) -> bool:
-        missing = len(self.rows) - self._graph_rows
-        return self._graph_dirty or missing > RESAVE_SHARE * max(self._graph_rows, 1)
+        held = self._tail_start()
+        return self._graph_dirty or len(self.rows) - held > RESAVE_SHARE * max(held, 1)
+
+    def _tail_start(self) -> int:
+        """The first row past the graph (rows are in id order)."""
+        return int(np.searchsorted(self.rows.ids, np.uint64(self._graph_max_id), side="right"))
+
+    def _graph_to_save(self) -> tuple[Index, int]:
+        """(the graph of every live row, the last row's id): this process's own graph when
+        it built it, else a copy of the saved one, with the tail added and what was collected
+        since removed (the writer's, under the lock)."""
+        from usearch.index import Index
+
+        graph = self.graph
+        if self._graph_seq is not None:  # a mapped file: a copy that can change
+            graph = Index.restore(str(self._file(f".{self._graph_seq}.hnsw")))
+        assert graph is not None
+        held = self._tail_start()
+        keys = self.rows.ids[:held]
+        live = np.asarray(self.index.contains(keys), dtype=bool)
+        in_graph = np.asarray(graph.contains(keys), dtype=bool)
+        if (in_graph & ~live).any():
+            graph.remove(keys[in_graph & ~live])
+        back = np.flatnonzero(live & ~in_graph)  # restored since the graph was made
+        if len(back):
+            graph.add(keys[back], self.rows.vectors(0, held)[back], threads=os.cpu_count() or 1)
+        self._graph_add(held, len(self.rows), graph)
+        top = int(self.rows.ids[-1]) if len(self.rows) else 0
+        return graph, top
 
     def _save_rows(self) -> None:
         """Append the rows since the last save to the row files (new files after a rebuild:
@@ -323,8 +309,8 @@ class VectorIndex:
         self._written = n = len(self.rows)
         if n:  # map what was written: the writer need not hold the rows in memory either
             gen = self._gen
-            self.rows.hashes = _mapped(self._file(f".r{gen}.hashes"), f"S{HASH_WIDTH}", (n,))
-            self.rows.base = _mapped(self._file(f".r{gen}.f32"), np.float32, (n, self.dim))
+            self.rows.hashes = mapped(self._file(f".r{gen}.hashes"), f"S{HASH_WIDTH}", (n,))
+            self.rows.base = mapped(self._file(f".r{gen}.f32"), np.float32, (n, self.dim))
             self.rows.tail = np.zeros((0, self.dim), np.float32)
 
     def _atomic(self, write, path: Path) -> None:
@@ -352,11 +338,31 @@ class VectorIndex:
             return
         with self.lock:
             if epoch != self.epoch:
+                self._follow_saved_graph()
                 self._catch_up(conn, ws_id, model_fp)
                 self.epoch = epoch
             upto = len(self.rows) if build and self._wants_graph() else 0
         if upto:
             self._build_graph(upto)
+
+    def _follow_saved_graph(self) -> None:
+        """Search the graph the writer saved last, when it is newer than this one (a reader
+        that kept the one it loaded would search an ever longer tail, and answer unlike a
+        process that started since). A graph built here and not yet saved is newer."""
+        if self.path is None or (self.graph is not None and self._graph_seq is None):
+            return
+        try:
+            saved = json.loads(self._file(".json").read_text())
+            if (saved.get("owner") != self.owner or not saved.get("graph")
+                    or saved.get("graph_build") != GRAPH_BUILD
+                    or saved["graph_seq"] == self._graph_seq):  # fmt: skip
+                return
+            graph = _mapped_graph(self._file(f".{saved['graph_seq']}.hnsw"))
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            return  # being replaced: the next epoch looks again
+        if graph is not None and graph.ndim == self.dim:
+            self.graph, self._graph_seq = graph, saved["graph_seq"]
+            self._graph_max_id = _graph_max_id(saved, self.rows.ids)
 
     def _catch_up(self, conn, ws_id: int, model_fp: str) -> None:
         count, top = sql.vector_stats(conn, ws_id, model_fp)
@@ -387,9 +393,7 @@ class VectorIndex:
             return False
         ids, _, f32 = self.rows.gather(back)
         self.index.add(ids, sign_bits(f32))
-        if self.graph is not None:
-            self.graph.add(ids, f32)
-            self._graph_dirty = True
+        self._graph_dirty = self.graph is not None  # the next graph saved holds them again
         self._codes = None
         return True
 
@@ -402,9 +406,7 @@ class VectorIndex:
         bits = np.frombuffer(b"".join(r[2] for r in rows), np.uint8).reshape(n, -1)
         f32 = np.frombuffer(b"".join(r[3] for r in rows), np.float32).reshape(n, self.dim)
         self.index.add(ids, bits)
-        self.rows.extend(ids, hashes, f32)
-        if self.graph is not None:
-            self._graph_add(len(self.rows) - n)
+        self.rows.extend(ids, hashes, f32)  # past the graph: searched exactly until saved
         self.max_id = int(ids[-1])
         if self._codes is not None:
             self._codes = self._codes.extend(_Codes(ids, _hash_prefixes(list(hashes)), bits))
@@ -414,10 +416,10 @@ class VectorIndex:
         gone = np.setdiff1d(self.rows.ids, ids_now, assume_unique=True)
         gone = gone[np.asarray(self.index.contains(gone), dtype=bool)] if len(gone) else gone
         if len(gone):
-            self.index.remove(gone)
-            if self.graph is not None:
-                self.graph.remove(gone)
-                self._graph_dirty = True
+            self.index.remove(gone)  # the graph's results are checked against it
+            self._graph_dirty = self._graph_dirty or (
+                self.graph is not None and bool((gone <= self._graph_max_id).any())
+            )
             self._codes = None
 
     def _wants_graph(self) -> bool:
@@ -433,7 +435,8 @@ class VectorIndex:
             if not kept.all():
                 graph.remove(self.rows.ids[:upto][~kept])
             self._graph_add(upto, len(self.rows), graph)
-            self.graph = graph
+            self.graph, self._graph_seq, self._graph_dirty = graph, None, False
+            self._graph_max_id = int(self.rows.ids[-1]) if len(self.rows) else 0
 
     def _graph_add(self, start: int, stop: int | None = None, graph: Index | None = None) -> None:
         """Add rows `start` to `stop` to the graph, those the sign index holds (not collected),
@@ -456,19 +459,34 @@ class VectorIndex:
         return max(base, need * 2)
 
     def shortlist(self, qvec: np.ndarray, qbits: np.ndarray, k: int) -> np.ndarray:
-        """The embedding ids nearest the query: the graph's, else the exact sign scan's."""
+        """The embedding ids nearest the query: the graph's (those still held) with the
+        tail's nearest, else the exact sign scan's."""
         with self.lock:
             if self.graph is not None and len(self.graph):
                 want = min(k, len(self.graph))
                 keys = self.graph.search(qvec, want).keys
-                if len(keys) >= want:
-                    return keys
+                held = keys[np.asarray(self.index.contains(keys), dtype=bool)]
+                if len(keys) >= want and 2 * len(held) >= want:
+                    return np.concatenate([held, self._tail_nearest(qvec, k)])
                 # The walk reached fewer than asked (a graph of a few hundred vectors can leave
                 # some unreachable: 410 of 2,000 searches of 84 vectors came back short), so
                 # the exact scan answers: at that size it costs what the walk does.
             if not len(self.index):
                 return np.zeros(0, dtype=np.uint64)
             return self.index.search(qbits, min(k, len(self.index)), exact=True).keys
+
+    def _tail_nearest(self, qvec: np.ndarray, k: int) -> np.ndarray:
+        """The `k` live rows past the graph nearest the query, exactly (a few percent of the
+        rows at most: past RESAVE_SHARE the writer saves a graph that holds them)."""
+        start = self._tail_start()
+        if start >= len(self.rows):
+            return np.zeros(0, dtype=np.uint64)
+        ids = self.rows.ids[start:]
+        live = np.asarray(self.index.contains(ids), dtype=bool)
+        ids, scores = ids[live], self.rows.vectors(start)[live] @ qvec
+        if len(ids) > k:
+            ids = ids[np.argpartition(-scores, k - 1)[:k]]
+        return ids
 
     def rescore(self, keys: np.ndarray, qvec: np.ndarray) -> Sequence[tuple[str, float]]:
         """(text_hash, cosine) best first, from the float32 rows of these ids; a hash is decoded
@@ -479,7 +497,7 @@ class VectorIndex:
             ids, hashes, matrix = self.rows.gather(np.asarray(keys, dtype=np.uint64))
         scores = matrix @ qvec
         order = np.lexsort((ids, -scores))  # best first; ties by embedding id, so stable
-        return _Ranked(hashes[order], scores[order])
+        return Ranked(hashes[order], scores[order])
 
     def ranked(
         self, qvec: np.ndarray, qbits: np.ndarray, k: int

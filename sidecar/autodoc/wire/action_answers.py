@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
-_WIRE = with_config(ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True))
+from autodoc.wire.wire_type import wire_type
+
+_WIRE = wire_type
 
 ActionKind = Literal["create_note", "convert_url", "copy_link"]
 

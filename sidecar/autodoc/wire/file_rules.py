@@ -10,14 +10,12 @@ from __future__ import annotations
 import re
 from typing import Any, NotRequired
 
-from pathspec import GitIgnoreSpec
-from pathspec.patterns.gitignore import GitIgnorePatternError
-from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
 from autodoc.wire.errors import invalid_params
+from autodoc.wire.wire_type import wire_type
 
-_WIRE = with_config(ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True))
+_WIRE = wire_type
 
 MAX_RULE_PATTERNS = 256
 MAX_PATTERN_CHARS = 400
@@ -50,6 +48,10 @@ def _pattern(field: str, pattern: Any) -> str:
     elif ".." in pattern.lstrip("!").strip("/").split("/"):
         why = "patterns are relative to the root: '..' cannot lead out of it"
     else:
+        # only a request that sets the option compiles a pattern
+        from pathspec import GitIgnoreSpec
+        from pathspec.patterns.gitignore import GitIgnorePatternError
+
         try:
             spec = GitIgnoreSpec.from_lines([pattern])
             if all(p.include is None for p in spec.patterns):

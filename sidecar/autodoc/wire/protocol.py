@@ -14,18 +14,21 @@ Error codes live in `errors.py`; `ErrorObject` is their shape.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired
+from typing import TYPE_CHECKING, Any, Literal, NotRequired
 
-from pydantic import ConfigDict, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
 from autodoc.wire.action_answers import ACTION_TYPES
 from autodoc.wire.file_rules import FILE_RULE_TYPES, FileRules
 from autodoc.wire.link_answers import LINK_TYPES
 from autodoc.wire.rename_answers import RENAME_TYPES
+from autodoc.wire.wire_type import wire_type
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 # Attribute docstrings become the fields' descriptions (JSON Schema, types.lua).
-_WIRE = with_config(ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True))
+_WIRE = wire_type
 
 StageName = Literal["lexical", "semantic", "rerank"]
 SemanticStateName = Literal["ready", "partial", "off", "switching"]
@@ -535,6 +538,8 @@ _ADAPTERS: dict[type, TypeAdapter[Any]] = {}
 def conform(value: Any, wire_type: type) -> None:
     """Raise pydantic's ValidationError unless `value` is exactly this wire type: every
     required key, no other, each of its type."""
+    from pydantic import TypeAdapter  # only where a value is validated
+
     adapter = _ADAPTERS.get(wire_type)
     if adapter is None:
         adapter = _ADAPTERS[wire_type] = TypeAdapter(wire_type)

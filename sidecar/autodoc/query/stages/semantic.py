@@ -46,8 +46,13 @@ class SemanticStage:
         embedder = ctx.semantic.embedder
         if ctx.wordless or embedder is None:
             return None
-        if self.overlap and "lexical" in ctx.options.stages:
-            ctx.pending = _WORKERS.submit(_embed, embedder, ctx.query.text, self.beside)
+        # A model not loaded yet (a new process: onnxruntime, its session and the tokenizer,
+        # ~200 ms) loads and embeds on a worker while the lexical stage runs and the vector
+        # index opens; a loaded one embeds here unless `overlap`.
+        cold = not getattr(embedder, "loaded", True)
+        if cold or (self.overlap and "lexical" in ctx.options.stages):
+            beside = self.beside and not cold  # a cold model: its query session, made once
+            ctx.pending = _WORKERS.submit(_embed, embedder, ctx.query.text, beside)
             return None
         qvec, seconds, failed = _embed(embedder, ctx.query.text)
         ctx.timings["embed_ms"] = round(seconds * 1000, 2)
@@ -56,7 +61,8 @@ class SemanticStage:
 
     def run(self, ctx: QueryContext, conn: sqlite3.Connection | None) -> Skip | None:
         plan = ctx.semantic
-        assert conn is not None and plan.signs is not None and plan.model_fp is not None
+        signs = plan.signs  # opened before waiting for the query's vector: the two overlap
+        assert conn is not None and signs is not None and plan.model_fp is not None
         if ctx.pending is not None:
             with ctx.timed("embed_wait_ms"):  # what the lexical stage did not hide
                 qvec, seconds, failed = ctx.pending.result()
@@ -66,7 +72,7 @@ class SemanticStage:
                 return failed
             ctx.qvec = qvec
         with ctx.timed("semantic_ms"):
-            plan.signs.refresh(conn, ctx.ws.id, plan.model_fp, ctx.epochs[1])
+            signs.refresh(conn, ctx.ws.id, plan.model_fp, ctx.epochs[1])
             plan.coverage = semantic_coverage(conn, ctx.store, ctx.ws, plan.model_fp, ctx.epochs)
             found: list[tuple[int, int]] = []
             if ctx.qvec is not None:
@@ -74,7 +80,7 @@ class SemanticStage:
                 scored, cut = semantic_candidates(
                     conn,
                     ctx.store,
-                    plan.signs,
+                    signs,
                     ctx.ws,
                     plan.model_fp,
                     ctx.qvec,

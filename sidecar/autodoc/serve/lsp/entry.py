@@ -1,8 +1,9 @@
-"""`autodoc serve`'s entry: the store's engine, a host over it, the LSP server over the host,
-every feature registered on the server, then LSP on stdio until the client says exit.
+"""`autodoc serve`'s entry: a host over the store (opened on its own thread while `initialize`
+is answered), the LSP server over the host, every feature registered on the server, then LSP on
+stdio until the client says exit.
 
-The one module of the LSP front end that names the engine (to open the store); the rest reach it
-through the host's dispatcher (pyproject.toml's import-linter contract `lsp-one-door`).
+The LSP front end reaches the index only through the host's dispatcher (pyproject.toml's
+import-linter contract `lsp-one-door`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import logging
 import sys
 
-from autodoc.engine import Engine
 from autodoc.serve.host import Host
 from autodoc.serve.lsp.features import setup_all
 from autodoc.serve.lsp.lsp_framing import AnsweredErrors, FramedStdin, LogToClient
@@ -32,7 +32,9 @@ def serve(db: str | None = None) -> int:
     # A picker cancels on every keystroke, often after the answer went out: pygls warns about
     # each such "unknown message id"; only its errors are worth the editor's log.
     rpc_log.setLevel(logging.ERROR)
-    server = build_server(Host(Engine(db), watch=False))
+    # The store opens on the host's own thread: `initialize` is answered meanwhile, and a
+    # request that needs the store waits for it.
+    server = build_server(Host.over_store(db, watch=False))
     logging.getLogger("autodoc").addHandler(LogToClient(server.log_message))
     try:
         server.start_io(FramedStdin(sys.stdin.buffer))  # type: ignore[arg-type]

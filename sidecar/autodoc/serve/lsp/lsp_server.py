@@ -117,6 +117,11 @@ class AutodocServer(LanguageServer):
         except RpcError as err:
             raise rpc_exception(err) from None
 
+    async def store_opened(self) -> None:
+        """Wait, without holding the loop, for the host's engine (it opens on a thread of its
+        own while `initialize` is answered); raises what opening it raised."""
+        await asyncio.shield(asyncio.wrap_future(self.host.opened))
+
     async def in_writer(self, future) -> Any:
         try:
             return await asyncio.wrap_future(future)
@@ -140,6 +145,7 @@ class AutodocServer(LanguageServer):
         writer lease another process holds. The folder's workspace (None: it could not be
         one). A root inside a knowledge base (a client that roots a project at a note's
         folder) serves that knowledge base (`Host.vault_root`), once."""
+        await self.store_opened()
         vault = self.host.vault_root(root)
         if vault != root.resolve():
             log.info("serving %s, the knowledge base holding %s", vault, root)

@@ -27,7 +27,6 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from autodoc import __version__
-from autodoc.engine import Engine
 from autodoc.serve.dispatcher import Dispatcher
 from autodoc.serve.host import Host
 from autodoc.serve.mcp.compact_answers import compact_related, compact_search
@@ -61,10 +60,8 @@ Workspace = Annotated[
 class AgentServer:
     """The MCP adapter over a `Host`: each tool is one dispatcher call, shaped for a model."""
 
-    def __init__(
-        self, engine: Engine, roots: list[Path], *, watch: bool = True, served_only: bool = False
-    ) -> None:
-        self.host = Host(engine, watch=watch)  # every tool goes through its dispatcher
+    def __init__(self, host: Host, roots: list[Path], *, served_only: bool = False) -> None:
+        self.host = host  # every tool goes through its dispatcher
         self.roots = roots
         self.served_only = served_only  # over HTTP: the store's other workspaces stay private
 
@@ -267,14 +264,15 @@ def serve(
         from autodoc.serve.http_server import listen_settings
 
         listen = listen_settings(http, token_file, token_env)
-    engine = Engine(db)
-    folders = [Path(r) for r in roots] if roots else [_default_root(Dispatcher(engine))]
+    folders = [Path(r) for r in roots]
     for folder in folders:
         if not folder.is_dir():
-            engine.close()
             raise RpcError(INVALID_PARAMS, f"not a folder: {folder}", {"path": str(folder)})
-    agent = AgentServer(engine, folders, watch=watch, served_only=listen is not None)
+    host = Host.over_store(db, watch=watch)  # `initialize`, `tools/list` answered while it opens
+    agent = AgentServer(host, folders, served_only=listen is not None)
     server = build_server(agent)
+    if not folders:  # the workspace around the working directory, found once the store is open
+        host.open(lambda: _default_root(host.dispatcher))
     agent.start()
     try:
         if listen is None:

@@ -1,10 +1,12 @@
 """Every dispatcher method as the custom request `autodoc/<method>`: the same params, results
-and error codes as `autodoc --call`."""
+and error codes as `autodoc --call`. Registered by name before the engine opens (a request that
+arrives first waits for it)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from autodoc.serve.dispatcher import METHODS
 from autodoc.serve.lsp.lsp_server import AutodocServer
 
 
@@ -16,5 +18,5 @@ def setup(server: AutodocServer) -> None:
         handler.__name__ = f"autodoc_{method.replace('.', '_')}"
         return handler
 
-    for method in server.host.dispatcher.methods:
+    for method in METHODS:
         server.feature(f"autodoc/{method}")(method_handler(method))

@@ -13,7 +13,6 @@ from pygls.exceptions import JsonRpcException
 
 from autodoc.serve.lsp.lsp_framing import clean_options, uri_to_path
 from autodoc.serve.lsp.lsp_server import AutodocServer
-from autodoc.serve.watch import Watcher
 
 log = logging.getLogger("autodoc.server")
 
@@ -54,6 +53,13 @@ def setup(server: AutodocServer) -> None:
     async def initialized(ls: AutodocServer, params: types.InitializedParams) -> None:
         ls.loop = asyncio.get_running_loop()
         await load_options(ls)
+        try:
+            await ls.store_opened()
+        except Exception as exc:
+            ls.show(f"cannot open the store: {getattr(exc, 'message', exc)}")
+            return
+        from autodoc.serve.watch import Watcher  # watchdog: after `initialize` was answered
+
         ls.host.watcher = Watcher(ls.host.refresher)
         for root in ls._initial_folders:
             if root.is_dir():
