@@ -19,6 +19,7 @@ and searched again).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -176,19 +178,26 @@ def warm(port: int, workspace: str, queries: list[str], workers: int) -> None:
     closed_loop(port, workspace, queries, 4 * workers, len(queries), 300)
 
 
+@contextlib.contextmanager
+def running(args, queries: list[str], workers: int) -> Iterator[Server]:
+    """The server with this many workers, every one answering, warmed; stopped after."""
+    server = Server(args.db, args.root, workers)
+    try:
+        server.wait_ready(args.workspace)
+        warm(server.port, args.workspace, queries, workers)
+        yield server
+    finally:
+        server.stop()
+
+
 def cmd_closed(args, queries: list[str]) -> dict:
     report = {}
     for workers in (1, 2):
-        server = Server(args.db, args.root, workers)
-        try:
-            server.wait_ready(args.workspace)
-            warm(server.port, args.workspace, queries, workers)
+        with running(args, queries, workers) as server:
             report[f"workers_{workers}"] = [
                 closed_loop(server.port, args.workspace, queries, c, n, 120)
                 for c, n in ((1, 200), (8, 60), (50, 16))
             ]
-        finally:
-            server.stop()
     one, two = report["workers_1"][-1]["per_second"], report["workers_2"][-1]["per_second"]
     report["ratio_50_clients"] = round(two / one, 2)
     return report
@@ -248,16 +257,11 @@ def open_loop(port: int, workspace: str, queries: list[str], rate: float, second
 def cmd_open(args, queries: list[str]) -> dict:
     report = {}
     for workers in args.workers:
-        server = Server(args.db, args.root, workers)
-        try:
-            server.wait_ready(args.workspace)
-            warm(server.port, args.workspace, queries, workers)
+        with running(args, queries, workers) as server:
             report[f"workers_{workers}"] = [
                 open_loop(server.port, args.workspace, queries, rate, args.seconds)
                 for rate in args.rates
             ]
-        finally:
-            server.stop()
     return report
 
 
@@ -279,18 +283,13 @@ def memory_of(pid: int) -> dict:
 def cmd_memory(args, queries: list[str]) -> dict:
     report = {}
     for workers in (1, 2):
-        server = Server(args.db, args.root, workers)
-        try:
-            server.wait_ready(args.workspace)
-            warm(server.port, args.workspace, queries, workers)
+        with running(args, queries, workers) as server:
             closed_loop(server.port, args.workspace, queries, 50, 16, 120)
             procs = {"parent": memory_of(server.proc.pid)}
             for n, pid in enumerate(server.pids()):
                 procs[f"worker_{n + 1}"] = memory_of(pid)
             total = {k: round(sum(p[k] for p in procs.values()), 1) for k in ("rss_mb", "pss_mb")}
             report[f"workers_{workers}"] = {"processes": procs, "total": total}
-        finally:
-            server.stop()
     one, two = report["workers_1"]["total"], report["workers_2"]["total"]
     report["ratio"] = {k: round(two[k] / one[k], 2) for k in one}
     return report

@@ -289,19 +289,15 @@ def test_token_file_limits_are_checked(tmp_path):
 
 
 def test_workers_or_slots_out_of_range_are_refused(tmp_path):
-    out = subprocess.run(
-        [sys.executable, "-m", "autodoc", "--db", str(tmp_path / "a.db"), "serve", "--http",
-         f"127.0.0.1:{free_port()}", "--workers", "0", str(EXAMPLE_VAULT)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert out.returncode == 2 and "--workers takes 1 to 64" in out.stderr
-    assert json.loads(out.stderr)["error"]["code"] == -32602
-    out = subprocess.run(
-        [sys.executable, "-m", "autodoc", "--db", str(tmp_path / "a.db"), "serve", "--http",
-         f"127.0.0.1:{free_port()}", "--max-concurrent", "0", str(EXAMPLE_VAULT)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert out.returncode == 2 and "--max-concurrent takes 1 to 1024" in out.stderr
+    for option, said in (("--workers", "--workers takes 1 to 64"),
+                         ("--max-concurrent", "--max-concurrent takes 1 to 1024")):  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-m", "autodoc", "--db", str(tmp_path / "a.db"), "serve", "--http",
+             f"127.0.0.1:{free_port()}", option, "0", str(EXAMPLE_VAULT)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert out.returncode == 2 and said in out.stderr
+        assert json.loads(out.stderr)["error"]["code"] == -32602
 
 
 def test_each_worker_gets_its_share_of_the_cores_by_the_models_own_setting():
