@@ -18,6 +18,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from autodoc.serve.http_tokens import process_alive
+
 CLIENTS = 50
 RUN_LIMIT_S = 900  # the whole run, whatever happens
 SETTLE_S = 2.0  # after a recovery, before the next kill
@@ -32,11 +34,7 @@ def lease_holder(db: str) -> int | None:
     words = text.split()
     if len(words) >= 2 and words[0] == "pid" and words[1].isdigit():
         pid = int(words[1])
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        return pid
+        return pid if process_alive(pid) else None
     return None
 
 

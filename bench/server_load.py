@@ -34,6 +34,8 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from autodoc.serve.http_tokens import process_alive
+
 TOKEN = "bench-token-0123456789abcdef"
 START_WAIT_S = 900  # the writer walks the root once at start (a first index takes longer)
 
@@ -69,7 +71,7 @@ class Server:
                 if status == 200 and "result" in answer:
                     pid, role = head["autodoc-worker"].split()
                     seen[int(pid)] = role
-                    alive = {p: r for p, r in seen.items() if _alive(p)}
+                    alive = {p: r for p, r in seen.items() if process_alive(p)}
                     if len(alive) >= self.workers and "writer" in alive.values():
                         return
             except ConnectionError:
@@ -98,14 +100,6 @@ class Server:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 class Client:

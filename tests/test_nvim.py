@@ -887,6 +887,24 @@ def test_fzf_keys_follow_the_pickers_keys():
         n.close()
 
 
+def remote_nvim(vault: Path, home: Path, url: str, token: str) -> Nvim:
+    """Neovim set up for a team's server at `url`, the token in a variable only it reads."""
+    os.environ["AUTODOC_TEST_TOKEN"] = token
+    try:
+        return Nvim(vault, home, {"url": url, "token_env": "AUTODOC_TEST_TOKEN",
+                                  "root": str(vault)})  # fmt: skip
+    finally:
+        del os.environ["AUTODOC_TEST_TOKEN"]
+
+
+def search_for_reclaim_batch(n: Nvim) -> None:
+    """The picker finds the sample vault's page on reclaimBatch, first."""
+    n.nvim.command("AutodocSearch")
+    type_query(n, "reclaimBatch")
+    st = n.until(lambda: (s := n.state()) and s.get("answer") and s["hits"] and s)
+    assert st["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
+
+
 @pytest.fixture(scope="module")
 def shared_server(tmp_path_factory):
     yield from team_server(tmp_path_factory.mktemp("team"))
@@ -898,17 +916,9 @@ def test_the_picker_on_a_teams_server_over_http(shared_server, tmp_path: Path):
     url, vault, _ = shared_server
     if NVIM is None or pynvim is None:
         missing("nvim", NO_NVIM)
-    os.environ["AUTODOC_TEST_TOKEN"] = RO
+    n = remote_nvim(vault, tmp_path / "home", url, RO)
     try:
-        n = Nvim(vault, tmp_path / "home", {"url": url, "token_env": "AUTODOC_TEST_TOKEN",
-                                            "root": str(vault)})  # fmt: skip
-    finally:
-        del os.environ["AUTODOC_TEST_TOKEN"]
-    try:
-        n.nvim.command("AutodocSearch")
-        type_query(n, "reclaimBatch")
-        st = n.until(lambda: (s := n.state()) and s.get("answer") and s["hits"] and s)
-        assert st["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
+        search_for_reclaim_batch(n)
         assert n.lua("return #vim.lsp.get_clients({ name = 'autodoc' })") == 0  # none local
         preview = n.lines("preview")
         assert any("reclaimBatch" in line for line in preview)  # read from the local checkout
@@ -934,21 +944,9 @@ def test_a_search_over_http_is_sent_again_after_the_servers_retry_after(tmp_path
         _ready_with(server, RO)
         statuses = [call(server.url, "search.find", "vault", "x", token=RW)[0] for _ in range(3)]
         assert 429 in statuses  # the token's second spent: the plugin's first try is refused
-        os.environ["AUTODOC_TEST_TOKEN"] = RW
+        n = remote_nvim(server.vault, tmp_path / "home", server.url, RW)
         try:
-            remote = {
-                "url": server.url,
-                "root": str(server.vault),
-                "token_env": "AUTODOC_TEST_TOKEN",
-            }
-            n = Nvim(server.vault, tmp_path / "home", remote)
-        finally:
-            del os.environ["AUTODOC_TEST_TOKEN"]
-        try:
-            n.nvim.command("AutodocSearch")
-            type_query(n, "reclaimBatch")
-            st = n.until(lambda: (s := n.state()) and s.get("answer") and s["hits"] and s)
-            assert st["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
+            search_for_reclaim_batch(n)
         finally:
             n.close()
     finally:

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from autodoc.serve.http_tokens import process_alive
+
 from .conftest import EXAMPLE_VAULT
 from .test_http import RO, RW, call, free_port
 
@@ -78,7 +80,7 @@ class Team:
             pid, _ = answered_by(headers)
             if status == 200 and check(answer):
                 first.setdefault(pid, time.monotonic() - started)
-            if len({p for p in first if _alive(p)}) >= self.workers:
+            if len({p for p in first if process_alive(p)}) >= self.workers:
                 return first
         raise AssertionError(f"not every worker answered as asked in {limit_s} s: {first}")
 
@@ -109,14 +111,6 @@ class Team:
     def close(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=30)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.fixture
@@ -201,7 +195,7 @@ def test_a_killed_worker_is_replaced_and_a_killed_writers_lease_taken_over(team)
         assert time.monotonic() < deadline, "the killed worker was not replaced"
     os.kill(writer, signal.SIGKILL)
     deadline = time.monotonic() + 30
-    while not (_alive(team.holder()) and team.holder() != writer):
+    while not (process_alive(team.holder()) and team.holder() != writer):
         assert time.monotonic() < deadline, "no worker took the writer lease"
         time.sleep(0.05)
     (team.vault / "notes" / "zebra.md").write_text("# Zebra crossing\n\nAfter the takeover.\n")

@@ -20,7 +20,7 @@ from autodoc.engine.navigation import (
     to_units,
 )
 from autodoc.files.confine import read_inside
-from autodoc.parse.document import split_lines
+from autodoc.parse.document import outline, split_lines
 from autodoc.parse.markdown import Heading, read_structure
 from autodoc.query import navigate, note_actions
 from autodoc.query.link_style import vault_link_style
@@ -60,8 +60,7 @@ class Actions(Navigation):
         """The document's title with how many links lead to the document, and each heading that
         links lead to with their count (opts as `doc.outline`)."""
         ws, rel, text, units = self._document_text(name, path, opts)
-        _, lines, offsets, problem = split_lines(text.encode("utf-8"))
-        headings = read_structure(text, offsets, len(lines), lossy=problem is not None).headings
+        lines, headings = outline(text.encode("utf-8"))
         with self.store.snapshot() as conn:
             doc_id = sql.live_document_id(conn, ws.id, rel)
             inbound = sql.links_into(conn, doc_id) if doc_id is not None else []

@@ -86,11 +86,12 @@ class Completion(EngineCore):
         elif ahead:
             meaning = paragraph_ahead(lines, line - 1, cursor)
         with self.store.snapshot() as conn:
-            style = vault_link_style(conn, ws)
+            epochs = read_epochs(conn, ws.id)  # read once a keystroke
+            style = vault_link_style(conn, ws, epochs)
             nearest, pending = None, False
             if meaning:
                 nearest, pending = MEANING.nearest(self.store, ws, self.semantic_plan(ws),
-                                                   read_epochs(conn, ws.id), meaning,
+                                                   epochs, meaning,
                                                    0.0 if ahead else WAIT_S)  # fmt: skip
             found: tuple[list[Entry], bool, Ranked] = ([], False, "")
             if where is not None:

@@ -21,7 +21,7 @@ from autodoc.vectors.coverage import semantic_coverage
 from autodoc.vectors.nearest import SemanticPlan
 from autodoc.vectors.usearch_index import VectorIndex, Vectors
 from autodoc.wire import protocol
-from autodoc.wire.errors import SWITCHING, UNSUPPORTED, RpcError
+from autodoc.wire.errors import SWITCHING, UNSUPPORTED
 
 log = logging.getLogger("autodoc.engine")
 
@@ -172,15 +172,8 @@ class EngineCore:
     def epochs(self, names: list[str]) -> dict[str, tuple[int, int]]:
         """(text epoch, vector epoch) of each named workspace, read in one snapshot: a team
         server stamps every answer with them, so a client can tell no worker went back."""
-        ids = {}
-        for name in names:
-            try:
-                ids[name] = self.workspace(name).id
-            except RpcError:
-                continue  # removed meanwhile
-        with self.store.snapshot() as conn:
-            read = {name: sql.read_epochs(conn, ws_id) for name, ws_id in ids.items()}
-        return {name: pair for name, pair in read.items() if pair is not None}
+        with self.store.snapshot() as conn:  # one statement, whatever the number served
+            return sql.epochs_by_name(conn, names)
 
     def _describe(self, ws: Workspace) -> protocol.WorkspaceInfo:
         with self.store.snapshot() as conn:

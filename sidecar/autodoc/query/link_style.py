@@ -108,11 +108,13 @@ _styles: dict[tuple[Any, ...], LinkStyle] = {}
 _lock = threading.Lock()
 
 
-def vault_link_style(conn, ws: Workspace) -> LinkStyle:
+def vault_link_style(conn, ws: Workspace, epochs: tuple[int, int] | None = None) -> LinkStyle:
     """The workspace's link style in this snapshot: its option where set, else what most of
-    its resolved links do. Remembered per workspace, index state and option."""
+    its resolved links do. Remembered per workspace, index state and option (`epochs`: the
+    snapshot's, when the caller has read them)."""
     chosen = ws.options.get("link_style") or {}
-    epochs = read_epochs(conn, ws.id)  # links change only with what the lexical epoch counts
+    if epochs is None:  # links change only with what the lexical epoch counts
+        epochs = read_epochs(conn, ws.id)
     key = (str(ws.root), ws.id, epochs and epochs[0], json.dumps(chosen, sort_keys=True))
     with _lock:
         found = _styles.get(key)

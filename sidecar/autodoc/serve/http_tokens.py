@@ -125,7 +125,8 @@ _LAYOUT = (  # name, dtype, shape: the shared file's arrays, in order
 LIMITS_FILE_BYTES = sum(np.dtype(t).itemsize * math.prod(s) for _, t, s in _LAYOUT)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process of this id runs (one of another user's counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -169,7 +170,7 @@ class TokenLimits:
         """This worker's row of in-flight counts: a free one, or a dead worker's."""
         with self._locked():
             for row, pid in enumerate(self.pids):
-                if pid == 0 or not _alive(int(pid)):
+                if pid == 0 or not process_alive(int(pid)):
                     self.pids[row] = os.getpid()
                     self.in_flight[row] = 0
                     return row
@@ -230,7 +231,7 @@ class TokenLimits:
             return 0
         for row in np.flatnonzero(self.in_flight[:, slot]):
             pid = int(self.pids[row])
-            if row != self.row and (pid == 0 or not _alive(pid)):
+            if row != self.row and (pid == 0 or not process_alive(pid)):
                 running -= int(self.in_flight[row, slot])
                 self.in_flight[row] = 0
                 self.pids[row] = 0

@@ -46,9 +46,9 @@ from autodoc.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 log = logging.getLogger(__name__)
 
 CONFIG_ENV = "AUTODOC_TEAM_SERVER"  # the workers' settings, JSON, set by the parent
-# Each worker's share of the cores for its model (models.embedders.THREADS_ENV; named here so
-# the supervisor does not import the model runtime): two workers each running a model on every
-# core only fight over them.
+# Each worker's share of the cores for its model (models.embedders.THREADS_ENV, named again
+# here because the serve layer reaches no model code: test_team_server checks the two agree):
+# two workers each running a model on every core only fight over them.
 THREADS_ENV = "AUTODOC_THREADS"
 SERVED_WAIT_S = 30.0  # a new store: a reader names the folder once the writer has added it
 NO_WRITER = "no worker holds the writer lease at the moment (one is taking over); retry shortly"

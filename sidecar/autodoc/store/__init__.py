@@ -130,7 +130,13 @@ from autodoc.store.schema import (
     ChunkState,
     document_names,
 )
-from autodoc.store.workspace import WORKSPACE_NAME, DocumentSet, Workspace, read_epochs
+from autodoc.store.workspace import (
+    WORKSPACE_NAME,
+    DocumentSet,
+    Workspace,
+    epochs_by_name,
+    read_epochs,
+)
 
 __all__ = [
     "CHANGE_LOG_DAYS",
@@ -186,6 +192,7 @@ __all__ = [
     "documents_with_facet_range",
     "documents_with_facet_under",
     "drop_names",
+    "epochs_by_name",
     "existing_chunk_ids",
     "find_names",
     "first_live_chunk",

@@ -45,6 +45,15 @@ class Workspace:
         )
 
 
+def epochs_by_name(conn: sqlite3.Connection, names: list[str]) -> dict[str, tuple[int, int]]:
+    """(lexical_epoch, vector_epoch) of each named workspace that exists, in one read."""
+    marks = ",".join("?" * len(names))
+    rows = conn.execute(
+        f"SELECT name, lexical_epoch, vector_epoch FROM workspaces WHERE name IN ({marks})", names
+    ).fetchall()
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
 def read_epochs(conn: sqlite3.Connection, ws_id: int) -> tuple[int, int] | None:
     """(lexical_epoch, vector_epoch): what cached views of a workspace are keyed by."""
     row = conn.execute(

@@ -90,5 +90,7 @@ def note_coverage_now(store: Store, ws: Workspace, model_fp: str) -> None:
         if epochs is None:
             return
         embedded, total = semantic_coverage(conn, store, ws, model_fp, epochs, noted=False)
+        if noted_coverage(conn, ws.id, model_fp, epochs) == (embedded, total):
+            return  # noted already (a pass that embedded nothing): no write
     with store.transaction() as conn:
         note_coverage(conn, ws.id, model_fp, epochs, embedded, total)

@@ -186,6 +186,7 @@ class VectorIndex:
         self._graph_max_id = 0  # the graph holds the rows up to this id (those live then)
         self._graph_seq: int | None = None  # the saved graph it is (None: built, unsaved)
         self._graph_dirty = False  # vectors removed or restored since the graph was made
+        self._tail: tuple[tuple[int, int, int], np.ndarray, np.ndarray] | None = None
 
     # -- files ---------------------------------------------------------------------------
 
@@ -475,15 +476,23 @@ class VectorIndex:
                 return np.zeros(0, dtype=np.uint64)
             return self.index.search(qbits, min(k, len(self.index)), exact=True).keys
 
+    def _live_tail(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, float32 rows) of the live rows past the graph, gathered once per epoch."""
+        key = (self.epoch, self._graph_max_id, len(self.rows))
+        if self._tail is None or self._tail[0] != key:
+            start = self._tail_start()
+            ids = self.rows.ids[start:]
+            live = np.asarray(self.index.contains(ids), dtype=bool) if len(ids) else ids
+            self._tail = (key, ids[live], self.rows.vectors(start)[live])
+        return self._tail[1], self._tail[2]
+
     def _tail_nearest(self, qvec: np.ndarray, k: int) -> np.ndarray:
         """The `k` live rows past the graph nearest the query, exactly (a few percent of the
         rows at most: past RESAVE_SHARE the writer saves a graph that holds them)."""
-        start = self._tail_start()
-        if start >= len(self.rows):
-            return np.zeros(0, dtype=np.uint64)
-        ids = self.rows.ids[start:]
-        live = np.asarray(self.index.contains(ids), dtype=bool)
-        ids, scores = ids[live], self.rows.vectors(start)[live] @ qvec
+        ids, matrix = self._live_tail()
+        if not len(ids):
+            return ids
+        scores = matrix @ qvec
         if len(ids) > k:
             ids = ids[np.argpartition(-scores, k - 1)[:k]]
         return ids

@@ -21,6 +21,7 @@ from autodoc.serve.lsp.features.editor_links import (
     lsp_location,
     lsp_range,
     served_document,
+    workspace_edit_caps,
 )
 from autodoc.serve.lsp.lsp_framing import rpc_exception
 from autodoc.serve.lsp.lsp_server import AutodocServer
@@ -148,11 +149,10 @@ def _code_action(ls: AutodocServer, uri: str, action: Any) -> types.CodeAction |
 def _creates_files(ls: AutodocServer) -> bool:
     """Whether the client applies a `CreateFile` in a workspace edit (resource operations
     live in `documentChanges`: Neovim declares the one and not the other)."""
-    caps = ls.client_capabilities.workspace
-    edits = caps.workspace_edit if caps else None
-    if edits is None:
-        return False
-    return types.ResourceOperationKind.Create in (edits.resource_operations or [])
+    edits = workspace_edit_caps(ls)
+    return edits is not None and types.ResourceOperationKind.Create in (
+        edits.resource_operations or []
+    )
 
 
 def _lens(uri: str, lens: Any) -> types.CodeLens:

@@ -18,7 +18,12 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from autodoc.serve.lsp.features.editor_links import client_text, served_document
+from autodoc.serve.lsp.features.editor_links import (
+    client_text,
+    lsp_range,
+    preview_markup,
+    served_document,
+)
 from autodoc.serve.lsp.lsp_server import AutodocServer
 from autodoc.wire.errors import INVALID_PARAMS
 
@@ -73,9 +78,7 @@ def setup(server: AutodocServer) -> None:
             if exc.code != INVALID_PARAMS:
                 raise
             return item
-        head = f"**{got['title']}**" + (f" › {got['heading']}" if got["heading"] else "")
-        text = f"{head}\n\n`{got['path']}:{got['line']}`\n\n{got['preview']}".rstrip()
-        item.documentation = types.MarkupContent(kind=types.MarkupKind.Markdown, value=text)
+        item.documentation = preview_markup(got, got["preview"])
         return item
 
 
@@ -91,11 +94,7 @@ def _item(found: Any, entry: Any, *, replace: bool, snippets: bool) -> types.Com
         edit = types.InsertReplaceEdit(text, types.Range(start, end), types.Range(start, whole))
     else:
         edit = types.TextEdit(types.Range(start, end), text)
-    extra = [
-        types.TextEdit(types.Range(types.Position(e["line"] - 1, e["start"]),
-                                   types.Position(e["line"] - 1, e["end"])), e["new_text"])
-        for e in found["extra"]
-    ]  # fmt: skip
+    extra = [types.TextEdit(lsp_range(e), e["new_text"]) for e in found["extra"]]
     data = {"workspace": found["workspace"], "path": entry["path"], "line": entry["line"]}
     return types.CompletionItem(
         label=entry["label"],

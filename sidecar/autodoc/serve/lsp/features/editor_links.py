@@ -50,11 +50,8 @@ def setup(server: AutodocServer) -> None:
         at, _ = await _ask(ls, "links.hover", params.text_document.uri, params.position)
         if at is None or at["target"] is None:
             return None
-        target = at["target"]
-        head = f"**{target['title']}**" + (f" › {target['heading']}" if target["heading"] else "")
-        text = f"{head}\n\n`{target['path']}:{target['line']}`\n\n{at['preview']}".rstrip()
-        markup = types.MarkupContent(kind=types.MarkupKind.Markdown, value=text)
-        return types.Hover(contents=markup, range=lsp_range(at))
+        return types.Hover(contents=preview_markup(at["target"], at["preview"]),
+                           range=lsp_range(at))  # fmt: skip
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_LINK)
     async def document_link(ls: AutodocServer, params: types.DocumentLinkParams) -> Any:
@@ -176,12 +173,23 @@ def served_document(ls: AutodocServer, uri: str) -> tuple[str, str, Path] | None
     return None if root is None else (found[0], found[1], root)
 
 
+def client_units(ls: AutodocServer) -> str:
+    """The column units the client and the server agreed on (UTF-16 unless another)."""
+    encoding = ls.workspace.position_encoding
+    units = getattr(encoding, "value", encoding)
+    return units if units in UNITS else "utf-16"
+
+
+def workspace_edit_caps(ls: AutodocServer) -> types.WorkspaceEditClientCapabilities | None:
+    """What the client said it applies in a WorkspaceEdit (None: nothing said)."""
+    caps = ls.client_capabilities.workspace
+    return caps.workspace_edit if caps else None
+
+
 def client_text(ls: AutodocServer, uri: str, line: int | None = None) -> dict[str, Any]:
     """The client's column units, and the editor's text when the document is open there: the
     whole document, or its `line` (0-based)."""
-    encoding = ls.workspace.position_encoding
-    units = getattr(encoding, "value", encoding)
-    opts: dict[str, Any] = {"units": units if units in UNITS else "utf-16"}
+    opts: dict[str, Any] = {"units": client_units(ls)}
     opened = ls.workspace.text_documents.get(uri)
     if opened is not None:
         if line is None:
@@ -247,6 +255,14 @@ def _heading_symbol(h: Any, children: list[types.DocumentSymbol]) -> types.Docum
 def lsp_location(root: Path, path: str, line: int) -> types.Location:
     start = types.Position(max(line - 1, 0), 0)
     return types.Location(uri=(root / path).as_uri(), range=types.Range(start, start))
+
+
+def preview_markup(target: Any, preview: str) -> types.MarkupContent:
+    """A link target as hover and completion show it: **title** › heading, `path:line`, then
+    its first lines."""
+    head = f"**{target['title']}**" + (f" › {target['heading']}" if target["heading"] else "")
+    text = f"{head}\n\n`{target['path']}:{target['line']}`\n\n{preview}".rstrip()
+    return types.MarkupContent(kind=types.MarkupKind.Markdown, value=text)
 
 
 def lsp_range(span: Any) -> types.Range:

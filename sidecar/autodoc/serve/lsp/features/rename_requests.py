@@ -17,7 +17,12 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from autodoc.serve.lsp.features.editor_links import UNITS, lsp_range, served_document
+from autodoc.serve.lsp.features.editor_links import (
+    client_units,
+    lsp_range,
+    served_document,
+    workspace_edit_caps,
+)
 from autodoc.serve.lsp.lsp_server import AutodocServer
 
 log = logging.getLogger("autodoc.server")
@@ -44,27 +49,22 @@ Answered = tuple[dict[str, Any], Path, Opened]
 def setup(server: AutodocServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_PREPARE_RENAME)
     async def prepare_rename(ls: AutodocServer, params: types.PrepareRenameParams) -> Any:
-        doc = served_document(ls, params.text_document.uri)
-        if doc is None:
+        asked = _asked_at(ls, params)
+        if asked is None:
             return None
-        name, rel, _ = doc
-        opts, _ = _options(ls, name)
-        at = params.position
-        found = await ls.call("links.prepare_rename", [name, rel, at.line + 1, at.character, opts])
+        at, opts, _, _ = asked
+        found = await ls.call("links.prepare_rename", [*at, opts])
         return types.PrepareRenamePlaceholder(
             range=lsp_range(found), placeholder=found["placeholder"]
         )
 
     @server.feature(types.TEXT_DOCUMENT_RENAME)
     async def rename(ls: AutodocServer, params: types.RenameParams) -> Any:
-        doc = served_document(ls, params.text_document.uri)
-        if doc is None:
+        asked = _asked_at(ls, params)
+        if asked is None:
             return None
-        name, rel, root = doc
-        opts, opened = _options(ls, name)
-        at = params.position
-        args = [name, rel, at.line + 1, at.character, params.new_name, opts]
-        answer = await ls.call("links.rename", args)
+        at, opts, root, opened = asked
+        answer = await ls.call("links.rename", [*at, params.new_name, opts])
         log.info("rename: %s links in %s files", answer["links"], answer["files"])
         return _workspace_edit(ls, [(answer, root, opened)], rename_files=True)
 
@@ -91,11 +91,22 @@ def setup(server: AutodocServer) -> None:
         return _workspace_edit(ls, answers, rename_files=False)
 
 
+def _asked_at(
+    ls: AutodocServer, params: types.PrepareRenameParams | types.RenameParams
+) -> tuple[list[Any], dict[str, Any], Path, Opened] | None:
+    """([workspace, path, line (1-based), column] of the request, the options, the root and
+    the workspace's open documents); None outside a served folder."""
+    doc = served_document(ls, params.text_document.uri)
+    if doc is None:
+        return None
+    name, rel, root = doc
+    opts, opened = _options(ls, name)
+    return [name, rel, params.position.line + 1, params.position.character], opts, root, opened
+
+
 def _options(ls: AutodocServer, name: str) -> tuple[dict[str, Any], Opened]:
     """The client's units, whether it renames files, and the text of every document it has
     open in the workspace (with the uri and version an edit to it names)."""
-    encoding = ls.workspace.position_encoding
-    units = getattr(encoding, "value", encoding)
     texts: dict[str, str] = {}
     opened: Opened = {}
     for uri, document in list(ls.workspace.text_documents.items()):
@@ -103,21 +114,19 @@ def _options(ls: AutodocServer, name: str) -> tuple[dict[str, Any], Opened]:
         if doc is not None and doc[0] == name:
             texts[doc[1]] = document.source
             opened[doc[1]] = (uri, document.version or 0)
-    opts = {"units": units if units in UNITS else "utf-16", "open": texts, "files": _renames(ls)}
+    opts = {"units": client_units(ls), "open": texts, "files": _renames(ls)}
     return opts, opened
 
 
 def _renames(ls: AutodocServer) -> bool:
     """The client takes a `RenameFile` in a workspace edit."""
-    caps = ls.client_capabilities.workspace
-    edit = caps.workspace_edit if caps else None
+    edit = workspace_edit_caps(ls)
     ops = (edit.resource_operations if edit else None) or []
     return types.ResourceOperationKind.Rename in ops
 
 
 def _document_changes(ls: AutodocServer) -> bool:
-    caps = ls.client_capabilities.workspace
-    edit = caps.workspace_edit if caps else None
+    edit = workspace_edit_caps(ls)
     return bool(edit and edit.document_changes)
 
 
@@ -131,12 +140,11 @@ def _workspace_edit(ls: AutodocServer, answers: list[Answered], *,
     moves: list[types.RenameFile] = []
     for answer, root, opened in answers:
         for e in answer["edits"]:
-            uri = opened[e["path"]][0] if e["path"] in opened else (root / e["path"]).as_uri()
-            versions[uri] = opened[e["path"]][1] if e["path"] in opened else None
+            uri, versions_at = _uri(e["path"], root, opened)
+            versions[uri] = versions_at
             by_uri.setdefault(uri, []).append(types.TextEdit(lsp_range(e), e["new_text"]))
         if rename_files and answer["new_path"]:
-            old = opened[answer["path"]][0] if answer["path"] in opened else (
-                (root / answer["path"]).as_uri())  # fmt: skip
+            old = _uri(answer["path"], root, opened)[0]
             options = types.RenameFileOptions(overwrite=False, ignore_if_exists=False)
             moves.append(types.RenameFile(old_uri=old, new_uri=(root / answer["new_path"]).as_uri(),
                                           options=options))  # fmt: skip
@@ -152,6 +160,11 @@ def _workspace_edit(ls: AutodocServer, answers: list[Answered], *,
         for uri, edits in by_uri.items()
     ]
     return types.WorkspaceEdit(document_changes=changes + moves)
+
+
+def _uri(path: str, root: Path, opened: Opened) -> tuple[str, int | None]:
+    """The uri and version the client has for this path, or the file's uri (no version)."""
+    return opened[path] if path in opened else ((root / path).as_uri(), None)
 
 
 def _without_overlaps(
