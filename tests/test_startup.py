@@ -177,11 +177,16 @@ class _Lines:
 
     def __init__(self, stream) -> None:
         self.queue: Queue[bytes] = Queue()
+        self.seen: list[dict[str, Any]] = []  # every message, whoever waited for it
         threading.Thread(target=self._read, args=(stream,), daemon=True).start()
 
     def _read(self, stream) -> None:
         for line in iter(stream.readline, b""):
-            self.queue.put(line)
+            self._got(line)
+
+    def _got(self, body: bytes) -> None:
+        self.seen.append(json.loads(body))
+        self.queue.put(body)
 
     def get(self, timeout: float) -> bytes:
         return self.queue.get(timeout=timeout)
@@ -267,7 +272,7 @@ class _Framed(_Lines):
                     length = int(header.split(b":")[1])
             if header == b"":
                 return
-            self.queue.put(stream.read(length))
+            self._got(stream.read(length))
 
 
 def test_lsp_answers_initialize_before_the_store_opens(indexed, tmp_path):
@@ -337,3 +342,198 @@ class _Probe:
 
     def __init__(self, dim: int) -> None:
         self.shape = (1, dim)
+
+
+# -- the handshake answered before the SDK has loaded ------------------------------------------
+
+# sitecustomize for a server's process: the SDK's import on any thread but the main one (the
+# server is built on a thread while the main thread answers the handshake) waits for a file.
+HOLD_SDK = """
+import importlib.machinery, os, sys, threading, time
+
+HELD = os.environ["HOLD_SDK"].split(",")
+OPEN = os.environ["HOLD_SDK_UNTIL"]
+
+
+class Held:
+    # A loader that runs the module only once the gate is open (a finder may not wait: it
+    # holds the import lock every thread needs).
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        while not os.path.exists(OPEN):
+            time.sleep(0.01)
+        self.loader.exec_module(module)
+
+
+class HoldSdk:
+    def find_spec(self, name, path=None, target=None):
+        if name not in HELD or threading.current_thread() is threading.main_thread():
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None:
+            spec.loader = Held(spec.loader)
+        return spec
+
+
+sys.meta_path.insert(0, HoldSdk())
+"""
+
+
+def _server(
+    db: Path, args: list[str], cwd: Path, held: tuple[str, ...] = (), gate: Path | None = None
+):
+    """`autodoc --db DB ARGS`, its SDK's import held until `gate` exists when `held` names it."""
+    env = _env()
+    if held:
+        assert gate is not None
+        hold = gate.parent / "hold"
+        hold.mkdir(exist_ok=True)
+        (hold / "sitecustomize.py").write_text(HOLD_SDK)
+        env.update(PYTHONPATH=str(hold), HOLD_SDK=",".join(held), HOLD_SDK_UNTIL=str(gate))
+    return subprocess.Popen(
+        [sys.executable, "-m", "autodoc", "--db", str(db), *args],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=env, cwd=cwd,
+    )  # fmt: skip
+
+
+def _lsp_params(root: Path, tmp_path: Path) -> dict[str, Any]:
+    """An editor's initialize, its client named for this test: a request no other start made."""
+    general = {"positionEncodings": ["utf-8", "utf-16"]}
+    client = {"name": f"test-{tmp_path.name}", "version": "1"}
+    return {"processId": os.getpid(), "rootUri": root.as_uri(), "clientInfo": client,
+            "capabilities": {"general": general}}  # fmt: skip
+
+
+def _lsp_session(db: Path, root: Path, tmp_path: Path, gate: Path | None = None) -> dict[str, Any]:
+    """One `autodoc serve` session: initialize, a search, shutdown. With `gate`, pygls is
+    held until the initialize answer came, and the search is asked while it still is. The
+    answer to initialize; every message is checked to come once."""
+    proc = _server(db, ["serve"], tmp_path, ("pygls", "lsprotocol") if gate else (), gate)
+    frames = _Framed(proc.stdout)
+    try:
+        _lsp_send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                         "params": _lsp_params(root, tmp_path)})  # fmt: skip
+        init = _answer(frames, 1, ANSWERED_S)["result"]
+        _lsp_send(proc, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        query = ["vault", "why did we pick sqlite", {"limit": 1}]
+        _lsp_send(proc, {"jsonrpc": "2.0", "id": 2, "method": "autodoc/search.query",
+                         "params": query})  # fmt: skip
+        if gate is not None:
+            with pytest.raises(AssertionError, match="no answer"):
+                _answer(frames, 2, 0.5)  # pygls is held: nothing reads the search yet
+            gate.touch()
+        answer = _answer(frames, 2, WAIT_S)
+        assert answer["result"]["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
+        _lsp_send(proc, {"jsonrpc": "2.0", "id": 3, "method": "shutdown"})
+        _answer(frames, 3, WAIT_S)
+        _lsp_send(proc, {"jsonrpc": "2.0", "method": "exit"})
+        assert proc.wait(timeout=WAIT_S) == 0
+    finally:
+        proc.kill()
+    answered = [m["id"] for m in frames.seen if "method" not in m]
+    assert sorted(answered) == [1, 2, 3]  # pygls's own answer to initialize was not sent too
+    return init
+
+
+def test_lsp_answers_initialize_as_pygls_did_before_pygls_has_loaded(indexed, tmp_path):
+    root, db = indexed
+    by_pygls = _lsp_session(db, root, tmp_path)  # recorded for the next start
+    assert by_pygls["serverInfo"]["name"] == "autodoc"
+    early = _lsp_session(db, root, tmp_path, gate=tmp_path / "open")
+    assert early == by_pygls
+
+
+def test_an_early_answer_pygls_disagrees_with_is_replaced_for_the_next_start(indexed, tmp_path):
+    from autodoc.serve.early_handshake import LSP_SCRIPT, AnswerBook
+
+    root, db = indexed
+    by_pygls = _lsp_session(db, root, tmp_path)
+    book = AnswerBook.for_server(LSP_SCRIPT)
+    key = AnswerBook.key(
+        "initialize", _lsp_params(root, tmp_path), LSP_SCRIPT.ignored["initialize"]
+    )
+    assert book.get(key) == by_pygls
+    book.record(key, {**by_pygls, "serverInfo": {"name": "stale"}})
+    assert _lsp_session(db, root, tmp_path)["serverInfo"]["name"] == "stale"  # sent early
+    assert AnswerBook.for_server(LSP_SCRIPT).get(key) == by_pygls  # pygls's, for next time
+    assert _lsp_session(db, root, tmp_path) == by_pygls
+
+
+def _mcp_session(db: Path, root: Path, tmp_path: Path, gate: Path | None = None) -> list[Any]:
+    """One `autodoc mcp` session: initialize, tools/list, a search; with `gate`, the SDK is
+    held until both were answered. Their answers; every message is checked to come once."""
+    proc = _server(
+        db, ["mcp", str(root), "--no-watch"], tmp_path, ("mcp", "mcp_types") if gate else (), gate
+    )
+    lines = _Lines(proc.stdout)
+
+    def send(message: dict[str, Any]) -> None:
+        proc.stdin.write((json.dumps(message) + "\n").encode())
+        proc.stdin.flush()
+
+    try:
+        client = {"name": f"test-{tmp_path.name}", "version": "1"}
+        params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+        init = _answer(lines, 1, ANSWERED_S)["result"]
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        tools = _answer(lines, 2, ANSWERED_S)["result"]
+        arguments = {"query": "why did we pick sqlite", "limit": 1}
+        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+              "params": {"name": "search", "arguments": arguments}})  # fmt: skip
+        if gate is not None:
+            with pytest.raises(AssertionError, match="no answer"):
+                _answer(lines, 3, 0.5)  # the SDK is held
+            gate.touch()
+        hits = _answer(lines, 3, WAIT_S)["result"]["structuredContent"]["hits"]
+        assert hits[0]["path"] == "adr/0003-embedded-sqlite-store.md"
+        proc.stdin.close()
+        assert proc.wait(timeout=WAIT_S) == 0
+    finally:
+        proc.kill()
+    assert sorted(m["id"] for m in lines.seen) == [1, 2, 3]
+    return [init, tools]
+
+
+def test_mcp_answers_initialize_and_tools_list_as_the_sdk_did_before_it_has_loaded(
+    indexed, tmp_path
+):
+    root, db = indexed
+    # The first start records initialize; the second, answering it early, reads on to
+    # tools/list and records that.
+    by_sdk = _mcp_session(db, root, tmp_path)
+    assert _mcp_session(db, root, tmp_path) == by_sdk
+    assert {t["name"] for t in by_sdk[1]["tools"]} >= {"search", "find", "read_span", "status"}
+    assert _mcp_session(db, root, tmp_path, gate=tmp_path / "open") == by_sdk
+
+
+@pytest.mark.parametrize(
+    "first", [b"{not json\n", b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call"}\n']
+)
+def test_mcp_hands_a_first_message_it_does_not_expect_to_the_sdk(indexed, tmp_path, first):
+    root, db = indexed
+    proc = _server(db, ["mcp", str(root), "--no-watch"], tmp_path)
+    lines = _Lines(proc.stdout)
+    try:
+        proc.stdin.write(first)
+        client = {"name": "test", "version": "1"}
+        params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+        proc.stdin.write(
+            (
+                json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+                + "\n"
+            ).encode()
+        )
+        proc.stdin.flush()
+        assert _answer(lines, 1, WAIT_S)["result"]["serverInfo"]["name"] == "autodoc"
+        proc.stdin.close()
+        assert proc.wait(timeout=WAIT_S) == 0
+    finally:
+        proc.kill()

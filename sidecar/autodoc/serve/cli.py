@@ -212,10 +212,10 @@ def _serve(args: argparse.Namespace) -> int:
     if args.command == "serve" and args.http:
         return _serve_http(args)
     if args.command == "serve":
-        from autodoc.serve.lsp.entry import serve  # pygls is only needed here
+        from autodoc.serve.lsp.lsp_entry import serve  # pygls loads on a thread
 
         return serve(args.db)
-    from autodoc.serve.mcp.mcp_server import serve as serve_mcp  # the MCP SDK only here
+    from autodoc.serve.mcp.mcp_entry import serve as serve_mcp  # the MCP SDK loads on a thread
 
     try:
         return serve_mcp(args.db, args.paths, watch=not args.no_watch, http=args.http,

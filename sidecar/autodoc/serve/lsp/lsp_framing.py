@@ -1,6 +1,6 @@
 """The LSP wire's edges: every body measured before it is parsed, every malformed message
 answered (never dropped), our errors as JSON-RPC errors, logs to the client, settings and URIs
-read safely. Used by `lsp_server.py` and `entry.py`; it knows no server class."""
+read safely. Used by `lsp_server.py` and `lsp_entry.py`; it knows no server class."""
 
 from __future__ import annotations
 

@@ -9,9 +9,10 @@ answered with -32602 naming the limit, on the SDK's own write stream. Other line
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import anyio
 import anyio.to_thread
@@ -19,6 +20,7 @@ from anyio.abc import ObjectSendStream
 from mcp.shared.message import SessionMessage
 from mcp_types import ErrorData, JSONRPCError
 
+from autodoc.serve.early_handshake import EarlyHandshake
 from autodoc.wire.errors import RpcError
 from autodoc.wire.limits import (
     MAX_DEPTH,
@@ -104,3 +106,33 @@ class LineStdin:
             return
         error = ErrorData(code=refusal.code, message=refusal.message, data=refusal.data)
         await self.write.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=rid, error=error)))
+
+
+class EarlyAnswered:
+    """The SDK's write stream: its answers to what the early handshake answered already are
+    dropped (and recorded, `EarlyHandshake.sdk_answered`); everything else passes as sent."""
+
+    def __init__(self, stream: ObjectSendStream[SessionMessage], handshake: EarlyHandshake) -> None:
+        self.stream, self.handshake = stream, handshake
+
+    async def send(self, item: SessionMessage) -> None:
+        message = item.message
+        if (
+            self.handshake.pending
+            and getattr(message, "method", None) is None
+            and getattr(message, "id", None) in self.handshake.pending
+        ):
+            answer = json.loads(message.model_dump_json(by_alias=True, exclude_unset=True))
+            if self.handshake.sdk_answered(answer):
+                return
+        await self.stream.send(item)
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+    async def __aenter__(self) -> EarlyAnswered:
+        await self.stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.stream.__aexit__(*exc)

@@ -27,10 +27,10 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from autodoc import __version__
-from autodoc.serve.dispatcher import Dispatcher
+from autodoc.serve.early_handshake import EarlyHandshake
 from autodoc.serve.host import Host
 from autodoc.serve.mcp.compact_answers import compact_related, compact_search
-from autodoc.serve.mcp.mcp_framing import LineStdin
+from autodoc.serve.mcp.mcp_framing import EarlyAnswered, LineStdin
 from autodoc.serve.mcp.tool_docs import (
     FIND_DOC,
     INSTRUCTIONS,
@@ -223,17 +223,24 @@ class AutodocMCP(MCPServer):
                 raise ToolError(f"error {METHOD_NOT_FOUND}: unknown tool {name!r}") from None
             raise
 
+    # stdin from its start (what the early handshake read, then the rest); that handshake
+    handshake: EarlyHandshake | None = None
+
     async def run_stdio_async(self) -> None:
-        """The SDK's stdio loop, its lines measured first (`mcp_framing.LineStdin`)."""
-        stdin = LineStdin(sys.stdin.buffer)
+        """The SDK's stdio loop, its lines measured first (`mcp_framing.LineStdin`); its
+        answers to what the early handshake answered are dropped (`EarlyAnswered`)."""
+        handshake = self.handshake
+        raw = handshake.replayed(sys.stdin.buffer) if handshake else sys.stdin.buffer
+        stdin = LineStdin(raw)  # type: ignore[arg-type]
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
             stdin.write = write_stream
+            out = EarlyAnswered(write_stream, handshake) if handshake else write_stream
             await self._lowlevel_server.run(
-                read_stream, write_stream, self._lowlevel_server.create_initialization_options()
+                read_stream, out, self._lowlevel_server.create_initialization_options()
             )
 
 
-def build_server(agent: AgentServer) -> MCPServer:
+def build_server(agent: AgentServer) -> AutodocMCP:
     server = AutodocMCP(
         "autodoc", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
@@ -246,51 +253,3 @@ def build_server(agent: AgentServer) -> MCPServer:
     ):
         server.add_tool(fn, name=fn.__name__, description=doc, annotations=READ_ONLY)
     return server
-
-
-def serve(
-    db: str | None,
-    roots: list[str],
-    *,
-    watch: bool = True,
-    http: str | None = None,
-    token_file: str | None = None,
-    token_env: str | None = None,
-) -> int:
-    """Run until the client closes stdin (with `http`, until interrupted). Nothing but MCP
-    messages ever goes to stdout (the CLI sends logs to stderr or `--log-file`)."""
-    listen = None
-    if http is not None:  # refused before anything is opened or indexed
-        from autodoc.serve.http_server import listen_settings
-
-        listen = listen_settings(http, token_file, token_env)
-    folders = [Path(r) for r in roots]
-    for folder in folders:
-        if not folder.is_dir():
-            raise RpcError(INVALID_PARAMS, f"not a folder: {folder}", {"path": str(folder)})
-    host = Host.over_store(db, watch=watch)  # `initialize`, `tools/list` answered while it opens
-    agent = AgentServer(host, folders, served_only=listen is not None)
-    server = build_server(agent)
-    if not folders:  # the workspace around the working directory, found once the store is open
-        host.open(lambda: _default_root(host.dispatcher))
-    agent.start()
-    try:
-        if listen is None:
-            server.run("stdio")
-        else:
-            from autodoc.serve.http_server import serve_mcp_http
-
-            serve_mcp_http(server, *listen)
-    finally:
-        agent.close()
-    return 0
-
-
-def _default_root(dispatcher: Dispatcher) -> Path:
-    """The workspace around the working directory, else the working directory itself."""
-    cwd = Path.cwd().resolve()
-    for ws in dispatcher.call("workspace.list"):
-        root = Path(ws["root"])
-        if cwd == root or root in cwd.parents:
-            return root
-    return cwd

@@ -1,0 +1,94 @@
+"""`autodoc mcp`'s entry: on stdio, the handshake answered while the MCP SDK loads; then the
+agent server over a host whose store opens on its own thread, and MCP until the client closes
+stdin. With `--http`, MCP over streamable HTTP (no handshake to answer early: each request is
+its own).
+
+This module imports nothing heavy itself: the SDK (with pydantic), the host and the tools load
+on a thread while the main thread answers `initialize` and `tools/list` from the answers the SDK
+gave at an earlier start (`early_handshake`); the SDK then reads the whole stream from its start.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from autodoc.serve.early_handshake import (
+    MCP_SCRIPT,
+    AnswerBook,
+    EarlyHandshake,
+    InBackground,
+)
+from autodoc.wire.errors import INVALID_PARAMS, RpcError
+
+if TYPE_CHECKING:
+    from autodoc.serve.dispatcher import Dispatcher
+    from autodoc.serve.mcp.mcp_server import AgentServer, AutodocMCP
+
+
+def serve(
+    db: str | None,
+    roots: list[str],
+    *,
+    watch: bool = True,
+    http: str | None = None,
+    token_file: str | None = None,
+    token_env: str | None = None,
+) -> int:
+    """Run until the client closes stdin (with `http`, until interrupted). Nothing but MCP
+    messages ever goes to stdout (the CLI sends logs to stderr or `--log-file`)."""
+    listen = None
+    if http is not None:  # refused before anything is opened or indexed
+        from autodoc.serve.http_server import listen_settings
+
+        listen = listen_settings(http, token_file, token_env)
+    folders = [Path(r) for r in roots]
+    for folder in folders:
+        if not folder.is_dir():
+            raise RpcError(INVALID_PARAMS, f"not a folder: {folder}", {"path": str(folder)})
+    if listen is not None:
+        from autodoc.serve.http_server import serve_mcp_http
+
+        server, agent = _started(db, folders, watch, served_only=True)
+        try:
+            serve_mcp_http(server, *listen)
+        finally:
+            agent.close()
+        return 0
+    loading = InBackground(lambda: _started(db, folders, watch, served_only=False))
+    handshake = EarlyHandshake(MCP_SCRIPT, AnswerBook.for_server(MCP_SCRIPT))
+    handshake.answer_first(sys.stdin.buffer, sys.stdout.buffer)
+    server, agent = loading.result()
+    server.handshake = handshake
+    try:
+        server.run("stdio")
+    finally:
+        agent.close()
+    return 0
+
+
+def _started(
+    db: str | None, folders: list[Path], watch: bool, *, served_only: bool
+) -> tuple[AutodocMCP, AgentServer]:
+    """The SDK loaded, the server built, every served folder opening in the background."""
+    from autodoc.serve.host import Host
+    from autodoc.serve.mcp.mcp_server import AgentServer, build_server
+
+    host = Host.over_store(db, watch=watch)  # a tool call waits for the store, not the handshake
+    agent = AgentServer(host, folders, served_only=served_only)
+    server = build_server(agent)
+    if not folders:  # the workspace around the working directory, found once the store is open
+        host.open(lambda: _default_root(host.dispatcher))
+    agent.start()
+    return server, agent
+
+
+def _default_root(dispatcher: Dispatcher) -> Path:
+    """The workspace around the working directory, else the working directory itself."""
+    cwd = Path.cwd().resolve()
+    for ws in dispatcher.call("workspace.list"):
+        root = Path(ws["root"])
+        if cwd == root or root in cwd.parents:
+            return root
+    return cwd
