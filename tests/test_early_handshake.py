@@ -184,3 +184,27 @@ def test_mcp_answers_initialize_and_tools_list_and_stops_there(tmp_path):
         {"jsonrpc": "2.0", "id": "t", "result": {"tools": []}},
     ]
     assert replayed == stream and not handshake.read_so_far.endswith(mcp_line(call))
+
+
+def test_the_book_lives_in_the_cache_folder_never_the_working_directory(monkeypatch, tmp_path):
+    monkeypatch.setenv("AUTODOC_CACHE", "")  # set empty: unset, as XDG's variables are
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert AnswerBook.for_server(LSP_SCRIPT).path == tmp_path / "autodoc" / "answers" / "lsp.json"
+    monkeypatch.setenv("AUTODOC_CACHE", str(tmp_path / "mine"))
+    assert AnswerBook.for_server(MCP_SCRIPT).path == tmp_path / "mine" / "answers" / "mcp.json"
+
+
+def test_a_start_that_missed_initialize_records_tools_list_from_what_the_sdk_reads(tmp_path):
+    book = AnswerBook(tmp_path / "mcp.json", "fp")
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    tools = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    book.record(AnswerBook.key("tools/list", None), {"tools": ["old"]})  # the SDK's still goes
+    handshake, wrote, _ = run_early(MCP_SCRIPT, book, mcp_line(init))
+    assert wrote == b""  # nothing recorded: the SDK answers initialize
+    for line in (mcp_line(init), mcp_line({"jsonrpc": "2.0", "method": "n"}), mcp_line(tools)):
+        handshake.sdk_reads(line)  # the replayed initialize is not asked twice
+    assert handshake.sdk_answered({"jsonrpc": "2.0", "id": 1, "result": {"v": 1}}) is False
+    assert handshake.sdk_answered({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}) is False
+    kept = AnswerBook(book.path, "fp")
+    assert kept.get(AnswerBook.key("initialize", {})) == {"v": 1}
+    assert kept.get(AnswerBook.key("tools/list", None)) == {"tools": []}

@@ -19,9 +19,10 @@ from typing import Any
 
 
 def cache_dir() -> Path:
-    """Where derived model files live: $AUTODOC_CACHE, else $XDG_CACHE_HOME/autodoc."""
+    """Where derived files live: $AUTODOC_CACHE, else $XDG_CACHE_HOME/autodoc (a variable set
+    empty counts as unset, as XDG's do: never the working directory)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(os.environ.get("AUTODOC_CACHE", Path(base) / "autodoc"))
+    return Path(os.environ.get("AUTODOC_CACHE") or Path(base) / "autodoc")
 
 
 def file_sha256(path: Path) -> str:

@@ -273,7 +273,13 @@ class EarlyHandshake:
         self.read_so_far = bytearray()
         # request id -> (book key, what was sent early or MISSING): answers the SDK owes
         self.pending: dict[int | str, tuple[str, Any]] = {}
+        self.unseen = set(script.answerable)  # requests whose answers nobody watches for yet
+        self.sdk_watch = self.SDK_WATCH
         self.lock = threading.Lock()
+
+    # the SDK's first messages read for a handshake request the early part did not reach: a
+    # start that missed `initialize` records `tools/list` as well (one start fills the book)
+    SDK_WATCH = 16
 
     def answer_first(self, stdin: BinaryIO, stdout: BinaryIO) -> None:
         """Read and answer the handshake's messages while the script allows it."""
@@ -300,17 +306,35 @@ class EarlyHandshake:
         rid = message["id"]
         if isinstance(rid, bool) or not isinstance(rid, (int, str)):
             return False
-        ignored = self.script.ignored.get(method, frozenset())
-        key = AnswerBook.key(method, message.get("params"), ignored)
-        result = self.book.get(key)
-        with self.lock:
-            self.pending[rid] = (key, result)
+        result = self._owed(rid, method, message.get("params"), answering=True)
         if result is MISSING:
             return False
         answer = {"jsonrpc": "2.0", "id": rid, "result": result}
         stdout.write(self.script.wire.frame(json.dumps(answer, ensure_ascii=False).encode()))
         stdout.flush()
         return True
+
+    def _owed(self, rid: int | str, method: str, params: Any, *, answering: bool) -> Any:
+        """Watch for the SDK's answer to this request; `answering`: the recorded answer (or
+        MISSING), which the caller sends."""
+        key = AnswerBook.key(method, params, self.script.ignored.get(method, frozenset()))
+        result = self.book.get(key) if answering else MISSING
+        with self.lock:
+            self.pending[rid] = (key, result)
+            self.unseen.discard(method)
+        return result
+
+    def sdk_reads(self, body: bytes) -> None:
+        """A message the SDK reads after the early part: a handshake request among its first
+        ones has its answer recorded too (not sent early: the SDK answers it)."""
+        if not self.unseen or self.sdk_watch <= 0:
+            return
+        self.sdk_watch -= 1
+        message = _parsed(body)
+        method = message.get("method") if message is not None else None
+        rid = message.get("id") if message is not None else None
+        if method in self.unseen and isinstance(rid, (int, str)) and not isinstance(rid, bool):
+            self._owed(rid, method, message.get("params"), answering=False)  # type: ignore[union-attr]
 
     def replayed(self, stdin: BinaryIO) -> ReplayReader:
         return ReplayReader(bytes(self.read_so_far), stdin)

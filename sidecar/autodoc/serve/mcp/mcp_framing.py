@@ -40,9 +40,10 @@ HEAD = 4096  # of a line too long to keep: enough to find its id
 class LineStdin:
     """An async iterable of stdin's lines for `mcp.server.stdio.stdio_server(stdin=...)`."""
 
-    def __init__(self, raw: BinaryIO) -> None:
+    def __init__(self, raw: BinaryIO, handshake: EarlyHandshake | None = None) -> None:
         self.raw = raw
         self.write: ObjectSendStream[SessionMessage] | None = None  # set once the server runs
+        self.handshake = handshake  # told the first lines, for the answers it records
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
@@ -95,6 +96,8 @@ class LineStdin:
         if text_depth(text) > MAX_DEPTH:
             await self._refuse(line, nested_too_deep())
             return None
+        if self.handshake is not None:
+            self.handshake.sdk_reads(line)
         return text
 
     async def _refuse(self, line: bytes, refusal: RpcError) -> None:

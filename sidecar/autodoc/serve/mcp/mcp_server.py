@@ -231,7 +231,7 @@ class AutodocMCP(MCPServer):
         answers to what the early handshake answered are dropped (`EarlyAnswered`)."""
         handshake = self.handshake
         raw = handshake.replayed(sys.stdin.buffer) if handshake else sys.stdin.buffer
-        stdin = LineStdin(raw)  # type: ignore[arg-type]
+        stdin = LineStdin(raw, handshake)  # type: ignore[arg-type]
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
             stdin.write = write_stream
             out = EarlyAnswered(write_stream, handshake) if handshake else write_stream
