@@ -224,9 +224,8 @@ def test_an_exact_title_and_a_record_number_stay_first(sample):
 
 
 def test_a_common_word_the_vault_never_uses_is_not_news():
-    common = confidence.common_words()
-    assert {"forgot", "messed", "thumbnail", "watering"} <= common
-    assert not {"rabbitmq", "kafka", "kubernetes"} & common
+    assert all(map(confidence.is_common, ["forgot", "messed", "thumbnail", "watering"]))
+    assert not any(map(confidence.is_common, ["rabbitmq", "kafka", "kubernetes"]))
 
 
 def test_missing_lists_only_rare_absent_words(garden):

@@ -22,8 +22,6 @@ from autodoc.engine.navigation import (
 from autodoc.files.confine import read_inside
 from autodoc.parse.document import outline, split_lines
 from autodoc.parse.markdown import Heading, read_structure
-from autodoc.query import navigate, note_actions
-from autodoc.query.link_style import vault_link_style
 from autodoc.store import Workspace
 from autodoc.wire.action_answers import BacklinkLens, DocumentActions, DocumentLenses, NoteAction
 from autodoc.wire.errors import invalid_params
@@ -59,6 +57,8 @@ class Actions(Navigation):
     def doc_lenses(self, name: Any, path: Any, opts: Any = None) -> DocumentLenses:
         """The document's title with how many links lead to the document, and each heading that
         links lead to with their count (opts as `doc.outline`)."""
+        from autodoc.query import navigate, note_actions  # here: a search loads neither
+
         ws, rel, text, units = self._document_text(name, path, opts)
         lines, headings = outline(text.encode("utf-8"))
         with self.store.snapshot() as conn:
@@ -79,6 +79,8 @@ class Actions(Navigation):
         self, ws: Workspace, rel: str, line: int, text: str, at: int, units: Units
     ) -> list[NoteAction]:
         """ "Create note" on a link to a note that does not exist."""
+        from autodoc.query import navigate, note_actions
+
         found = navigate.link_at(text, at)
         if found is None:
             return []
@@ -108,6 +110,8 @@ class Actions(Navigation):
     ) -> NoteAction:
         """ "Copy a link to this section", written as the vault writes its links (the title,
         level 1, links to the note itself)."""
+        from autodoc.query.link_style import vault_link_style
+
         with self.store.snapshot() as conn:
             style = vault_link_style(conn, ws)
         target_heading = heading.text if heading.level > 1 else ""
@@ -138,6 +142,8 @@ class Actions(Navigation):
 
 def _url_actions(line: int, text: str, at: int, units: Units) -> list[NoteAction]:
     """ "Convert to Markdown link" on a bare URL."""
+    from autodoc.query import note_actions
+
     for start, end, url in note_actions.bare_urls(text):
         if start <= at <= end:
             return [

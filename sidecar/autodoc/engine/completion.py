@@ -11,7 +11,7 @@ reads each answer from one store snapshot.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autodoc import store as sql
 from autodoc.engine.core import EngineCore
@@ -24,25 +24,6 @@ from autodoc.engine.navigation import (
     text_options,
     to_units,
 )
-from autodoc.parse.chunking import BREADCRUMB_SEP
-from autodoc.query import navigate
-from autodoc.query.completion_context import (
-    Entry,
-    Where,
-    context_at,
-    paragraph,
-    paragraph_ahead,
-)
-from autodoc.query.link_style import LinkStyle, vault_link_style
-from autodoc.query.note_completion import Ranked, note_entries, short
-from autodoc.query.paragraph_meaning import MEANING, WAIT_S
-from autodoc.query.part_completion import (
-    block_entries,
-    heading_entries,
-    note_text,
-    path_entries,
-    tag_entries,
-)
 from autodoc.store import Workspace, read_epochs
 from autodoc.wire.errors import invalid_params, options_object
 from autodoc.wire.link_answers import (
@@ -53,6 +34,11 @@ from autodoc.wire.link_answers import (
     LinkStyleInfo,
     Units,
 )
+
+if TYPE_CHECKING:  # the work is imported where a completion is asked for: a search loads none
+    from autodoc.query.completion_context import Entry, Where
+    from autodoc.query.link_style import LinkStyle
+    from autodoc.query.note_completion import Ranked
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -66,6 +52,11 @@ class Completion(EngineCore):
         `[[note#`, block ids after `[[note#^`, paths after `](`, slugs after `](path#`, tags
         after `#`; each entry's text in the vault's link style. opts: `text` (the whole
         document as the client has it now), `units`, `limit` (1..200, default 50)."""
+        from autodoc.query.completion_context import context_at, paragraph, paragraph_ahead
+        from autodoc.query.link_style import vault_link_style
+        from autodoc.query.note_completion import short
+        from autodoc.query.paragraph_meaning import MEANING, WAIT_S
+
         ws = self.workspace(name)
         rel = checked_rel_path(path)
         checked_position(line, character)
@@ -104,6 +95,9 @@ class Completion(EngineCore):
     def links_preview(self, name: Any, path: Any, line: Any = None) -> LinkPreview:
         """A note's title and the first lines of its section at `line` (1-based; null: the
         note's start): a completion entry's documentation."""
+        from autodoc.parse.chunking import BREADCRUMB_SEP
+        from autodoc.query import navigate
+
         ws = self.workspace(name)
         rel = checked_rel_path(path)
         if line is not None and (
@@ -139,6 +133,15 @@ class Completion(EngineCore):
     ) -> tuple[list[Entry], bool, Ranked]:
         """(entries, whether more matched, how notes were ranked) for what is being written;
         `nearest`: the notes nearest the paragraph's meaning (None: names alone)."""
+        from autodoc.query.note_completion import note_entries
+        from autodoc.query.part_completion import (
+            block_entries,
+            heading_entries,
+            note_text,
+            path_entries,
+            tag_entries,
+        )
+
         if where.kind == "note":
             return note_entries(conn, ws, rel, where, style, limit, nearest)
         if where.kind == "path":

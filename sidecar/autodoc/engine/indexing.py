@@ -7,19 +7,19 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autodoc import store as sql
 from autodoc.engine.core import COLLECT_EVERY_S, MIRROR_EVERY_S, EngineCore, lexical_store, log
-from autodoc.index.check import check_workspace
-from autodoc.index.indexer import Indexer, Progress
 from autodoc.models.embedders import Embedder, key_status
 from autodoc.parse import frontmatter_schema
 from autodoc.store import Workspace, read_epochs
 from autodoc.vectors.coverage import note_coverage_now, semantic_coverage, semantic_missing
-from autodoc.vectors.embedding_cache import collect_unused, fill
 from autodoc.wire import protocol
 from autodoc.wire.errors import StoreBusyError
+
+if TYPE_CHECKING:  # the indexer and the fill are imported by what writes: a search loads neither
+    from autodoc.index.indexer import Progress
 
 
 class Indexing(EngineCore):
@@ -31,6 +31,8 @@ class Indexing(EngineCore):
         `incremental` (the background worker after a save): only the chunks the cached
         coverage knows to be missing are embedded, and unused vectors are collected at most
         every COLLECT_EVERY_S, so a save costs milliseconds, not whole-workspace scans."""
+        from autodoc.vectors.embedding_cache import collect_unused, fill
+
         ws = self.workspace(name)
         target, why = self.embedder(ws)
         if target is None:
@@ -134,6 +136,8 @@ class Indexing(EngineCore):
         background worker fill them while lexical answers are served (long-lived ones).
         `notice(text)` hears what to tell a person before the run goes on; `indexed(summary)`
         the files' summary, before the embedding starts."""
+        from autodoc.index.indexer import Indexer
+
         ws = self.workspace(name)
         with self._write:
             self.store.writer()
@@ -150,6 +154,8 @@ class Indexing(EngineCore):
 
     def index_paths(self, name: Any, paths: list[str]) -> dict[str, Any]:
         """Re-index only these root-relative paths (an editor's save, a watcher's batch)."""
+        from autodoc.index.indexer import Indexer
+
         ws = self.workspace(name)
         with self._write:
             self.store.writer()
@@ -162,6 +168,9 @@ class Indexing(EngineCore):
         """Bring the index up to date (no embedding), then check every document's frontmatter
         against the schema and every link. When another process writes the store, the index
         is checked as that process keeps it."""
+        from autodoc.index.check import check_workspace
+        from autodoc.index.indexer import Indexer
+
         ws = self.workspace(name)
         indexed = True
         try:

@@ -11,16 +11,14 @@ units, Python characters), and reads each answer from one store snapshot.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autodoc import store as sql
 from autodoc.engine.core import EngineCore
 from autodoc.engine.reading import checked_path
 from autodoc.files.confine import read_inside
-from autodoc.index.check import link_findings
 from autodoc.parse.document import links_on_line, outline
 from autodoc.parse.markdown import Heading
-from autodoc.query import navigate
 from autodoc.store import Workspace
 from autodoc.wire.errors import invalid_params, options_object
 from autodoc.wire.link_answers import (
@@ -37,6 +35,9 @@ from autodoc.wire.link_answers import (
     OutlineHeading,
     Units,
 )
+
+if TYPE_CHECKING:  # imported where a link is followed: a search loads neither (issue 45)
+    from autodoc.query import navigate
 
 UNITS: tuple[Units, ...] = ("utf-32", "utf-16", "utf-8")
 BIG = 2**31  # lines and columns are below it (SQLite's integers are 64-bit)
@@ -66,6 +67,8 @@ class Navigation(EngineCore):
     ) -> LinkReferences:
         """Every place that links to the target of the link at the position; on a heading
         (level 2 and below), to that heading; elsewhere, to the document asked about."""
+        from autodoc.query import navigate
+
         ws, rel, at, text, units = self._position(name, path, line, character, opts)
         found = navigate.link_at(text, from_units(text, character, units))
         with self.store.snapshot() as conn:
@@ -87,6 +90,8 @@ class Navigation(EngineCore):
     def links_document(self, name: Any, path: Any, opts: Any = None) -> DocumentLinks:
         """Each link the index holds for the document, placed on its text (opts: `text`, the
         whole document as the client has it now; `units`)."""
+        from autodoc.query import navigate
+
         ws, rel, lines, units = self._document(name, path, opts)
         with self.store.snapshot() as conn:
             found = navigate.document_links(conn, ws, rel, lines)
@@ -104,6 +109,8 @@ class Navigation(EngineCore):
     def links_diagnostics(self, name: Any, path: Any, opts: Any = None) -> LinkDiagnostics:
         """The document's unresolved links, as `index.check` finds them, each spanning its line
         of the text (opts as `links.document`)."""
+        from autodoc.index.check import link_findings
+
         ws, rel, lines, units = self._document(name, path, opts)
         with self.store.snapshot() as conn:
             rows = sql.unresolved_links(conn, ws.id, rel)
@@ -150,6 +157,8 @@ class Navigation(EngineCore):
         self, name: Any, path: Any, line: Any, character: Any, opts: Any, *, preview: bool
     ) -> tuple[LinkAt, str] | None:
         """The link at the position, and (with `preview`) the first lines of its target."""
+        from autodoc.query import navigate
+
         ws, rel, at, text, units = self._position(name, path, line, character, opts)
         found = navigate.link_at(text, from_units(text, character, units))
         if found is None:

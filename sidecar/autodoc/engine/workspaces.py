@@ -10,7 +10,6 @@ from typing import Any
 from autodoc.bm25.tantivy_index import LexicalIndex
 from autodoc.engine.core import lexical_home, lexical_store, store_spec
 from autodoc.engine.indexing import Indexing
-from autodoc.index.indexer import Indexer
 from autodoc.parse import frontmatter_schema
 from autodoc.store import Workspace
 from autodoc.wire import protocol, workspace_options
@@ -122,6 +121,8 @@ class Workspaces(Indexing):
         """The lexical index moved (to Qdrant, back, or to another one): the old one goes
         first, so a move cut short never leaves a stale index to come back to; the new one is
         filled now (a reconcile refills it if this is cut short)."""
+        from autodoc.index.indexer import Indexer  # here: a search loads no indexer (issue 45)
+
         self.store.writer()
         with self._lock:
             held = self._lexical.pop(before.id, None)
@@ -131,6 +132,8 @@ class Workspaces(Indexing):
     def _load_schema(self, ws: Workspace) -> protocol.SchemaLoaded:
         """Load the schema the option names and rebuild the facets it types, before the answer:
         a filter on a new field works at once, not after the next re-index."""
+        from autodoc.index.indexer import Indexer
+
         self.store.writer()
         indexer = Indexer(self.store, self.lexical(ws), ws)
         bad = indexer.sync_schema()

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache, cached_property
-from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -180,7 +180,7 @@ def shipped_model(path: str | None = None) -> RankingModel:
     if path:
         with open(path, encoding="utf-8") as f:
             return parse_model(json.load(f))
-    text = resources.files("autodoc.query").joinpath(MODEL_FILE).read_text(encoding="utf-8")
+    text = Path(__file__).with_name(MODEL_FILE).read_text(encoding="utf-8")
     return parse_model(json.loads(text))
 
 

@@ -303,8 +303,8 @@ class EarlyHandshake:
     def _answer(self, message: dict[str, Any], method: str, stdout: BinaryIO) -> bool:
         """Send the recorded answer; False when there is none (the SDK answers, and it is
         recorded)."""
-        rid = message["id"]
-        if isinstance(rid, bool) or not isinstance(rid, (int, str)):
+        rid = _request_id(message)
+        if rid is None:
             return False
         result = self._owed(rid, method, message.get("params"), answering=True)
         if result is MISSING:
@@ -330,11 +330,10 @@ class EarlyHandshake:
         if not self.unseen or self.sdk_watch <= 0:
             return
         self.sdk_watch -= 1
-        message = _parsed(body)
-        method = message.get("method") if message is not None else None
-        rid = message.get("id") if message is not None else None
-        if method in self.unseen and isinstance(rid, (int, str)) and not isinstance(rid, bool):
-            self._owed(rid, method, message.get("params"), answering=False)  # type: ignore[union-attr]
+        message = _parsed(body) or {}
+        method, rid = message.get("method"), _request_id(message)
+        if method in self.unseen and rid is not None:
+            self._owed(rid, method, message.get("params"), answering=False)
 
     def replayed(self, stdin: BinaryIO) -> ReplayReader:
         return ReplayReader(bytes(self.read_so_far), stdin)
@@ -344,9 +343,9 @@ class EarlyHandshake:
         early (the caller drops it: the client has it)."""
         if "method" in message:
             return False
-        rid = message.get("id")
+        rid = _request_id(message)
         with self.lock:
-            entry = self.pending.pop(rid, None) if isinstance(rid, (int, str)) else None
+            entry = self.pending.pop(rid, None) if rid is not None else None
         if entry is None:
             return False
         key, sent = entry
@@ -362,6 +361,12 @@ class EarlyHandshake:
                 rid,
             )
         return True
+
+
+def _request_id(message: Mapping[str, Any]) -> int | str | None:
+    """The id an answer can name (a number or a string), else None."""
+    rid = message.get("id")
+    return rid if isinstance(rid, (int, str)) and not isinstance(rid, bool) else None
 
 
 def _parsed(body: bytes | None) -> dict[str, Any] | None:

@@ -3,7 +3,8 @@
 Three parts, saved together beside the store so a new process maps them instead of reading
 every vector back from SQLite (only rows added since, ids above `max_id`, are read):
 
-- the sign codes in a USearch `b1` index, scanned exactly (spec §3, phase 2a);
+- the sign codes in a USearch `b1` index, scanned exactly (spec §3, phase 2a), mapped from its
+  file until it is first changed (`sign_index`);
 - the float32 rows in append-only files, memory-mapped: phase 2b's rescoring gathers its
   shortlist from them (cpp-docs: 600 rows in ~0.1 ms, against ~1.9 ms read from SQLite);
 - past HNSW_ABOVE vectors, an HNSW graph over int8 copies (USearch), which replaces the linear
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from autodoc import store as sql
+from autodoc.vectors.sign_index import SignIndex
 from autodoc.vectors.vector_rows import HASH_WIDTH, Ranked, Rows, mapped
 
 if TYPE_CHECKING:  # usearch is imported where an index is made or read: a search that reads
@@ -104,13 +106,6 @@ def sign_bits(vectors: np.ndarray) -> np.ndarray:
     return np.packbits(vectors > 0, axis=-1)
 
 
-def _signs_index(dim: int) -> Index:
-    from usearch.index import Index
-
-    # A b1 index only scanned exactly: the graph is never walked, so build it cheaply.
-    return Index(ndim=dim, metric="hamming", dtype="b1", connectivity=2, expansion_add=1)
-
-
 def hnsw_shortlist(vectors: int) -> int:
     """The graph's shortlist for a graph of this many vectors (see HNSW_WIDEN_FROM)."""
     if vectors <= HNSW_WIDEN_FROM:
@@ -170,7 +165,7 @@ class VectorIndex:
 
     def _reset(self) -> None:
         """Empty, to be filled from SQLite; the saved files stay for readers still using them."""
-        self.index = _signs_index(self.dim)
+        self.index = SignIndex.empty(self.dim)
         self.rows = Rows.empty(self.dim)
         self.graph: Index | None = None
         self.max_id = 0
@@ -195,14 +190,12 @@ class VectorIndex:
         return self.path.with_suffix(suffix)
 
     def _load(self, path: Path) -> None:
-        from usearch.index import Index
-
         try:
             saved = json.loads(path.with_suffix(".json").read_text())
             if saved.get("owner") != self.owner or "seq" not in saved:
                 return  # another store's, or written before the float32 rows were kept
             count, gen = saved["rows"], saved["rows_gen"]
-            index = Index.restore(str(self._file(f".{saved['seq']}.usearch")))
+            index = SignIndex.mapped_from(self._file(f".{saved['seq']}.usearch"))
             ids = np.fromfile(self._file(f".r{gen}.ids"), np.uint64, count)
             hashes = mapped(self._file(f".r{gen}.hashes"), f"S{HASH_WIDTH}", (count,))
             base = mapped(self._file(f".r{gen}.f32"), np.float32, (count, self.dim))
