@@ -172,9 +172,16 @@ def test_anything_unexpected_first_goes_to_the_sdk_unanswered(book, first):
 def test_mcp_answers_initialize_and_tools_list_and_stops_there(tmp_path):
     book = AnswerBook(tmp_path / "mcp.json", "fp")
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "x"}}
-    tools = {"jsonrpc": "2.0", "id": "t", "method": "tools/list", "params": {"_meta": {"p": 1}}}
-    book.record(AnswerBook.key("initialize", init["params"]), {"v": 1})
-    book.record(AnswerBook.key("tools/list", {}), {"tools": []})  # `_meta` changes nothing
+    tools = {
+        "jsonrpc": "2.0",
+        "id": "t",
+        "method": "tools/list",
+        "params": {"_meta": {"progressToken": 1}},
+    }
+    session = AnswerBook.key("initialize", init["params"])
+    book.record(session, {"v": 1})
+    # a progress token changes nothing; the session's initialize does
+    book.record(AnswerBook.key("tools/list", {}, session=session), {"tools": []})
     call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {}}
     stream = mcp_line(init) + mcp_line({"jsonrpc": "2.0", "method": "notifications/initialized"})
     stream += mcp_line(tools) + mcp_line(call)
@@ -189,16 +196,20 @@ def test_mcp_answers_initialize_and_tools_list_and_stops_there(tmp_path):
 def test_the_book_lives_in_the_cache_folder_never_the_working_directory(monkeypatch, tmp_path):
     monkeypatch.setenv("AUTODOC_CACHE", "")  # set empty: unset, as XDG's variables are
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert AnswerBook.for_server(LSP_SCRIPT).path == tmp_path / "autodoc" / "answers" / "lsp.json"
+    path = AnswerBook.for_server(LSP_SCRIPT).path
+    assert path is not None and path.parent == tmp_path / "autodoc" / "answers"
+    assert path.name.startswith("lsp-")
     monkeypatch.setenv("AUTODOC_CACHE", str(tmp_path / "mine"))
-    assert AnswerBook.for_server(MCP_SCRIPT).path == tmp_path / "mine" / "answers" / "mcp.json"
+    path = AnswerBook.for_server(MCP_SCRIPT).path
+    assert path is not None and path.parent == tmp_path / "mine" / "answers"
 
 
 def test_a_start_that_missed_initialize_records_tools_list_from_what_the_sdk_reads(tmp_path):
     book = AnswerBook(tmp_path / "mcp.json", "fp")
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
     tools = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
-    book.record(AnswerBook.key("tools/list", None), {"tools": ["old"]})  # the SDK's still goes
+    session = AnswerBook.key("initialize", {})
+    book.record(AnswerBook.key("tools/list", None, session=session), {"tools": ["old"]})
     handshake, wrote, _ = run_early(MCP_SCRIPT, book, mcp_line(init))
     assert wrote == b""  # nothing recorded: the SDK answers initialize
     for line in (mcp_line(init), mcp_line({"jsonrpc": "2.0", "method": "n"}), mcp_line(tools)):
@@ -206,5 +217,66 @@ def test_a_start_that_missed_initialize_records_tools_list_from_what_the_sdk_rea
     assert handshake.sdk_answered({"jsonrpc": "2.0", "id": 1, "result": {"v": 1}}) is False
     assert handshake.sdk_answered({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}) is False
     kept = AnswerBook(book.path, "fp")
-    assert kept.get(AnswerBook.key("initialize", {})) == {"v": 1}
-    assert kept.get(AnswerBook.key("tools/list", None)) == {"tools": []}
+    assert kept.get(session) == {"v": 1}
+    assert kept.get(AnswerBook.key("tools/list", None, session=session)) == {"tools": []}
+
+
+def mcp_session(version: str) -> bytes:
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}}}  # fmt: skip
+    return mcp_line(init) + mcp_line({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+TOOLS_LIST = mcp_line({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+
+
+def test_tools_list_is_answered_for_the_protocol_version_its_session_agreed(tmp_path):
+    book = AnswerBook(tmp_path / "mcp.json", "fp")
+    older, _, _ = run_early(MCP_SCRIPT, book, mcp_session("2025-06-18"))
+    older.sdk_answered({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-06-18"}})
+    older, _, _ = run_early(MCP_SCRIPT, book, mcp_session("2025-06-18") + TOOLS_LIST)
+    assert not older.sdk_answered({"jsonrpc": "2.0", "id": 2, "result": {"tools": ["2025"]}})
+    # a session of another version, its initialize recorded: its tools/list is the SDK's
+    newer, _, _ = run_early(MCP_SCRIPT, book, mcp_session("2026-07-28"))
+    newer.sdk_answered({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2026-07-28"}})
+    _, wrote, _ = run_early(MCP_SCRIPT, book, mcp_session("2026-07-28") + TOOLS_LIST)
+    assert [json.loads(line)["id"] for line in wrote.splitlines()] == [1]
+    # the older version's session gets its own tools/list again
+    _, wrote, _ = run_early(MCP_SCRIPT, book, mcp_session("2025-06-18") + TOOLS_LIST)
+    assert json.loads(wrote.splitlines()[1])["result"] == {"tools": ["2025"]}
+
+
+def test_a_request_of_a_session_never_opened_is_neither_answered_nor_recorded(tmp_path):
+    book = AnswerBook(tmp_path / "mcp.json", "fp")
+    handshake, _, _ = run_early(MCP_SCRIPT, book, b"")
+    handshake.sdk_reads(TOOLS_LIST)
+    assert not handshake.pending
+    assert not handshake.sdk_answered({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}})
+    assert AnswerBook(book.path, "fp").answers == {}
+
+
+def test_each_installation_keeps_its_own_book_and_old_ones_go(tmp_path):
+    folder = tmp_path / "answers"
+    for n in range(AnswerBook.FILES + 2):
+        AnswerBook(folder / f"mcp-{n:016d}.json", str(n)).record("k", n)
+    kept = sorted(f.name for f in folder.glob("mcp-*.json"))
+    assert kept == [f"mcp-{n:016d}.json" for n in range(2, AnswerBook.FILES + 2)]
+    assert (
+        AnswerBook(folder / f"mcp-{AnswerBook.FILES + 1:016d}.json", str(AnswerBook.FILES + 1)).get(
+            "k"
+        )
+        == AnswerBook.FILES + 1
+    )
+
+
+def test_an_answer_is_sent_when_the_bookkeeping_fails(book, monkeypatch):
+    handshake, _, _ = run_early(LSP_SCRIPT, book, lsp_frame(INIT))
+
+    def broken(key: str, result: Any) -> None:
+        raise RuntimeError("planted")
+
+    monkeypatch.setattr(handshake.book, "record", broken)
+    out = io.BytesIO()
+    frame = lsp_frame({"jsonrpc": "2.0", "id": 1, "result": RESULT})
+    SdkOutput(out, handshake).write(frame)  # type: ignore[arg-type]
+    assert out.getvalue() == frame

@@ -35,3 +35,40 @@ async def test_handled_notifications_leave_no_futures_behind():
         await asyncio.sleep(0)
     assert seen == list(range(200))
     assert len(protocol._request_futures) == 0
+
+
+def test_shutdown_right_after_initialized_is_answered_without_error(tmp_path):
+    """`shutdown` cancels the session's pending futures while it iterates over them; the
+    futures dropped when done must not leave that dict mid-iteration (it did: every time, an
+    error answer to `shutdown`)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    def frame(message: dict) -> bytes:
+        body = json.dumps(message).encode()
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    init = {"processId": None, "rootUri": None, "capabilities": {}}
+    stream = b"".join(
+        frame(m)
+        for m in (
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+            {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+            {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+            {"jsonrpc": "2.0", "method": "exit"},
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if k != "AUTODOC_DB"}
+    done = subprocess.run(
+        [sys.executable, "-m", "autodoc", "--db", str(tmp_path / "s.db"), "serve"],
+        input=stream, capture_output=True, env=env, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    answers = {}
+    for text in done.stdout.split(b"Content-Length: ")[1:]:
+        body = json.loads(text.partition(b"\r\n\r\n")[2])
+        if "id" in body and "method" not in body:
+            answers[body["id"]] = body
+    assert answers.get(2) == {"jsonrpc": "2.0", "id": 2, "result": None}, done.stderr[-2000:]
+    assert b"dictionary changed size" not in done.stderr

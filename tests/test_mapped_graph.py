@@ -88,3 +88,16 @@ def test_the_bundled_embedder_opens_the_mapped_graph():
     e = bundled_embedder()
     assert e.session_path.name.endswith("-q8pc.mapped.onnx")
     assert e.session_path.with_suffix(".data").is_file()
+
+
+def test_a_form_that_could_not_be_derived_is_not_tried_by_every_process(graph):
+    calls: list[Path] = []
+
+    def fails(path: Path) -> np.ndarray:
+        calls.append(path)
+        raise RuntimeError("planted: the session would not open")
+
+    assert mapped_graph(graph, fails) == graph  # the one-file graph, as before
+    assert json.loads((graph.parent / "shipped.mapped.json").read_text())["same"] is False
+    assert mapped_graph(graph, fails) == graph and len(calls) == 1  # not tried again
+    assert not [p for p in graph.parent.iterdir() if p.name.startswith(".")]  # no work left

@@ -402,6 +402,19 @@ def _server(
     )  # fmt: skip
 
 
+@pytest.fixture
+def answers_cache(tmp_path, monkeypatch) -> Path:
+    """A cache folder of this test's for the servers' recorded answers (the model's derived
+    files linked from the real one): the developer's own answers stay as they were."""
+    from autodoc.models.model_files import cache_dir
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "models").symlink_to(cache_dir() / "models", target_is_directory=True)
+    monkeypatch.setenv("AUTODOC_CACHE", str(cache))
+    return cache
+
+
 def _lsp_params(root: Path, tmp_path: Path) -> dict[str, Any]:
     """An editor's initialize, its client named for this test: a request no other start made."""
     general = {"positionEncodings": ["utf-8", "utf-16"]}
@@ -441,7 +454,9 @@ def _lsp_session(db: Path, root: Path, tmp_path: Path, gate: Path | None = None)
     return init
 
 
-def test_lsp_answers_initialize_as_pygls_did_before_pygls_has_loaded(indexed, tmp_path):
+def test_lsp_answers_initialize_as_pygls_did_before_pygls_has_loaded(
+    indexed, tmp_path, answers_cache
+):
     root, db = indexed
     by_pygls = _lsp_session(db, root, tmp_path)  # recorded for the next start
     assert by_pygls["serverInfo"]["name"] == "autodoc"
@@ -449,7 +464,9 @@ def test_lsp_answers_initialize_as_pygls_did_before_pygls_has_loaded(indexed, tm
     assert early == by_pygls
 
 
-def test_an_early_answer_pygls_disagrees_with_is_replaced_for_the_next_start(indexed, tmp_path):
+def test_an_early_answer_pygls_disagrees_with_is_replaced_for_the_next_start(
+    indexed, tmp_path, answers_cache
+):
     from autodoc.serve.early_handshake import LSP_SCRIPT, AnswerBook
 
     root, db = indexed
@@ -503,7 +520,7 @@ def _mcp_session(db: Path, root: Path, tmp_path: Path, gate: Path | None = None)
 
 
 def test_mcp_answers_initialize_and_tools_list_as_the_sdk_did_before_it_has_loaded(
-    indexed, tmp_path
+    indexed, tmp_path, answers_cache
 ):
     root, db = indexed
     by_sdk = _mcp_session(db, root, tmp_path)  # records both answers
@@ -512,25 +529,28 @@ def test_mcp_answers_initialize_and_tools_list_as_the_sdk_did_before_it_has_load
 
 
 @pytest.mark.parametrize(
-    "first", [b"{not json\n", b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call"}\n']
+    ("first", "answered"),
+    [
+        (b"{not json\n", [1]),  # the SDK answers no line it cannot parse (as before)
+        (b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call"}\n', [1, 7]),
+    ],
 )
-def test_mcp_hands_a_first_message_it_does_not_expect_to_the_sdk(indexed, tmp_path, first):
+def test_mcp_hands_a_first_message_it_does_not_expect_to_the_sdk(
+    indexed, tmp_path, first, answered, answers_cache
+):
     root, db = indexed
     proc = _server(db, ["mcp", str(root), "--no-watch"], tmp_path)
     lines = _Lines(proc.stdout)
     try:
-        proc.stdin.write(first)
         client = {"name": "test", "version": "1"}
         params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
-        proc.stdin.write(
-            (
-                json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
-                + "\n"
-            ).encode()
-        )
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+        proc.stdin.write(first + json.dumps(init).encode() + b"\n")
         proc.stdin.flush()
         assert _answer(lines, 1, WAIT_S)["result"]["serverInfo"]["name"] == "autodoc"
         proc.stdin.close()
         assert proc.wait(timeout=WAIT_S) == 0
     finally:
         proc.kill()
+    # the request sent first was answered too (refused: before initialize), once
+    assert sorted(m.get("id") for m in lines.seen) == answered

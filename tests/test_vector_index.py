@@ -239,6 +239,38 @@ def test_a_writer_killed_before_its_json_leaves_the_last_complete_set(tmp_path, 
             engine.close()
 
 
+def test_a_writer_that_read_the_rows_before_another_grew_them_never_cuts_them(
+    tmp_path, monkeypatch
+):
+    """A process that loaded the row files at n rows, and saves after another writer appended
+    to them (it took the lease when that one died), writes new files: readers of the newer
+    .json map the old ones past n, and cutting them back would fault those readers."""
+    with FakeOpenAI(dim=32) as server:
+        engine, root = small_engine(tmp_path, server)
+        try:
+            ws, p = plan(engine)
+            stale = usearch_index.VectorIndex(32, p.signs.path, p.signs.owner)
+            with engine.store.snapshot() as conn:
+                stale.refresh(conn, ws.id, p.model_fp, read_epochs(conn, ws.id)[1])
+            monkeypatch.setattr(usearch_index.VectorIndex, "_drop_old", lambda self, saved: None)
+            for i in range(4):
+                write(root, f"g{i}.md", f"# G{i}\n\ngrown text {i}\n")
+            engine.index_run("v")  # the writer appends 4 rows to the same files
+            meta = json.loads(p.signs.path.with_suffix(".json").read_text())
+            grown = p.signs.path.with_suffix(f".r{meta['rows_gen']}.f32")
+            before = grown.stat().st_size, grown.stat().st_mtime_ns
+            assert before[0] == meta["rows"] * 32 * 4
+            with engine.store.snapshot() as conn:
+                stale.refresh(conn, ws.id, p.model_fp, read_epochs(conn, ws.id)[1])
+            stale.save()
+            assert (grown.stat().st_size, grown.stat().st_mtime_ns) == before  # untouched
+            now = json.loads(p.signs.path.with_suffix(".json").read_text())
+            assert now["rows_gen"] > meta["rows_gen"] and now["rows"] == meta["rows"]
+            assert stale.rows.ids.tolist() == sorted(vector_ids(engine))
+        finally:
+            engine.close()
+
+
 def test_a_walk_that_comes_back_short_gives_way_to_the_exact_scan(graphed, monkeypatch):
     """A small graph can leave vectors unreachable (the walk returns fewer than asked): the
     shortlist is then the exact sign scan's, so nothing the set holds is missed."""

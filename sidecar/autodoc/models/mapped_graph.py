@@ -91,6 +91,10 @@ def _derive(graph: Path, vectors_of: Callable[[Path], Any]) -> Path | None:
         return split if same else None
     except Exception as exc:  # never fatal: the one-file graph always works
         log.warning("could not derive the embedding graph with mapped tensors: %s", exc)
+        with contextlib.suppress(Exception):  # not tried again (~1.3 s) by every process
+            verdict.write_text(
+                json.dumps({"same": False, "stamp": _stamp(graph), "error": str(exc)})
+            )
         return None
     finally:
         with contextlib.suppress(OSError):

@@ -118,9 +118,12 @@ class HandshakeScript:
     """What a client sends first, and which of it may be answered early.
 
     The early part reads on while each message is a request in `answerable` that was answered,
-    or a notification in `passes`; it ends after `last` and at anything else."""
+    or a notification in `passes`; it ends after `last` and at anything else. Every answer but
+    `opens`'s is keyed by the session's `opens` request too (MCP shapes `tools/list` by the
+    protocol version `initialize` agreed): without one, nothing is answered early or recorded."""
 
     wire: Wire
+    opens: str
     answerable: frozenset[str]
     passes: frozenset[str]
     last: str
@@ -131,6 +134,7 @@ class HandshakeScript:
 
 LSP_SCRIPT = HandshakeScript(
     wire=LspWire(),
+    opens="initialize",
     answerable=frozenset({"initialize"}),
     passes=frozenset({"initialized"}),
     last="initialized",
@@ -144,6 +148,7 @@ LSP_SCRIPT = HandshakeScript(
 
 MCP_SCRIPT = HandshakeScript(
     wire=McpWire(),
+    opens="initialize",
     answerable=frozenset({"initialize", "tools/list"}),
     passes=frozenset({"notifications/initialized"}),
     last="tools/list",
@@ -178,30 +183,49 @@ def code_fingerprint(sdk_packages: Iterable[str]) -> str:
 
 class AnswerBook:
     """The answers one server's SDK gave to handshake requests, for one fingerprint of the code
-    that gave them; kept in the cache folder as JSON, replaced whole (never half-written)."""
+    that gave them; kept in the cache folder as JSON, a file per fingerprint (installations
+    sharing a cache keep theirs), replaced whole (never half-written). Without a `path` (the
+    cache could not be named), it records nothing."""
 
     LIMIT = 32  # distinct requests kept (a client, a version of it): the newest
+    FILES = 4  # fingerprints kept per server: the newest written
 
-    def __init__(self, path: Path, fingerprint: str) -> None:
+    def __init__(self, path: Path | None, fingerprint: str) -> None:
         self.path = path
         self.fingerprint = fingerprint
         self.answers: dict[str, Any] = {}
-        with contextlib.suppress(OSError, ValueError):
-            held = json.loads(path.read_bytes())
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            held = json.loads(path.read_bytes()) if path is not None else None
             if isinstance(held, dict) and held.get("fingerprint") == fingerprint:
                 answers = held.get("answers")
                 self.answers = answers if isinstance(answers, dict) else {}
 
     @classmethod
     def for_server(cls, script: HandshakeScript) -> AnswerBook:
-        path = cache_dir() / "answers" / f"{script.wire.name}.json"
-        return cls(path, code_fingerprint(script.sdk_packages))
+        try:
+            fingerprint = code_fingerprint(script.sdk_packages)
+            path = cache_dir() / "answers" / f"{script.wire.name}-{fingerprint[:16]}.json"
+        except Exception as exc:  # a file gone mid-walk, no home folder: answer late this once
+            log.info("no recorded handshake answers: %s", exc)
+            return cls(None, "")
+        return cls(path, fingerprint)
 
     @staticmethod
-    def key(method: str, params: Any, ignored: frozenset[str] = frozenset()) -> str:
-        if isinstance(params, dict):  # `_meta` (a progress token) never changes an answer
-            params = {k: v for k, v in params.items() if k not in ignored and k != "_meta"}
-        text = json.dumps([method, params], sort_keys=True, separators=(",", ":"))
+    def key(
+        method: str, params: Any, ignored: frozenset[str] = frozenset(), session: str = ""
+    ) -> str:
+        """What names an answer: the method, its params less `ignored` and `_meta`'s progress
+        token, and `session` (the key of the session's opening request)."""
+        asked = dict(params) if isinstance(params, dict) else {} if params is None else params
+        if isinstance(asked, dict):
+            for name in ignored:
+                asked.pop(name, None)
+            meta = asked.pop("_meta", None)
+            if isinstance(meta, dict):
+                meta = {k: v for k, v in meta.items() if k != "progressToken"}
+            if meta:
+                asked["_meta"] = meta
+        text = json.dumps([method, asked, session], sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def get(self, key: str) -> Any:
@@ -209,7 +233,7 @@ class AnswerBook:
 
     def record(self, key: str, result: Any) -> None:
         """Keep `result` for `key`; the file is written only when something changed."""
-        if self.answers.get(key, MISSING) == result:
+        if self.answers.get(key, MISSING) == result or self.path is None:
             return
         newer = AnswerBook(self.path, self.fingerprint).answers  # another start's, since
         self.answers = {**newer, **{k: v for k, v in self.answers.items() if k not in newer}}
@@ -221,10 +245,22 @@ class AnswerBook:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             part = self.path.with_name(f"{self.path.name}.{os.getpid()}.part")
-            part.write_text(json.dumps(held, ensure_ascii=False))
+            part.write_text(json.dumps(held))  # ASCII: any text the answers hold is escaped
             os.replace(part, self.path)
-        except OSError as exc:  # a read-only cache: every start answers late, nothing breaks
+            self._forget_old()
+        except (OSError, ValueError) as exc:  # a read-only cache: later starts answer late
             log.info("cannot record the handshake's answers in %s: %s", self.path, exc)
+
+    def _forget_old(self) -> None:
+        """Keep the newest FILES books of this server (each edit of the code makes another)."""
+        assert self.path is not None
+        server = self.path.name.rpartition("-")[0]
+        books = sorted(
+            self.path.parent.glob(f"{server}-*.json"), key=lambda f: f.stat().st_mtime_ns
+        )
+        for old in books[: -self.FILES]:
+            with contextlib.suppress(OSError):
+                old.unlink()
 
 
 # -- the early part ----------------------------------------------------------------------------
@@ -266,7 +302,15 @@ class ReplayReader:
 
 class EarlyHandshake:
     """The first messages read and, where the book has their answers, answered; then handed to
-    the SDK (`replayed`), whose answers pass through `sdk_answered`."""
+    the SDK (`replayed`), whose answers pass through `sdk_answered`.
+
+    The early part holds the main thread until the script's end or anything else arrives; a
+    client that waits after `notifications/initialized` before its `tools/list` keeps the SDK
+    waiting too, which costs nothing: neither server speaks before it is asked."""
+
+    # the SDK's first messages read for a handshake request the early part did not reach: a
+    # start that missed `initialize` records `tools/list` as well (one start fills the book)
+    SDK_WATCH = 16
 
     def __init__(self, script: HandshakeScript, book: AnswerBook) -> None:
         self.script, self.book = script, book
@@ -274,12 +318,9 @@ class EarlyHandshake:
         # request id -> (book key, what was sent early or MISSING): answers the SDK owes
         self.pending: dict[int | str, tuple[str, Any]] = {}
         self.unseen = set(script.answerable)  # requests whose answers nobody watches for yet
+        self.session: str | None = None  # the key of this session's opening request
         self.sdk_watch = self.SDK_WATCH
         self.lock = threading.Lock()
-
-    # the SDK's first messages read for a handshake request the early part did not reach: a
-    # start that missed `initialize` records `tools/list` as well (one start fills the book)
-    SDK_WATCH = 16
 
     def answer_first(self, stdin: BinaryIO, stdout: BinaryIO) -> None:
         """Read and answer the handshake's messages while the script allows it."""
@@ -306,7 +347,7 @@ class EarlyHandshake:
         rid = _request_id(message)
         if rid is None:
             return False
-        result = self._owed(rid, method, message.get("params"), answering=True)
+        result = self._watch(rid, method, message.get("params"), early=True)
         if result is MISSING:
             return False
         answer = {"jsonrpc": "2.0", "id": rid, "result": result}
@@ -314,14 +355,21 @@ class EarlyHandshake:
         stdout.flush()
         return True
 
-    def _owed(self, rid: int | str, method: str, params: Any, *, answering: bool) -> Any:
-        """Watch for the SDK's answer to this request; `answering`: the recorded answer (or
-        MISSING), which the caller sends."""
-        key = AnswerBook.key(method, params, self.script.ignored.get(method, frozenset()))
-        result = self.book.get(key) if answering else MISSING
+    def _watch(self, rid: int | str, method: str, params: Any, *, early: bool) -> Any:
+        """Watch for the SDK's answer to this request, to record it; `early`: the recorded
+        answer (or MISSING), which the caller sends. MISSING, unwatched, for a request of a
+        session whose opening was not seen."""
+        opening = method == self.script.opens
+        if not opening and self.session is None:
+            return MISSING
+        ignored = self.script.ignored.get(method, frozenset())
+        key = AnswerBook.key(method, params, ignored, "" if opening else self.session or "")
+        result = self.book.get(key) if early else MISSING
         with self.lock:
             self.pending[rid] = (key, result)
             self.unseen.discard(method)
+            if opening:
+                self.session = key
         return result
 
     def sdk_reads(self, body: bytes) -> None:
@@ -333,7 +381,7 @@ class EarlyHandshake:
         message = _parsed(body) or {}
         method, rid = message.get("method"), _request_id(message)
         if method in self.unseen and rid is not None:
-            self._owed(rid, method, message.get("params"), answering=False)
+            self._watch(rid, method, message.get("params"), early=False)
 
     def replayed(self, stdin: BinaryIO) -> ReplayReader:
         return ReplayReader(bytes(self.read_so_far), stdin)
@@ -392,8 +440,12 @@ class SdkOutput:
         return self.out.write(data)
 
     def _answered_early(self, data: bytes) -> bool:
-        message = _parsed(self.handshake.script.wire.body(data))
-        return message is not None and self.handshake.sdk_answered(message)
+        try:
+            message = _parsed(self.handshake.script.wire.body(data))
+            return message is not None and self.handshake.sdk_answered(message)
+        except Exception:  # never lose an answer to the bookkeeping: send it
+            log.exception("could not check an answer against the early handshake")
+            return False
 
     def flush(self) -> None:
         self.out.flush()

@@ -30,7 +30,7 @@ import numpy as np
 
 from autodoc import store as sql
 from autodoc.vectors.sign_index import SignIndex
-from autodoc.vectors.vector_rows import HASH_WIDTH, Ranked, Rows, mapped
+from autodoc.vectors.vector_rows import HASH_WIDTH, Ranked, Rows, mapped, rows_named
 
 if TYPE_CHECKING:  # usearch is imported where an index is made or read: a search that reads
     # no vectors never loads it (2.26.2-2.26.6 crashed a process that imported it before
@@ -285,9 +285,15 @@ class VectorIndex:
 
     def _save_rows(self) -> None:
         """Append the rows since the last save to the row files (new files after a rebuild:
-        the old ones may be mapped by a reader)."""
+        the old ones may be mapped by a reader; new files too when another writer grew these
+        since they were read: a reader may map past what this process wrote, so they are
+        never cut back)."""
+        named = rows_named(self._file(".json"), self.owner)
+        if self._gen is not None and named >= (self._gen, self._written + 1):
+            self._gen = None
         if self._gen is None:
-            self._gen, self._written = self._saved.get("rows_gen", -1) + 1, 0
+            self._gen = max(self._saved.get("rows_gen", -1), named[0]) + 1
+            self._written = 0
         start = self._written
         for suffix, data in (
             (".ids", self.rows.ids[start:]),

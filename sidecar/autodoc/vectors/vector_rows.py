@@ -5,6 +5,7 @@ added since in memory; and a ranked list read lazily. Apart from the indexes tha
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,3 +89,14 @@ class Ranked(Sequence[tuple[str, float]]):
             pairs = zip(self.hashes[i], self.scores[i], strict=True)
             return [(h.decode(), float(x)) for h, x in pairs]
         return self.hashes[i].decode(), float(self.scores[i])
+
+
+def rows_named(meta: Path, owner: str) -> tuple[int, int]:
+    """(row files' generation, rows) a vector index's saved .json names now; (-1, 0) if none."""
+    try:
+        saved = json.loads(meta.read_text())
+        if saved.get("owner") == owner:
+            return int(saved["rows_gen"]), int(saved["rows"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return -1, 0

@@ -4,6 +4,8 @@ read safely. Used by `lsp_server.py` and `lsp_entry.py`; it knows no server clas
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Callable
@@ -15,6 +17,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCRequestMessage, LanguageServerProtocol
 
+from autodoc.serve.early_handshake import LspWire
 from autodoc.wire import workspace_options
 from autodoc.wire.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from autodoc.wire.limits import (
@@ -52,7 +55,7 @@ class FramedStdin:
     MAX_DEPTH is not handed on; pygls gets a small stand-in naming the request's id, which
     `AutodocProtocol` answers with -32602 and the limit."""
 
-    HEADER_LIMIT = 8192
+    HEADER_LIMIT = LspWire.HEADER_LIMIT
 
     def __init__(self, raw: BinaryIO) -> None:
         self.raw = raw
@@ -120,14 +123,32 @@ class AutodocProtocol(LanguageServerProtocol):
         """pygls 2.1 keeps a handler's future in `_request_futures` and drops only a request's
         once answered: a notification's (a fresh id per didChange, didOpen, didClose) stayed
         for the whole session, ~8 objects a keystroke that every full collection then walked
-        (a 20 s typing run: 6,600 futures, full collections 70 → 150 ms). Dropped when done."""
+        (a 20 s typing run: 6,600 futures, full collections 70 → 150 ms). Dropped when done,
+        on the event loop: `shutdown` cancels the futures while it iterates over them, and a
+        thread's future runs its callbacks inside `cancel()` (dropped there, the iteration
+        failed and `shutdown` was answered with an error)."""
         super()._execute_handler(msg_id, handler, callback, args, kwargs)
         futures = self._request_futures
         future = futures.get(msg_id)
-        if future is not None:
-            future.add_done_callback(
-                lambda done: futures.pop(msg_id, None) if futures.get(msg_id) is done else None
-            )
+        if future is None:
+            return
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+
+        def drop(done: Any) -> None:
+            if futures.get(msg_id) is done:
+                futures.pop(msg_id, None)
+
+        def dropped_later(done: Any) -> None:
+            if loop is None:
+                drop(done)
+                return
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to keep
+                loop.call_soon_threadsafe(drop, done)
+
+        future.add_done_callback(dropped_later)
 
     def _send_error(self, msg_id: Any, code: int, message: str) -> None:
         # Sent as is: pygls would drop `"id": null`, which JSON-RPC requires when no id is known.

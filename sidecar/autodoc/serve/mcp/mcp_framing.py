@@ -119,16 +119,22 @@ class EarlyAnswered:
         self.stream, self.handshake = stream, handshake
 
     async def send(self, item: SessionMessage) -> None:
-        message = item.message
-        if (
-            self.handshake.pending
-            and getattr(message, "method", None) is None
-            and getattr(message, "id", None) in self.handshake.pending
-        ):
-            answer = json.loads(message.model_dump_json(by_alias=True, exclude_unset=True))
-            if self.handshake.sdk_answered(answer):
-                return
+        if self.handshake.pending and self._answered_early(item):
+            return
         await self.stream.send(item)
+
+    def _answered_early(self, item: SessionMessage) -> bool:
+        message = item.message
+        if getattr(message, "method", None) is not None:
+            return False
+        try:
+            if getattr(message, "id", None) not in self.handshake.pending:
+                return False
+            answer = json.loads(message.model_dump_json(by_alias=True, exclude_unset=True))
+            return self.handshake.sdk_answered(answer)
+        except Exception:  # never lose an answer to the bookkeeping: send it
+            log.exception("could not check an answer against the early handshake")
+            return False
 
     async def aclose(self) -> None:
         await self.stream.aclose()
