@@ -126,3 +126,20 @@ def corpus_workspace(tmp_path_factory, name: str, options: dict) -> tuple[Dispat
     rpc.call("workspace.add", [name, str(root)])
     rpc.call("workspace.configure", [name, options])
     return rpc, root
+
+
+@pytest.fixture(scope="module")
+def embedded_sample(tmp_path_factory) -> tuple[Path, Path]:
+    """(root, store) of the sample vault indexed with the bundled model into a store of its
+    own: a model is configured, so a command that loads none proves it was left alone (the
+    start-up and import tests)."""
+    base = tmp_path_factory.mktemp("startup")
+    root = base / "vault"
+    shutil.copytree(EXAMPLE_VAULT, root)
+    db = base / "store" / "autodoc.db"
+    rpc = Dispatcher(Engine(db))
+    rpc.call("workspace.add", ["vault", str(root)])
+    summary = rpc.call("index.run", ["vault"])
+    assert summary["embedding"]["coverage"]["embedded"] == summary["chunks"]
+    rpc.engine.close()
+    return root, db

@@ -23,10 +23,7 @@ from typing import Any
 
 import pytest
 
-from autodoc.engine import Engine
-from autodoc.serve.dispatcher import Dispatcher
-
-from .conftest import EXAMPLE_VAULT, REPO
+from .conftest import REPO
 
 # What a command that embeds nothing must never load: the model's runtime, its tokenizer and
 # the vector index.
@@ -86,22 +83,6 @@ def loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
     return [n for n in names if any(m == n or m.startswith(n + ".") for m in modules)]
 
 
-@pytest.fixture(scope="module")
-def indexed(tmp_path_factory) -> tuple[Path, Path]:
-    """The sample vault indexed with the bundled model into a store of its own: a model is
-    configured, so a command that loads none proves it was left alone."""
-    base = tmp_path_factory.mktemp("startup")
-    root = base / "vault"
-    shutil.copytree(EXAMPLE_VAULT, root)
-    db = base / "store" / "autodoc.db"
-    rpc = Dispatcher(Engine(db))
-    rpc.call("workspace.add", ["vault", str(root)])
-    summary = rpc.call("index.run", ["vault"])
-    assert summary["embedding"]["coverage"]["embedded"] == summary["chunks"]
-    rpc.engine.close()
-    return root, db
-
-
 def test_version_and_help_load_nothing_of_the_engine(tmp_path):
     for args in (["--version"], ["--help"], ["search", "--help"], ["mcp", "--help"]):
         got = probe(tmp_path, args, cwd=tmp_path)
@@ -121,28 +102,28 @@ READING = {
 
 
 @pytest.mark.parametrize("command", sorted(READING))
-def test_a_command_that_embeds_nothing_never_loads_the_model(indexed, tmp_path, command):
-    root, db = indexed
+def test_a_command_that_embeds_nothing_never_loads_the_model(embedded_sample, tmp_path, command):
+    root, db = embedded_sample
     args = [a.replace("{root}", str(root)) for a in READING[command]]
     got = probe(tmp_path, ["--db", str(db), *args], cwd=root)
     assert got["code"] == 0, command
     assert loaded(got["modules"], MODEL + SERVERS + VALIDATION) == [], command
 
 
-def test_a_hybrid_search_does_load_the_model(indexed, tmp_path):
+def test_a_hybrid_search_does_load_the_model(embedded_sample, tmp_path):
     """The other side: the probe sees what a command loads late, inside a function (without
     this, the test above could pass with a probe that sees nothing)."""
-    root, db = indexed
+    root, db = embedded_sample
     got = probe(tmp_path, ["--db", str(db), "search", "why did we pick sqlite"], cwd=root)
     assert got["code"] == 0
     assert loaded(got["modules"], MODEL) == list(MODEL)
     assert loaded(got["modules"], SERVERS + VALIDATION) == []
 
 
-def test_a_model_import_planted_on_the_lexical_path_is_caught(indexed, tmp_path):
+def test_a_model_import_planted_on_the_lexical_path_is_caught(embedded_sample, tmp_path):
     """The bug these tests exist for: someone imports onnxruntime at the top of a module a
     lexical search imports. Planted in a copy of the package, the probe reports it."""
-    root, db = indexed
+    root, db = embedded_sample
     copy = tmp_path / "planted"
     shutil.copytree(REPO / "sidecar" / "autodoc", copy / "autodoc")
     stage = copy / "autodoc" / "query" / "stages" / "lexical.py"
@@ -207,8 +188,10 @@ def _answer(lines: _Lines, rid: int, timeout: float) -> dict[str, Any]:
 ANSWERED_S = 15.0
 
 
-def test_mcp_answers_initialize_and_lists_its_tools_before_the_store_opens(indexed, tmp_path):
-    root, db = indexed
+def test_mcp_answers_initialize_and_lists_its_tools_before_the_store_opens(
+    embedded_sample, tmp_path
+):
+    root, db = embedded_sample
     held = _Held(db)
     proc = subprocess.Popen(
         [sys.executable, "-m", "autodoc", "--db", str(db), "mcp", str(root), "--no-watch"],
@@ -275,8 +258,8 @@ class _Framed(_Lines):
             self._got(stream.read(length))
 
 
-def test_lsp_answers_initialize_before_the_store_opens(indexed, tmp_path):
-    root, db = indexed
+def test_lsp_answers_initialize_before_the_store_opens(embedded_sample, tmp_path):
+    root, db = embedded_sample
     held = _Held(db)
     proc = subprocess.Popen(
         [sys.executable, "-m", "autodoc", "--db", str(db), "serve"],
@@ -455,9 +438,9 @@ def _lsp_session(db: Path, root: Path, tmp_path: Path, gate: Path | None = None)
 
 
 def test_lsp_answers_initialize_as_pygls_did_before_pygls_has_loaded(
-    indexed, tmp_path, answers_cache
+    embedded_sample, tmp_path, answers_cache
 ):
-    root, db = indexed
+    root, db = embedded_sample
     by_pygls = _lsp_session(db, root, tmp_path)  # recorded for the next start
     assert by_pygls["serverInfo"]["name"] == "autodoc"
     early = _lsp_session(db, root, tmp_path, gate=tmp_path / "open")
@@ -465,11 +448,11 @@ def test_lsp_answers_initialize_as_pygls_did_before_pygls_has_loaded(
 
 
 def test_an_early_answer_pygls_disagrees_with_is_replaced_for_the_next_start(
-    indexed, tmp_path, answers_cache
+    embedded_sample, tmp_path, answers_cache
 ):
     from autodoc.serve.early_handshake import LSP_SCRIPT, AnswerBook
 
-    root, db = indexed
+    root, db = embedded_sample
     by_pygls = _lsp_session(db, root, tmp_path)
     book = AnswerBook.for_server(LSP_SCRIPT)
     key = AnswerBook.key(
@@ -520,9 +503,9 @@ def _mcp_session(db: Path, root: Path, tmp_path: Path, gate: Path | None = None)
 
 
 def test_mcp_answers_initialize_and_tools_list_as_the_sdk_did_before_it_has_loaded(
-    indexed, tmp_path, answers_cache
+    embedded_sample, tmp_path, answers_cache
 ):
-    root, db = indexed
+    root, db = embedded_sample
     by_sdk = _mcp_session(db, root, tmp_path)  # records both answers
     assert {t["name"] for t in by_sdk[1]["tools"]} >= {"search", "find", "read_span", "status"}
     assert _mcp_session(db, root, tmp_path, gate=tmp_path / "open") == by_sdk
@@ -536,9 +519,9 @@ def test_mcp_answers_initialize_and_tools_list_as_the_sdk_did_before_it_has_load
     ],
 )
 def test_mcp_hands_a_first_message_it_does_not_expect_to_the_sdk(
-    indexed, tmp_path, first, answered, answers_cache
+    embedded_sample, tmp_path, first, answered, answers_cache
 ):
-    root, db = indexed
+    root, db = embedded_sample
     proc = _server(db, ["mcp", str(root), "--no-watch"], tmp_path)
     lines = _Lines(proc.stdout)
     try:
