@@ -35,6 +35,8 @@ from pathlib import Path
 from queue import Queue
 from typing import Any
 
+from autodoc.serve.early_handshake import LspWire, McpWire, Wire
+
 REPO = Path(__file__).resolve().parents[1]
 VAULT = REPO / "examples" / "vault"
 WAIT_S = 120.0
@@ -89,26 +91,16 @@ def run_cli(tree: Path, args: list[str], cwd: Path) -> tuple[float, float, str]:
 
 
 class Reader:
-    """A child's stdout read on a thread, one message at a time (lines, or LSP frames)."""
+    """A child's stdout read on a thread, one message at a time, as `wire` frames them (the
+    sidecar's own framing: `early_handshake.LspWire`, `McpWire`)."""
 
-    def __init__(self, stream, framed: bool) -> None:
+    def __init__(self, stream, wire: Wire) -> None:
         self.queue: Queue[bytes] = Queue()
-        read = self._frames if framed else self._lines
-        threading.Thread(target=read, args=(stream,), daemon=True).start()
+        threading.Thread(target=self._read, args=(stream, wire), daemon=True).start()
 
-    def _lines(self, stream) -> None:
-        for line in iter(stream.readline, b""):
-            self.queue.put(line)
-
-    def _frames(self, stream) -> None:
-        while True:
-            length = 0
-            while (header := stream.readline()) not in (b"\r\n", b""):
-                if header.lower().startswith(b"content-length:"):
-                    length = int(header.split(b":")[1])
-            if header == b"":
-                return
-            self.queue.put(stream.read(length))
+    def _read(self, stream, wire: Wire) -> None:
+        while (body := wire.read(stream)[1]) is not None:
+            self.queue.put(body)
 
     def answer(self, rid: int) -> dict[str, Any]:
         while True:
@@ -130,15 +122,11 @@ def run_server(tree: Path, db: Path, vault: Path, kind: str) -> tuple[dict[str, 
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.stdin is not None
-    reader = Reader(proc.stdout, framed=kind == "lsp")
+    wire = LspWire() if kind == "lsp" else McpWire()
+    reader = Reader(proc.stdout, wire)
 
     def send(message: dict[str, Any]) -> None:
-        body = json.dumps(message).encode()
-        if kind == "lsp":
-            body = b"Content-Length: %d\r\n\r\n" % len(body) + body
-        else:
-            body += b"\n"
-        proc.stdin.write(body)
+        proc.stdin.write(wire.frame(json.dumps(message).encode()))
         proc.stdin.flush()
 
     def step(name: str, message: dict[str, Any]) -> dict[str, Any]:

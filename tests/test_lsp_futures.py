@@ -9,6 +9,7 @@ import asyncio
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
+from autodoc.serve.early_handshake import LspWire
 from autodoc.serve.lsp.lsp_framing import AutodocProtocol
 
 
@@ -41,18 +42,15 @@ def test_shutdown_right_after_initialized_is_answered_without_error(tmp_path):
     """`shutdown` cancels the session's pending futures while it iterates over them; the
     futures dropped when done must not leave that dict mid-iteration (it did: every time, an
     error answer to `shutdown`)."""
+    import io
     import json
     import os
     import subprocess
     import sys
 
-    def frame(message: dict) -> bytes:
-        body = json.dumps(message).encode()
-        return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
     init = {"processId": None, "rootUri": None, "capabilities": {}}
     stream = b"".join(
-        frame(m)
+        LspWire().frame(json.dumps(m).encode())
         for m in (
             {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
             {"jsonrpc": "2.0", "method": "initialized", "params": {}},
@@ -66,9 +64,10 @@ def test_shutdown_right_after_initialized_is_answered_without_error(tmp_path):
         input=stream, capture_output=True, env=env, cwd=tmp_path, timeout=60,
     )  # fmt: skip
     answers = {}
-    for text in done.stdout.split(b"Content-Length: ")[1:]:
-        body = json.loads(text.partition(b"\r\n\r\n")[2])
-        if "id" in body and "method" not in body:
-            answers[body["id"]] = body
+    out = io.BytesIO(done.stdout)
+    while (body := LspWire().read(out)[1]) is not None:  # type: ignore[arg-type]
+        message = json.loads(body)
+        if "id" in message and "method" not in message:
+            answers[message["id"]] = message
     assert answers.get(2) == {"jsonrpc": "2.0", "id": 2, "result": None}, done.stderr[-2000:]
     assert b"dictionary changed size" not in done.stderr

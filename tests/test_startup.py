@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from autodoc.serve.early_handshake import LspWire
+
 from .conftest import REPO
 
 # What a command that embeds nothing must never load: the model's runtime, its tokenizer and
@@ -238,9 +240,8 @@ def test_mcp_answers_initialize_and_lists_its_tools_before_the_store_opens(
 
 
 def _lsp_send(proc: subprocess.Popen, message: dict[str, Any]) -> None:
-    body = json.dumps(message).encode()
     assert proc.stdin is not None
-    proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    proc.stdin.write(LspWire().frame(json.dumps(message).encode()))
     proc.stdin.flush()
 
 
@@ -248,14 +249,8 @@ class _Framed(_Lines):
     """A language server's stdout: one message per Content-Length frame."""
 
     def _read(self, stream) -> None:
-        while True:
-            length = 0
-            while (header := stream.readline()) not in (b"\r\n", b""):
-                if header.lower().startswith(b"content-length:"):
-                    length = int(header.split(b":")[1])
-            if header == b"":
-                return
-            self._got(stream.read(length))
+        while (body := LspWire().read(stream)[1]) is not None:
+            self._got(body)
 
 
 def test_lsp_answers_initialize_before_the_store_opens(embedded_sample, tmp_path):

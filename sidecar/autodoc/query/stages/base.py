@@ -115,11 +115,14 @@ class QueryContext:
 
     @contextmanager
     def timed(self, key: str) -> Iterator[None]:
+        """Milliseconds spent in the block, added to `key`'s (a stage may time its work in
+        parts, around a wait it does not count)."""
         t0 = time.perf_counter()
         try:
             yield
         finally:
-            self.timings[key] = round((time.perf_counter() - t0) * 1000, 2)
+            spent = (time.perf_counter() - t0) * 1000
+            self.timings[key] = round(self.timings.get(key, 0.0) + spent, 2)
 
 
 class StageDefaults:

@@ -63,12 +63,11 @@ class SemanticStage:
         plan = ctx.semantic
         signs = plan.signs  # opened before waiting for the query's vector: the two overlap
         assert conn is not None and signs is not None and plan.model_fp is not None
-        t0 = time.perf_counter()
         # Neither needs the query's vector: in a new process the index's reads (the vector
         # count: ~15 ms on cpp-docs) overlap the model's load too.
-        signs.refresh(conn, ctx.ws.id, plan.model_fp, ctx.epochs[1])
-        plan.coverage = semantic_coverage(conn, ctx.store, ctx.ws, plan.model_fp, ctx.epochs)
-        caught_up = time.perf_counter() - t0
+        with ctx.timed("semantic_ms"):
+            signs.refresh(conn, ctx.ws.id, plan.model_fp, ctx.epochs[1])
+            plan.coverage = semantic_coverage(conn, ctx.store, ctx.ws, plan.model_fp, ctx.epochs)
         if ctx.pending is not None:
             with ctx.timed("embed_wait_ms"):  # what the lexical stage did not hide
                 qvec, seconds, failed = ctx.pending.result()
@@ -77,26 +76,25 @@ class SemanticStage:
             if failed is not None:
                 return failed
             ctx.qvec = qvec
-        t1 = time.perf_counter()
-        found: list[tuple[int, int]] = []
-        if ctx.qvec is not None:
-            embedded, total = plan.coverage
-            scored, cut = semantic_candidates(
-                conn,
-                ctx.store,
-                signs,
-                ctx.ws,
-                plan.model_fp,
-                ctx.qvec,
-                ctx.allowed,
-                complete=embedded >= total,
-                chunks=total,
-            )
-            found = [(c, d) for c, d, _ in scored]
-            ctx.signals["semantic"] = [x for _, _, x in scored]
-            ctx.truncated |= cut
-        ctx.ranked.append(("semantic", found))
-        ctx.timings["semantic_ms"] = round((caught_up + time.perf_counter() - t1) * 1000, 2)
+        with ctx.timed("semantic_ms"):
+            found: list[tuple[int, int]] = []
+            if ctx.qvec is not None:
+                embedded, total = plan.coverage
+                scored, cut = semantic_candidates(
+                    conn,
+                    ctx.store,
+                    signs,
+                    ctx.ws,
+                    plan.model_fp,
+                    ctx.qvec,
+                    ctx.allowed,
+                    complete=embedded >= total,
+                    chunks=total,
+                )
+                found = [(c, d) for c, d, _ in scored]
+                ctx.signals["semantic"] = [x for _, _, x in scored]
+                ctx.truncated |= cut
+            ctx.ranked.append(("semantic", found))
         return None
 
     def describe(self, ctx: QueryContext, conn: sqlite3.Connection | None, ran: bool) -> None:
