@@ -42,7 +42,7 @@ from pygls.protocol import default_converter as converter
 from pytest_lsp import client_capabilities
 
 from autodoc.parse.document import outline
-from autodoc.query.navigate import slug
+from autodoc.links.navigate import slug
 
 PROSE = re.compile(r"^[A-Za-z][^|`<>\[\]]{30,}$")
 BLOCK = re.compile(r"\s\^([A-Za-z0-9-]+)\s*$")

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from autodoc.engine import Engine
-from autodoc.query.navigate import slug
-from autodoc.query.rename_plan import written_links
+from autodoc.links.navigate import slug
+from autodoc.links.rename_plan import written_links
 from autodoc.serve.dispatcher import Dispatcher
 
 from .rename_apply import apply

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from autodoc.query.completion_context import context_at, paragraph, paragraph_ahead
-from autodoc.query.link_style import LinkStyle
+from autodoc.links.completion_context import context_at, paragraph, paragraph_ahead
+from autodoc.links.link_style import LinkStyle
 from autodoc.wire import link_answers, protocol
 from autodoc.wire.errors import INVALID_PARAMS, RpcError
 

@@ -100,7 +100,7 @@ def test_a_targeted_run_resolves_links_as_a_full_run_would(engine, vault):
         from autodoc.index.indexer import Indexer
 
         with engine.store.transaction() as conn:
-            Indexer(engine.store, engine.lexical(ws), ws)._resolve_links(conn)
+            Indexer(engine.store, engine.lexical(ws), ws).links.resolve(conn, everything=True)
         assert targeted == _link_state(engine)
         return targeted
 

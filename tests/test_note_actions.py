@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from autodoc.query.note_actions import bare_urls, url_label
+from autodoc.links.note_actions import bare_urls, url_label
 from autodoc.wire import action_answers, protocol
 from autodoc.wire.errors import INVALID_PARAMS, RpcError
 

@@ -16,11 +16,11 @@ NOT_SEARCH = (
     "autodoc.index.indexer",
     "autodoc.index.check",
     "autodoc.vectors.embedding_cache",
-    "autodoc.query.note_actions",
-    "autodoc.query.completion_context",
-    "autodoc.query.note_completion",
-    "autodoc.query.part_completion",
-    "autodoc.query.paragraph_meaning",
+    "autodoc.links.note_actions",
+    "autodoc.links.completion_context",
+    "autodoc.links.note_completion",
+    "autodoc.links.part_completion",
+    "autodoc.links.paragraph_meaning",
     "statistics",  # the lexical stage's median is computed in place
 )
 

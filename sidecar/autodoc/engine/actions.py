@@ -20,6 +20,7 @@ from autodoc.engine.navigation import (
     to_units,
 )
 from autodoc.files.confine import read_inside
+from autodoc.links.dialect import dialect_of
 from autodoc.parse.document import outline, split_lines
 from autodoc.parse.markdown import Heading, read_structure
 from autodoc.store import Workspace
@@ -57,7 +58,7 @@ class Actions(Navigation):
     def doc_lenses(self, name: Any, path: Any, opts: Any = None) -> DocumentLenses:
         """The document's title with how many links lead to the document, and each heading that
         links lead to with their count (opts as `doc.outline`)."""
-        from autodoc.query import navigate, note_actions  # here: a search loads neither
+        from autodoc.links import navigate, note_actions  # here: a search loads neither
 
         ws, rel, text, units = self._document_text(name, path, opts)
         lines, headings = outline(text.encode("utf-8"))
@@ -79,9 +80,9 @@ class Actions(Navigation):
         self, ws: Workspace, rel: str, line: int, text: str, at: int, units: Units
     ) -> list[NoteAction]:
         """ "Create note" on a link to a note that does not exist."""
-        from autodoc.query import navigate, note_actions
+        from autodoc.links import navigate, note_actions
 
-        found = navigate.link_at(text, at)
+        found = navigate.link_at(text, at, ws)
         if found is None:
             return []
         start, end, link = found
@@ -89,10 +90,12 @@ class Actions(Navigation):
             if navigate.resolve(conn, ws, rel, line, link) is not None:
                 return []
         spec = ws.options.get("new_notes") or {"folder": ".", "template": ""}
-        note = note_actions.new_note(rel, link, spec["folder"])
+        dialect = dialect_of(ws)
+        note = note_actions.new_note(rel, link, spec["folder"], dialect)
         if note is None or (ws.root / note.path).exists():
             return []
-        body = note_actions.note_text(note, link.heading, self._template(ws, spec["template"]))
+        template = self._template(ws, spec["template"])
+        body = note_actions.note_text(note, link.heading, template, dialect=dialect)
         return [
             NoteAction(
                 kind="create_note",
@@ -110,7 +113,7 @@ class Actions(Navigation):
     ) -> NoteAction:
         """ "Copy a link to this section", written as the vault writes its links (the title,
         level 1, links to the note itself)."""
-        from autodoc.query.link_style import vault_link_style
+        from autodoc.links.link_style import vault_link_style
 
         with self.store.snapshot() as conn:
             style = vault_link_style(conn, ws)
@@ -142,7 +145,7 @@ class Actions(Navigation):
 
 def _url_actions(line: int, text: str, at: int, units: Units) -> list[NoteAction]:
     """ "Convert to Markdown link" on a bare URL."""
-    from autodoc.query import note_actions
+    from autodoc.links import note_actions
 
     for start, end, url in note_actions.bare_urls(text):
         if start <= at <= end:

@@ -24,6 +24,7 @@ from autodoc.engine.navigation import (
     text_options,
     to_units,
 )
+from autodoc.links.dialect import dialect_of
 from autodoc.store import Workspace, read_epochs
 from autodoc.wire.errors import invalid_params, options_object
 from autodoc.wire.link_answers import (
@@ -36,9 +37,9 @@ from autodoc.wire.link_answers import (
 )
 
 if TYPE_CHECKING:  # the work is imported where a completion is asked for: a search loads none
-    from autodoc.query.completion_context import Entry, Where
-    from autodoc.query.link_style import LinkStyle
-    from autodoc.query.note_completion import Ranked
+    from autodoc.links.completion_context import Entry, Where
+    from autodoc.links.link_style import LinkStyle
+    from autodoc.links.note_completion import Ranked
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -52,10 +53,10 @@ class Completion(EngineCore):
         `[[note#`, block ids after `[[note#^`, paths after `](`, slugs after `](path#`, tags
         after `#`; each entry's text in the vault's link style. opts: `text` (the whole
         document as the client has it now), `units`, `limit` (1..200, default 50)."""
-        from autodoc.query.completion_context import context_at, paragraph, paragraph_ahead
-        from autodoc.query.link_style import vault_link_style
-        from autodoc.query.note_completion import short
-        from autodoc.query.paragraph_meaning import MEANING, WAIT_S
+        from autodoc.links.completion_context import context_at, paragraph, paragraph_ahead
+        from autodoc.links.link_style import vault_link_style
+        from autodoc.links.note_completion import short
+        from autodoc.links.paragraph_meaning import MEANING, WAIT_S
 
         ws = self.workspace(name)
         rel = checked_rel_path(path)
@@ -68,7 +69,7 @@ class Completion(EngineCore):
             lines = [row.removesuffix("\r") for row in lines]
         row = lines[line - 1] if line <= len(lines) else ""
         cursor = from_units(row, character, units)
-        where = context_at(lines, line - 1, cursor)
+        where = context_at(lines, line - 1, cursor, dialect_of(ws).label_first)
         # the paragraph whose meaning orders the notes; at a lone `[`, the one `[[` will have,
         # worked out ahead (nothing waits for it)
         meaning, ahead = None, where is None
@@ -95,8 +96,8 @@ class Completion(EngineCore):
     def links_preview(self, name: Any, path: Any, line: Any = None) -> LinkPreview:
         """A note's title and the first lines of its section at `line` (1-based; null: the
         note's start): a completion entry's documentation."""
+        from autodoc.links import navigate
         from autodoc.parse.chunking import BREADCRUMB_SEP
-        from autodoc.query import navigate
 
         ws = self.workspace(name)
         rel = checked_rel_path(path)
@@ -133,8 +134,8 @@ class Completion(EngineCore):
     ) -> tuple[list[Entry], bool, Ranked]:
         """(entries, whether more matched, how notes were ranked) for what is being written;
         `nearest`: the notes nearest the paragraph's meaning (None: names alone)."""
-        from autodoc.query.note_completion import note_entries
-        from autodoc.query.part_completion import (
+        from autodoc.links.note_completion import note_entries
+        from autodoc.links.part_completion import (
             block_entries,
             heading_entries,
             note_text,

@@ -17,6 +17,7 @@ from autodoc import store as sql
 from autodoc.engine.core import EngineCore
 from autodoc.engine.reading import checked_path
 from autodoc.files.confine import read_inside
+from autodoc.links.dialect import dialect_of
 from autodoc.parse.document import links_on_line, outline
 from autodoc.parse.markdown import Heading
 from autodoc.store import Workspace
@@ -37,7 +38,7 @@ from autodoc.wire.link_answers import (
 )
 
 if TYPE_CHECKING:  # imported where a link is followed: a search loads neither (issue 45)
-    from autodoc.query import navigate
+    from autodoc.links import navigate
 
 UNITS: tuple[Units, ...] = ("utf-32", "utf-16", "utf-8")
 BIG = 2**31  # lines and columns are below it (SQLite's integers are 64-bit)
@@ -67,10 +68,10 @@ class Navigation(EngineCore):
     ) -> LinkReferences:
         """Every place that links to the target of the link at the position; on a heading
         (level 2 and below), to that heading; elsewhere, to the document asked about."""
-        from autodoc.query import navigate
+        from autodoc.links import navigate
 
         ws, rel, at, text, units = self._position(name, path, line, character, opts)
-        found = navigate.link_at(text, from_units(text, character, units))
+        found = navigate.link_at(text, from_units(text, character, units), ws)
         with self.store.snapshot() as conn:
             target = navigate.resolve(conn, ws, rel, at, found[2]) if found else None
             if target is not None:
@@ -90,7 +91,7 @@ class Navigation(EngineCore):
     def links_document(self, name: Any, path: Any, opts: Any = None) -> DocumentLinks:
         """Each link the index holds for the document, placed on its text (opts: `text`, the
         whole document as the client has it now; `units`)."""
-        from autodoc.query import navigate
+        from autodoc.links import navigate
 
         ws, rel, lines, units = self._document(name, path, opts)
         with self.store.snapshot() as conn:
@@ -110,14 +111,16 @@ class Navigation(EngineCore):
         """The document's unresolved links, as `index.check` finds them, each spanning its line
         of the text (opts as `links.document`)."""
         from autodoc.index.check import link_findings
+        from autodoc.links.link_check import broken_links
 
         ws, rel, lines, units = self._document(name, path, opts)
         with self.store.snapshot() as conn:
-            rows = sql.unresolved_links(conn, ws.id, rel)
+            broken = broken_links(conn, ws, rel)
+        label_first = dialect_of(ws).label_first
         findings = []
-        for f in link_findings(ws, rows):
+        for f in link_findings(ws, broken):
             text = lines[f.line - 1] if 0 < f.line <= len(lines) else ""
-            start, end = _link_span(text, f.link)
+            start, end = _link_span(text, f.link, label_first)
             findings.append(
                 LinkFinding(
                     line=f.line,
@@ -157,10 +160,10 @@ class Navigation(EngineCore):
         self, name: Any, path: Any, line: Any, character: Any, opts: Any, *, preview: bool
     ) -> tuple[LinkAt, str] | None:
         """The link at the position, and (with `preview`) the first lines of its target."""
-        from autodoc.query import navigate
+        from autodoc.links import navigate
 
         ws, rel, at, text, units = self._position(name, path, line, character, opts)
-        found = navigate.link_at(text, from_units(text, character, units))
+        found = navigate.link_at(text, from_units(text, character, units), ws)
         if found is None:
             return None
         start, end, link = found
@@ -285,13 +288,13 @@ def _width(char: str, units: Units) -> int:
     return 1 if code < 0x80 else 2 if code < 0x800 else 3 if code < 0x10000 else 4
 
 
-def _link_span(text: str, link: tuple[str, str] | None) -> tuple[int, int]:
+def _link_span(text: str, link: tuple[str, str] | None, label_first: bool) -> tuple[int, int]:
     """Where on its line a finding's link is written (the first link of that kind and
     target), as string offsets; the whole line when it is not there as a link (a frontmatter
     reference, a line changed since it was indexed)."""
     if link is not None:
         kind, target = link
-        for start, end, found in links_on_line(text):
+        for start, end, found in links_on_line(text, label_first):
             if found.kind == kind and found.target == target:
                 return start, end
     return 0, len(text)

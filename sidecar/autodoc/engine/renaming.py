@@ -35,12 +35,9 @@ from autodoc.engine.navigation import (
 from autodoc.files.confine import names_file
 from autodoc.files.ignore_rules import RuleOptions, Rules
 from autodoc.files.walker import MARKDOWN_SUFFIXES
-from autodoc.parse.document import ParsedDocument, links_on_line, outline, parse_document
-from autodoc.parse.document import without_inline_code as _code_blanked
-from autodoc.parse.markdown import Heading
-from autodoc.parse.names import without_md_suffix
-from autodoc.query import navigate
-from autodoc.query.rename_plan import (
+from autodoc.links import navigate
+from autodoc.links.dialect import Dialect, dialect_of
+from autodoc.links.rename_plan import (
     AMBIGUOUS,
     NoteNames,
     Refused,
@@ -52,7 +49,11 @@ from autodoc.query.rename_plan import (
     yaml_scalar,
     yaml_words,
 )
-from autodoc.query.rename_scan import Change, Context, Edit, SourcePlan, plan_document
+from autodoc.links.rename_scan import Change, Context, Edit, SourcePlan, plan_document
+from autodoc.parse.document import ParsedDocument, links_on_line, outline, parse_document
+from autodoc.parse.document import without_inline_code as _code_blanked
+from autodoc.parse.markdown import Heading
+from autodoc.parse.names import without_md_suffix
 from autodoc.store import Workspace, rename_rows
 from autodoc.wire.errors import invalid_params, options_object
 from autodoc.wire.link_answers import Units
@@ -80,6 +81,7 @@ class _Request:
     units: Units
     open: dict[str, str]
     files: bool
+    dialect: Dialect  # how the vault's links read
 
 
 @dataclass(frozen=True)
@@ -190,13 +192,15 @@ class Renaming(EngineCore):
         files = opts.get("files", True)
         if not isinstance(files, bool):
             raise invalid_params("files must be true or false", field="files")
-        return ws, rel, _Request(units, dict(texts), files)
+        return ws, rel, _Request(units, dict(texts), files, dialect_of(ws))
 
     def _note(self, ws: Workspace, rel: str, req: _Request) -> ParsedDocument:
         """A document as the client has it (its unsaved text) or else as the file is."""
+        label_first = req.dialect.label_first
         if rel in req.open:
-            return parse_document(req.open[rel].encode("utf-8"), rel)
-        return parse_document(Navigation._file_text(ws, rel, rel).encode("utf-8"), rel)
+            return parse_document(req.open[rel].encode("utf-8"), rel, label_first=label_first)
+        data = Navigation._file_text(ws, rel, rel).encode("utf-8")
+        return parse_document(data, rel, label_first=label_first)
 
     # -- what is at the position -------------------------------------------------------------
 
@@ -216,7 +220,7 @@ class Renaming(EngineCore):
             return _Subject("title", doc_id, names, doc, here, found[1], found[2], names.title)
         if i < len(doc.lines) and (doc.code[i] or (i < len(doc.html) and doc.html[i])):
             raise _nothing("this line is code")
-        for start, end, link in links_on_line(_code_blanked(here)):
+        for start, end, link in links_on_line(_code_blanked(here), req.dialect.label_first):
             if start <= at < end:
                 return self._link_subject(conn, ws, rel, line, here, (start, at), link, req)
         heading = next((h for h in doc.headings if h.line == i), None)
@@ -241,7 +245,7 @@ class Renaming(EngineCore):
             raise _nothing(f"{target.path} is not indexed")
         names = _names(conn, doc_id)
         note = self._note(ws, target.path, req)
-        w = next(w for w in written_links(here) if w.start == start)
+        w = next(w for w in written_links(here, req.dialect.label_first) if w.start == start)
         on_name = w.target_span[0] <= at <= w.target_span[1]
         if link.heading and not on_name:
             want = navigate.anchor_key(link.heading)
@@ -252,7 +256,8 @@ class Renaming(EngineCore):
             s, e = heading_words(words_at)
             return _Subject("heading", doc_id, names, note, here, *w.heading_span,
                             words_at[s:e], heading)  # fmt: skip
-        form = "path" if link.kind == "md" else names.form(without_md_suffix(link.target).lower())
+        named = req.dialect.note_name(link.target) if link.kind == "wiki" else link.target
+        form = "path" if link.kind == "md" else names.form(without_md_suffix(named).lower())
         if form in ("path", "stem"):
             s, e = w.target_span
             written = here[s:e]
@@ -273,7 +278,7 @@ class Renaming(EngineCore):
         """Every document's edits: those linking to the note (from the index), those open in
         the client, and the note itself; refused (strict) or listed where a link breaks."""
         resolver = Resolver(lambda keys: rename_rows.name_holders(conn, ws.id, keys),
-                            change.doc_id, change.after.name_keys())  # fmt: skip
+                            change.doc_id, change.after.name_keys(req.dialect))  # fmt: skip
         is_file = functools.partial(names_file, ws.root)
         ctx = Context(
             change=change,
@@ -285,6 +290,7 @@ class Renaming(EngineCore):
                 p == change.after.path or (p != change.before.path and is_file(p))
             ),
             paths_of=lambda ids: rename_rows.document_paths_of(conn, ids),
+            dialect=req.dialect,
         )
         sources = {p for p, *_ in rename_rows.links_to(conn, change.doc_id)}
         sources |= {p for p in req.open if p.lower().endswith(MARKDOWN_SUFFIXES)}
@@ -303,7 +309,7 @@ class Renaming(EngineCore):
             plan = plan_document(src, data, ctx)
             plan.edits += own.get(src, [])
             plans.append(plan)
-        problems = _takeovers(conn, ws, change, resolver) + _overlaps(plans)
+        problems = _takeovers(conn, ws, change, resolver, req.dialect) + _overlaps(plans)
         problems += [f"{p.path}:{line}: {why}" for p in plans for line, why in p.broken]
         if problems and strict:
             more = len(problems) - MAX_REFUSALS_SHOWN
@@ -440,16 +446,20 @@ def _refuse_unusable_path(conn: Any, ws: Workspace, change: Change) -> None:
                       f" ({verdict.source}): every link to it would lead nowhere")  # fmt: skip
 
 
-def _takeovers(conn: Any, ws: Workspace, change: Change, resolver: Resolver) -> list[str]:
+def _takeovers(
+    conn: Any, ws: Workspace, change: Change, resolver: Resolver, dialect: Dialect
+) -> list[str]:
     """Links that lead to another note now and would lead to the renamed one (a new name it
     takes from them)."""
     old = {k for k, _ in rename_rows.names_of(conn, change.doc_id)}
-    new = sorted({k for k, _ in change.after.name_keys()} - old)
+    new = sorted({k for k, _ in change.after.name_keys(dialect)} - old)
     out = []
-    for src, line, kind, target, key, target_id in rename_rows.links_looking_up(conn, ws.id, new):
+    for src, line, _kind, target, key, reach, target_id in rename_rows.links_looking_up(
+        conn, ws.id, new
+    ):
         if target_id is None or target_id == change.doc_id:
             continue
-        if resolver.after(kind, key) in (change.doc_id, AMBIGUOUS):
+        if resolver.after(key, reach) in (change.doc_id, AMBIGUOUS):
             other = rename_rows.document_paths_of(conn, [target_id]).get(target_id, "?")
             out.append(f"{src}:{line}: {target!r} leads to {other} now and would lead to"
                        f" {change.after.path} after the rename")  # fmt: skip

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import posixpath
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -19,7 +18,7 @@ from typing import Any
 
 from autodoc import store as sql
 from autodoc.files.confine import open_inside
-from autodoc.files.walker import MARKDOWN_SUFFIXES
+from autodoc.links.link_check import BrokenLink, broken_links
 from autodoc.parse import frontmatter_schema
 from autodoc.parse.document import SUPERSEDE_FIELDS
 from autodoc.parse.frontmatter_schema import Field, Schema
@@ -35,9 +34,10 @@ class Finding:
     path: str
     line: int
     severity: str
-    kind: str  # schema, frontmatter, required, type, enum, link, skipped, warning
+    kind: str  # schema, frontmatter, required, type, enum, link, heading, skipped, warning
     message: str
     link: tuple[str, str] | None = None  # a link finding's (kind, target): its place on the line
+    cause: str = ""  # a link finding's: note, attachment, outside or heading (links.link_check)
 
     def __str__(self) -> str:
         level = "" if self.severity == ERROR else "warning: "
@@ -52,7 +52,7 @@ def check_workspace(store: Store, ws: Workspace, schema_path: str) -> dict[str, 
         schema_error = sql.schema_error(conn, ws.id)
         problems = sql.problems(conn, ws.id)
         docs = sql.documents_meta(conn, ws.id)
-        links = sql.unresolved_links(conn, ws.id)
+        links = broken_links(conn, ws)
     for path, kind, message in problems:
         findings.append(_problem(path, kind, message))
     unreadable = {f.path for f in findings if f.kind == "frontmatter"}
@@ -82,22 +82,20 @@ def check_workspace(store: Store, ws: Workspace, schema_path: str) -> dict[str, 
             "errors": counts[ERROR],
             "warnings": counts[WARNING],
             "by_kind": dict(sorted(Counter(f.kind for f in findings).items())),
+            "links_by_cause": dict(sorted(Counter(f.cause for f in findings if f.cause).items())),
             "files_with_errors": len({f.path for f in findings if f.severity == ERROR}),
         },
     }
 
 
-def link_findings(ws: Workspace, links: list[tuple[str, int, str, str]]) -> list[Finding]:
-    """A finding for each unresolved link (`sql.unresolved_links`' rows) that names no file
-    either: `check` over the workspace, and an editor's diagnostics for one document."""
-    files = _Files(ws.root)
+def link_findings(ws: Workspace, links: list[BrokenLink]) -> list[Finding]:
+    """A finding for each broken link (`links.link_check`): a frontmatter reference points at
+    the line that holds it."""
     out = []
-    for path, line, kind, target in links:
-        if not files.exists(path, kind, target):
-            if kind == "meta":  # a frontmatter reference: point at the line that holds it
-                line = _meta_line(ws.root, path, target, line)
-            message = f"link to {target!r} does not resolve"
-            out.append(Finding(path, line, ERROR, "link", message, (kind, target)))
+    for b in links:
+        line = _meta_line(ws.root, b.path, b.target, b.line) if b.kind == "meta" else b.line
+        kind = "heading" if b.cause == "heading" else "link"  # the note is there, the place not
+        out.append(Finding(b.path, line, b.severity, kind, b.message, (b.kind, b.target), b.cause))
     return out
 
 
@@ -224,31 +222,3 @@ def _meta_line(root: Path, rel: str, target: str, default: int) -> int:
             return n
     keys = _key_lines(root, rel, lines)
     return min((keys[k] for k in SUPERSEDE_FIELDS if k in keys), default=default)
-
-
-class _Files:
-    """Whether an unresolved link still names a real file: an image, a PDF, a folder."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._names: set[str] | None = None
-
-    def names(self) -> set[str]:
-        if self._names is None:
-            self._names = set()
-            for _dir, dirs, files in os.walk(self.root):
-                dirs[:] = [d for d in dirs if not d.startswith(".")]
-                self._names.update(f.lower() for f in files)
-        return self._names
-
-    def exists(self, source: str, kind: str, target: str) -> bool:
-        if kind == "md":
-            base = "" if target.startswith("/") else posixpath.dirname(source)
-            rel = posixpath.normpath(posixpath.join(base, target.lstrip("/")))
-            if rel.startswith("../") or rel == "..":
-                return False  # outside the workspace: nothing here can answer it
-            return os.path.exists(os.path.join(self.root, *rel.split("/")))
-        name = posixpath.basename(target).lower()
-        if kind == "wiki" and "." in name and not name.endswith(MARKDOWN_SUFFIXES):
-            return name in self.names()  # ![[diagram.png]]: an attachment anywhere in the vault
-        return False

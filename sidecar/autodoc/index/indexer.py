@@ -28,15 +28,14 @@ from autodoc.files.ignore_rules import RuleOptions, Rules
 from autodoc.files.walker import FoundFile, Hidden, find, is_utf8, scan
 from autodoc.index import facet_values, name_index
 from autodoc.index.run_records import DocumentUpdate, PublishPlan, RunSummary
+from autodoc.links.link_graph import LinkGraph, Published
 from autodoc.parse import frontmatter_schema, names
 from autodoc.parse.chunking import CHUNKING_FORMAT, Chunker
 from autodoc.parse.document import READING_FORMAT, ParsedDocument, parse_document
 from autodoc.parse.markdown import STRUCTURE_FORMAT
-from autodoc.parse.names import link_key
 from autodoc.store import (
     Store,
     Workspace,
-    document_names,
     reads,
     writes,
 )
@@ -68,6 +67,7 @@ class Indexer:
         )
         self.max_bytes = ws.options["max_file_mb"] * 1_000_000
         self.rule_options = RuleOptions.of(ws.options)  # what the walk and saves leave out
+        self.links = LinkGraph(store, ws, self._is_file)  # how its links read, and their upkeep
         self.schema = frontmatter_schema.EMPTY
         self.facets_rebuilt = 0  # documents whose facets the last schema change rebuilt
 
@@ -194,9 +194,7 @@ class Indexer:
         should be told before the run goes on (resuming an interrupted run)."""
         started = time.perf_counter()
         summary = RunSummary(self.ws.name)
-        self._changed: set[int] = set()  # documents published or retired in this run
-        self._old_targets: set[int] = set()  # what their replaced links pointed at
-        self._old_keys: set[str] = set()  # their names before: a link may now resolve anew
+        self.links.start_run()
         self._unchanged: set[str] = set()  # not parsed again: their stored warnings stand
         hidden = Hidden()
         rules = Rules(os.path.realpath(self.ws.root), self.rule_options)
@@ -210,8 +208,11 @@ class Indexer:
             files, skipped = find(self.ws.root, paths, self.max_bytes, rules=rules)
             paths = [p for p in paths if is_utf8(p)]  # the others were skipped with a reason
         bad_schema = self.sync_schema()
-        if self.schema.link_fields:  # which fields hold links is part of how a file is read
-            self.chunk_fp = f"{self._base_fp},linkfields={','.join(self.schema.link_fields)}"
+        dialect = self.links.decide() if paths is None else self.links.dialect
+        # which fields hold links, and the vault's dialect, are part of how a file is read
+        self.chunk_fp = f"{self._base_fp},{dialect.fingerprint}"
+        if self.schema.link_fields:
+            self.chunk_fp += f",linkfields={','.join(self.schema.link_fields)}"
         summary.files = len(files)
         summary.skipped = [{"path": s.path, "reason": s.reason} for s in skipped]
         summary.hidden = {"count": hidden.count, "examples": hidden.examples}
@@ -239,6 +240,8 @@ class Indexer:
         else:
             summary.documents = summary.chunks = None
         summary.seconds = round(time.perf_counter() - started, 3)
+        if paths is None and self.links.reads_label_first():  # read again, label first: once
+            return self.run(progress, force, None, notice)
         return summary
 
     def _known(self, paths: list[str] | None) -> dict[str, sqlite3.Row]:
@@ -311,7 +314,9 @@ class Indexer:
         problems: list[tuple[str, str, str]],
     ) -> DocumentUpdate:
         """A changed file parsed, chunked and its names collected; its warnings reported."""
-        parsed = parse_document(data, f.rel, self.schema.link_fields)
+        label_first = self.links.dialect.label_first
+        parsed = parse_document(data, f.rel, self.schema.link_fields, label_first)
+        self.links.read(f.rel, parsed)
         for message in parsed.problems:
             summary.warnings.append({"path": f.rel, "message": message})
             problems.append((f.rel, "warning", message))
@@ -343,10 +348,8 @@ class Indexer:
                 writes.clear_problems_of(conn, self.ws.id, set(paths) - self._unchanged)
             writes.add_problems(conn, self.ws.id, problems)
             if summary.added or summary.modified or summary.deleted:
-                if paths is None:
-                    self._resolve_links(conn)
-                else:  # a few documents changed: re-resolve only what they can affect
-                    self._resolve_links_around(conn)
+                # a few documents changed: re-resolve only what they can affect
+                self.links.resolve(conn, everything=paths is None)
             now = time.time()
             writes.mark_indexed(conn, self.ws.id, now, full=paths is None)
             self.store.prune_changes(conn, now)
@@ -463,7 +466,10 @@ class Indexer:
                 for cid, ch in (*p.kept.items(), *p.new)
             ],
         )  # fmt: skip
-        self._replace_links_and_names(conn, plans)
+        self.links.replace(
+            conn,
+            [Published(p.doc_id, p.update.file.rel, p.update.parsed, p.created) for p in plans],
+        )
         name_index.write_documents(
             conn, self.ws.id, [(p.doc_id, p.update.symbols) for p in plans], replaced
         )
@@ -482,8 +488,7 @@ class Indexer:
             gen = row["generation"] + 1
             writes.mark_document_deleted(conn, row["id"], gen, now)
             writes.retire_document_chunks(conn, row["id"], now)
-            self._forget_links(conn, [row["id"]])
-            self._forget_names(conn, [row["id"]])
+            self.links.forget(conn, [row["id"]])
             name_index.forget_documents(conn, self.ws.id, [row["id"]])
             writes.delete_document_facets(conn, row["id"])
             writes.log_deletion(conn, self.ws.id, path, gen, now)
@@ -491,62 +496,3 @@ class Indexer:
 
     def _is_file(self, rel: str) -> bool:
         return names_file(self.ws.root, rel)
-
-    def _replace_links_and_names(self, conn, plans: list[PublishPlan]) -> None:
-        ws_id = self.ws.id
-        ids = [p.doc_id for p in plans if not p.created]  # the others have none
-        self._changed.update(p.doc_id for p in plans)
-        self._forget_links(conn, ids)
-        self._forget_names(conn, ids)
-        writes.add_links(
-            conn,
-            [
-                (p.doc_id, ws_id, ln.kind, ln.target, link_key(p.update.file.rel, ln.kind,
-                 ln.target, self._is_file), ln.heading, ln.line, ln.relation)
-                for p in plans
-                for ln in p.update.parsed.links
-            ],
-        )  # fmt: skip
-        writes.add_document_names(
-            conn,
-            [
-                (ws_id, key, p.doc_id, rank)
-                for p in plans
-                for key, rank in document_names(
-                    p.update.file.rel, p.update.parsed.title, p.update.parsed.aliases
-                )
-            ],
-        )
-
-    def _forget_links(self, conn, doc_ids: list[int]) -> None:
-        """Drop these documents' outgoing links, remembering where they pointed (inbound)."""
-        self._changed.update(doc_ids)
-        self._old_targets.update(writes.link_targets(conn, doc_ids))
-        writes.delete_links(conn, doc_ids)
-
-    def _forget_names(self, conn, doc_ids: list[int]) -> None:
-        """Drop these documents' names, remembering them: a link that found two documents by
-        a name (a record number) finds the one left."""
-        self._old_keys.update(writes.name_keys_of(conn, doc_ids))
-        writes.delete_document_names(conn, doc_ids)
-
-    def _resolve_links_around(self, conn) -> None:
-        """`_resolve_links` for the links a few changed documents can affect: their own, those
-        that pointed at them, and those whose key is one of their (new) names; then inbound
-        counts and supersessions for every document whose inbound links moved."""
-        ws_id, changed = self.ws.id, sorted(self._changed)
-        keys = sorted(writes.name_keys_of(conn, changed) | self._old_keys)
-        affected = writes.affected_links(conn, ws_id, changed, keys)  # link id -> target before
-        link_ids = sorted(affected)
-        writes.resolve_links_by_rowid(conn, link_ids)
-        moved = {t for t in affected.values() if t is not None} | self._old_targets
-        moved.update(writes.targets_of_links(conn, link_ids))
-        moved.update(changed)
-        writes.recount_links_of(conn, ws_id, sorted(moved))
-
-    def _resolve_links(self, conn) -> None:
-        """Point every link at its document (path, stem, title, alias) and recount inbound."""
-        writes.resolve_all_links(conn, self.ws.id)
-        writes.recount_all_inbound(conn, self.ws.id)
-        # Who supersedes whom, from "superseded_by"/"supersedes" fields and sentences.
-        writes.rebuild_supersessions(conn, self.ws.id)

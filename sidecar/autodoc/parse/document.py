@@ -28,11 +28,9 @@ _INLINE_CODE = re.compile(r"`(`*)(?:[^`\n]++|(?!`\1)`)+?`\1")
 # Obsidian: `#tag` after a space or at a line's start (the lookbehind sees the character
 # before the `#`).
 INLINE_TAG = re.compile(r"#(?<!\S#)([A-Za-z0-9_][\w/-]*)")
-# A wiki link: `[[target#heading|label]]`; in a table row the `|` is written `\|` (Obsidian),
-# which ends the target just the same.
-WIKILINK = re.compile(
-    r"\[\[((?:[^\[\]|#\n\\]|\\(?!\|))*)(?:#((?:[^\[\]|\n\\]|\\(?!\|))*))?(?:\\?\|([^\[\]\n]*))?\]\]"
-)
+# A wiki link: `[[…]]` on one line; what its words mean (which side of a `|` is the label) is
+# the vault's dialect's (`wiki_parts`). In a table row the `|` is written `\|` (Obsidian).
+WIKILINK = re.compile(r"\[\[([^\[\]\n]*)\]\]")
 # Tags and links never cross a line (prose is scanned a run of lines at a time), and each
 # pattern starts with a literal, so a scan jumps from one `#` or `[` to the next (`![[x]]` and
 # `![image](x)` match from their `[`). The possessive repeats never backtrack.
@@ -50,6 +48,53 @@ class Link:
     heading: str
     line: int  # 1-based
     relation: str = ""  # "supersedes" or "superseded_by" when the text says so
+    label: str = ""  # a wiki link's words to show (`[[target|label]]`)
+
+
+@dataclass(frozen=True)
+class WikiParts:
+    """A wiki link's inner text read one way: where its target, heading and label are (spans
+    into the inner text, trimmed; `heading` None without a `#`, `label` None without a `|`)."""
+
+    inner: str
+    target: tuple[int, int]
+    heading: tuple[int, int] | None
+    label: tuple[int, int] | None
+
+    def text(self, span: tuple[int, int] | None) -> str:
+        return "" if span is None else self.inner[span[0] : span[1]]
+
+
+def wiki_parts(inner: str, label_first: bool = False) -> WikiParts:
+    """The parts of `[[inner]]`: `target#heading|label` (Obsidian, Foam, most tools) or, with
+    `label_first`, `label|target#heading` (Dendron). A `\\|` (a table row's escaped bar) is
+    the bar."""
+    bar = inner.rfind("|") if label_first else inner.find("|")
+    if bar < 0:
+        ref, label = (0, len(inner)), None
+    else:
+        cut = bar - 1 if bar and inner[bar - 1] == "\\" else bar
+        ref, label = (
+            ((bar + 1, len(inner)), (0, cut)) if label_first else ((0, cut), (bar + 1, len(inner)))
+        )
+    hash_at = inner.find("#", ref[0], ref[1])
+    if hash_at < 0:
+        target, heading = ref, None
+    else:
+        target, heading = (ref[0], hash_at), _trim(inner, (hash_at + 1, ref[1]))
+    return WikiParts(
+        inner, _trim(inner, target), heading, None if label is None else _trim(inner, label)
+    )
+
+
+def _trim(text: str, span: tuple[int, int]) -> tuple[int, int]:
+    """The span without the blanks at its ends."""
+    start, end = span
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
 
 
 SUPERSEDE_FIELDS = {
@@ -278,9 +323,12 @@ def prose_runs(doc: ParsedDocument, skip: bytes | bytearray) -> Iterator[tuple[i
         i = skip.find(0, j)
 
 
-def parse_document(data: bytes, path: str, link_fields: Collection[str] = ()) -> ParsedDocument:
+def parse_document(
+    data: bytes, path: str, link_fields: Collection[str] = (), label_first: bool = False
+) -> ParsedDocument:
     """`link_fields`: lowercased frontmatter keys the schema types `link`: their values name
-    documents even when written as a plain name or path."""
+    documents even when written as a plain name or path. `label_first`: the vault writes a wiki
+    link's label before its target (`wiki_parts`)."""
     text, lines, offsets, problem = split_lines(data)
     problems = [problem] if problem else []
     structure = read_structure(text, offsets, len(lines), lossy=problem is not None)
@@ -304,7 +352,7 @@ def parse_document(data: bytes, path: str, link_fields: Collection[str] = ()) ->
         html=structure.html,
         problems=problems,
     )
-    _read_prose(doc, link_fields)
+    _read_prose(doc, link_fields, label_first)
     title = meta.get("title")
     if not isinstance(title, str) or not title.strip():
         first_h1 = next((h.text for h in doc.headings if h.level == 1 and h.text), None)
@@ -315,7 +363,9 @@ def parse_document(data: bytes, path: str, link_fields: Collection[str] = ()) ->
     return doc
 
 
-def _read_prose(doc: ParsedDocument, link_fields: Collection[str] = ()) -> None:
+def _read_prose(
+    doc: ParsedDocument, link_fields: Collection[str] = (), label_first: bool = False
+) -> None:
     """Inline tags and links of the prose, outside code blocks and raw HTML blocks (which a
     reader sees as code or not at all), then frontmatter references. Tags in headings are
     not tags."""
@@ -329,22 +379,24 @@ def _read_prose(doc: ParsedDocument, link_fields: Collection[str] = ()) -> None:
     for first, text in prose_runs(doc, untagged):
         if "#" in text:
             doc.tags.extend(normalise_tag(t) for t in INLINE_TAG.findall(text) if _tagish(t))
-        _find_links(text, first, links)
+        _find_links(text, first, links, label_first)
     for h in doc.headings:
         for i in range(h.line, h.end):
             if not skip[i]:
-                _find_links(_INLINE_CODE.sub(_blank, doc.lines[i]), i, links)
+                _find_links(_INLINE_CODE.sub(_blank, doc.lines[i]), i, links, label_first)
     links.sort(key=lambda ln: ln.line)  # stable: on a line, wiki links then the others
     meta = doc.meta
     for key, relation in SUPERSEDE_FIELDS.items():
         for target in _as_list(meta.get(key)):
-            if target := meta_target(target):
+            if target := meta_target(target, label_first):
                 links.append(Link("meta", target, "", 1, relation))
-    _meta_links(meta, link_fields, links)
+    _meta_links(meta, link_fields, links, label_first)
     _meta_records(meta, links)
 
 
-def _meta_links(meta: dict[str, Any], link_fields: Collection[str], out: list[Link]) -> None:
+def _meta_links(
+    meta: dict[str, Any], link_fields: Collection[str], out: list[Link], label_first: bool
+) -> None:
     """Frontmatter links outside the supersession keys: every value of a `link`-typed field,
     and in any other field a value written whole as a link (`related: "[[0042-use-postgres]]"`,
     `see: "[ADR 7](0007-x.md)"`, not a web address)."""
@@ -360,17 +412,18 @@ def _meta_links(meta: dict[str, Any], link_fields: Collection[str], out: list[Li
             written_as_link = WIKILINK.fullmatch(v) or (
                 (m := MD_LINK.fullmatch(v)) and not _SCHEME.match(m[1] or m[2])
             )
-            if (name in link_fields or written_as_link) and (target := meta_target(v)):
+            if (name in link_fields or written_as_link) and (target := meta_target(v, label_first)):
                 out.append(Link("meta", target, "", 1, ""))
 
 
-def meta_target(value: str) -> str:
+def meta_target(value: str, label_first: bool = False) -> str:
     """A frontmatter reference as the document it names: `0042-use-postgres`, `[[0042-use-
     postgres]]` (its target, without heading or alias) or `[ADR 42](0042-use-postgres.md)`
     (its path, without anchor): the body's own link patterns, matching the whole value."""
     v = value.strip()
     if m := WIKILINK.fullmatch(v):
-        return m[1].strip()
+        parts = wiki_parts(m[1], label_first)
+        return parts.text(parts.target)
     if m := MD_LINK.fullmatch(v):
         return unquote((m[1] or m[2]).split("#", 1)[0].split("?", 1)[0])
     return v
@@ -407,7 +460,7 @@ def _status_relation(status: str) -> str:
     return ""
 
 
-def _find_links(text: str, first: int, out: list[Link]) -> None:
+def _find_links(text: str, first: int, out: list[Link], label_first: bool = False) -> None:
     """Wiki and relative Markdown links in lines of prose that start at line index `first`;
     a link on a line that says the document is superseded carries that relation."""
     relations: dict[int, str] = {}  # per line, worked out once (a line may hold 10,000 links)
@@ -419,20 +472,24 @@ def _find_links(text: str, first: int, out: list[Link]) -> None:
 
     if "[[" in text:
         for m, line in _at_lines(WIKILINK.finditer(text), text, first):
-            if found := _wiki_target(m):
-                out.append(Link("wiki", *found, line + 1, relation(m, line)))
+            if found := _wiki_link(m, label_first):
+                found.line, found.relation = line + 1, relation(m, line)
+                out.append(found)
     if "](" in text:
         for m, line in _at_lines(MD_LINK.finditer(text), text, first):
-            if found := _md_target(m):
-                out.append(Link("md", *found, line + 1, relation(m, line)))
+            if md := _md_target(m):
+                out.append(Link("md", *md, line + 1, relation(m, line)))
     if _SUPERSED.search(text):
         _record_links(text, first, out)
 
 
-def _wiki_target(m: re.Match) -> tuple[str, str] | None:
-    """(target, heading) of a `[[target#heading|alias]]` match; None when it names nothing."""
-    target = m.group(1).strip()
-    return (target, (m.group(2) or "").strip()) if target else None
+def _wiki_link(m: re.Match, label_first: bool) -> Link | None:
+    """A `[[…]]` match as a link (its `line` left at 1); None when it names no note."""
+    parts = wiki_parts(m[1], label_first)
+    target = parts.text(parts.target)
+    if not target:
+        return None
+    return Link("wiki", target, parts.text(parts.heading), 1, "", parts.text(parts.label))
 
 
 def _md_target(m: re.Match) -> tuple[str, str] | None:
@@ -447,17 +504,17 @@ def _md_target(m: re.Match) -> tuple[str, str] | None:
     return (target, heading) if target else None
 
 
-def links_on_line(text: str) -> list[tuple[int, int, Link]]:
+def links_on_line(text: str, label_first: bool = False) -> list[tuple[int, int, Link]]:
     """The wiki and relative Markdown links of one line: (start, end) character columns and
     the link as the indexer reads it (its `line` left at 1), in order: for an editor's
     definition, hover and document links."""
     out: list[tuple[int, int, Link]] = []
     for m in WIKILINK.finditer(text):
-        if found := _wiki_target(m):
-            out.append((m.start(), m.end(), Link("wiki", *found, 1)))
+        if found := _wiki_link(m, label_first):
+            out.append((m.start(), m.end(), found))
     for m in MD_LINK.finditer(text):
-        if found := _md_target(m):
-            out.append((m.start(), m.end(), Link("md", *found, 1)))
+        if md := _md_target(m):
+            out.append((m.start(), m.end(), Link("md", *md, 1)))
     return sorted(out, key=lambda x: x[0])
 
 

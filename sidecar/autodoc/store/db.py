@@ -31,6 +31,7 @@ from autodoc.store.schema import (
     RUN_STARTED,
     SCHEMA_VERSION,
     _add_chunk_headings,
+    _add_link_dialect,
     _remember_old_prunes,
 )
 from autodoc.store.workspace import WORKSPACE_NAME, Workspace
@@ -85,6 +86,7 @@ class Store:
         try:
             boot.executescript(_SCHEMA)
             _add_chunk_headings(boot)
+            _add_link_dialect(boot)
         except sqlite3.OperationalError:
             # A read-only store (permissions, a read-only mount) still serves reads.
             if not boot.execute("SELECT 1 FROM sqlite_master WHERE name='chunks'").fetchone():

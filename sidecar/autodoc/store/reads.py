@@ -14,7 +14,7 @@ from typing import Any
 
 from autodoc.parse.frontmatter_schema import EMPTY, Schema, schema_of
 from autodoc.store.db import Store
-from autodoc.store.schema import LIVE, NAME_ALIAS, NAME_LISTED, NAME_TITLE
+from autodoc.store.schema import LIVE, NAME_ALIAS, NAME_LISTED, NAME_TITLE, REACH_ALL
 
 
 def document_paths(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str]:
@@ -407,16 +407,67 @@ def links_into(conn: sqlite3.Connection, doc_id: int) -> list[tuple[str, int, st
     return [(r[0], r[1], r[2]) for r in rows]
 
 
-def document_by_key(conn: sqlite3.Connection, ws_id: int, key: str) -> int | None:
-    """The one live document a link key names (None when none does, or several equally)."""
+def document_by_key(
+    conn: sqlite3.Connection, ws_id: int, key: str, reach: int = REACH_ALL
+) -> int | None:
+    """The one live document a link key names by the ranks `reach` allows (a bit each; None
+    when none does, or several equally)."""
     rows = conn.execute(
         "SELECT n.document_id, n.rank FROM names n JOIN documents d ON d.id = n.document_id"
-        " WHERE n.workspace_id = ? AND n.key = ? AND d.deleted = 0 ORDER BY n.rank LIMIT 2",
-        (ws_id, key),
+        " WHERE n.workspace_id = ? AND n.key = ? AND d.deleted = 0 AND (? >> n.rank) & 1"
+        " ORDER BY n.rank LIMIT 2",
+        (ws_id, key, reach),
     ).fetchall()
     if not rows or (len(rows) == 2 and rows[0][1] == rows[1][1] and rows[0][0] != rows[1][0]):
         return None
     return rows[0][0]
+
+
+def document_headings(
+    conn: sqlite3.Connection, doc_ids: Sequence[int]
+) -> dict[int, list[tuple[int, str, int]]]:
+    """{document: [(1-based line, heading text, chunk id), …]} of every heading the documents'
+    visible chunks hold (a merged stub's too), in order."""
+    out: dict[int, list[tuple[int, str, int]]] = {d: [] for d in doc_ids}
+    sql = (
+        "SELECT document_id, headings, id FROM chunks WHERE document_id IN ({marks})"
+        f" AND state = {LIVE} ORDER BY document_id, ordinal"
+    )
+    for doc_id, held, chunk_id in Store.rows(conn, sql, sorted(set(doc_ids))):
+        out[doc_id].extend((line, text, chunk_id) for line, text in json.loads(held or "[]"))
+    return out
+
+
+def block_place(conn: sqlite3.Connection, doc_id: int, block: str) -> tuple[int, int] | None:
+    """(1-based line, chunk id) of the line that ends with the block id `^block` (Obsidian's
+    and Dendron's block anchors), None when no visible chunk of the document has it."""
+    needle = f"^{block}"
+    rows = conn.execute(
+        f"SELECT id, line_start, text FROM chunks WHERE document_id = ? AND state = {LIVE}"
+        " AND instr(text, ?) ORDER BY ordinal",
+        (doc_id, needle),
+    )
+    for chunk_id, first, text in rows:
+        for i, line in enumerate(text.split("\n")):
+            if line.rstrip().endswith(needle) and line.rstrip()[: -len(needle)][-1:] in ("", " "):
+                return first + i, chunk_id
+    return None
+
+
+def resolved_links_to_headings(
+    conn: sqlite3.Connection, ws_id: int, path: str | None = None
+) -> list[tuple[str, int, str, str, str, int]]:
+    """(source path, line, kind, target, heading, target id) of the links from live documents
+    (of one document) that lead to a note and name a heading or block in it."""
+    rows = conn.execute(
+        "SELECT d.path, l.line, l.kind, l.target, l.heading, l.target_id FROM links l"
+        " JOIN documents d ON d.id = l.source_id"
+        " WHERE l.workspace_id = ? AND l.target_id IS NOT NULL AND l.heading != ''"
+        " AND d.deleted = 0 AND l.kind IN ('wiki', 'md') AND (? IS NULL OR d.path = ?)"
+        " ORDER BY d.path, l.line",
+        (ws_id, path, path),
+    )
+    return [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
 
 
 def document_sections(conn: sqlite3.Connection, doc_id: int) -> list[tuple[int, int, str, int]]:
@@ -457,3 +508,12 @@ def recency_facts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tup
     """{document id: (mtime_ns, frontmatter JSON)}: what a recency boost dates a document by."""
     sql = "SELECT id, mtime_ns, meta FROM documents WHERE id IN ({marks})"
     return {r[0]: (r[1], r[2]) for r in Store.rows(conn, sql, list(ids))}
+
+
+def known_name_keys(conn: sqlite3.Connection, ws_id: int, keys: Sequence[str]) -> set[str]:
+    """Which of these link keys some live document answers to (by any rank)."""
+    sql = (
+        "SELECT DISTINCT n.key FROM names n JOIN documents d ON d.id = n.document_id"
+        " WHERE n.key IN ({marks}) AND n.workspace_id = ? AND d.deleted = 0"
+    )
+    return {r[0] for r in Store.rows(conn, sql, list(keys), ws_id)}

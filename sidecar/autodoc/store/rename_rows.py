@@ -48,15 +48,15 @@ def names_of(conn: sqlite3.Connection, doc_id: int) -> list[tuple[str, int]]:
 
 def links_looking_up(
     conn: sqlite3.Connection, ws_id: int, keys: Sequence[str]
-) -> list[tuple[str, int, str, str, str, int | None]]:
-    """(source path, line, kind, target, key, target id or None) of the links from live
+) -> list[tuple[str, int, str, str, str, int, int | None]]:
+    """(source path, line, kind, target, key, reach, target id or None) of the links from live
     documents whose key is one of `keys`: those a new name could take over."""
     sql = (
-        "SELECT d.path, l.line, l.kind, l.target, l.key, l.target_id FROM links l"
+        "SELECT d.path, l.line, l.kind, l.target, l.key, l.reach, l.target_id FROM links l"
         " JOIN documents d ON d.id = l.source_id WHERE l.key IN ({marks})"
         " AND l.workspace_id = ? AND d.deleted = 0 AND l.kind != 'record'"
     )
-    return [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in Store.rows(conn, sql, list(keys), ws_id)]
+    return [tuple(r) for r in Store.rows(conn, sql, list(keys), ws_id)]
 
 
 def document_paths_of(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str]:

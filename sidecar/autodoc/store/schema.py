@@ -52,7 +52,8 @@ CREATE TABLE IF NOT EXISTS workspaces(
   lexical_epoch INTEGER NOT NULL DEFAULT 0,
   vector_epoch INTEGER NOT NULL DEFAULT 0,
   active_model_fp TEXT,
-  active_embedding TEXT
+  active_embedding TEXT,
+  link_dialect TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS documents(
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -112,7 +113,8 @@ CREATE TABLE IF NOT EXISTS links(
   kind TEXT NOT NULL, target TEXT NOT NULL, key TEXT NOT NULL, heading TEXT NOT NULL,
   line INTEGER NOT NULL,
   relation TEXT NOT NULL DEFAULT '',
-  target_id INTEGER
+  target_id INTEGER,
+  reach INTEGER NOT NULL DEFAULT -1
 );
 CREATE INDEX IF NOT EXISTS links_by_source ON links(source_id);
 CREATE INDEX IF NOT EXISTS links_by_target ON links(target_id);
@@ -185,8 +187,13 @@ CREATE TABLE IF NOT EXISTS problems(
 """
 
 # Name ranks used to resolve a link: a path beats a file stem beats a title beats an alias; a
-# record's number (`record_key`) and a name the title lists (`title_names`) come last.
+# record's number (`record_key`) and a name the title lists (`title_names`) come last; a path's
+# tail (`b/c` of `a/b/c.md`, Obsidian's shortest-path links) after them.
 NAME_PATH, NAME_STEM, NAME_TITLE, NAME_ALIAS, NAME_RECORD, NAME_LISTED = 0, 1, 2, 3, 4, 5
+NAME_SUFFIX = 6
+# `links.reach`: a bit per rank a link may resolve by (`1 << NAME_PATH` for a Markdown link's
+# path; the vault's dialect says which a wiki link may), -1 every rank.
+REACH_ALL = -1
 
 
 def document_names(path: str, title: str, aliases: list[str]) -> list[tuple[str, int]]:
@@ -211,6 +218,17 @@ def _add_chunk_headings(conn: sqlite3.Connection) -> None:
         return
     conn.execute("ALTER TABLE chunks ADD COLUMN line INTEGER NOT NULL DEFAULT 0")
     conn.execute("ALTER TABLE chunks ADD COLUMN headings TEXT NOT NULL DEFAULT '[]'")
+
+
+def _add_link_dialect(conn: sqlite3.Connection) -> None:
+    """A store written before links knew their vault's dialect gets `workspaces.link_dialect`
+    ('': not decided yet, read as plain Markdown) and `links.reach` (a Markdown link by its path
+    only, the others by any name, as links resolved then). Done once per store."""
+    if "link_dialect" not in {r[1] for r in conn.execute("PRAGMA table_info(workspaces)")}:
+        conn.execute("ALTER TABLE workspaces ADD COLUMN link_dialect TEXT NOT NULL DEFAULT ''")
+    if "reach" not in {r[1] for r in conn.execute("PRAGMA table_info(links)")}:
+        conn.execute("ALTER TABLE links ADD COLUMN reach INTEGER NOT NULL DEFAULT -1")
+        conn.execute(f"UPDATE links SET reach = {1 << NAME_PATH} WHERE kind = 'md'")
 
 
 def _remember_old_prunes(conn: sqlite3.Connection) -> None:

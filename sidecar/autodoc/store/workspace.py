@@ -27,6 +27,7 @@ class Workspace:
     vector_epoch: int = 0
     active_model_fp: str | None = None
     active_embedding: dict[str, Any] | None = None
+    link_dialect: str = ""  # JSON: how the workspace's links read (`links/dialect`); '' undecided
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Workspace:
@@ -42,6 +43,7 @@ class Workspace:
             row["vector_epoch"],
             row["active_model_fp"],
             json.loads(row["active_embedding"]) if row["active_embedding"] else None,
+            row["link_dialect"],
         )
 
 

@@ -286,12 +286,18 @@ def log_deletion(
 
 
 def add_links(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-    """(source, workspace, kind, target, key, heading, line, relation) rows, unresolved."""
+    """(source, workspace, kind, target, key, heading, line, relation, reach) rows, unresolved
+    (`reach`: the name ranks the link may resolve by, a bit each)."""
     conn.executemany(
         "INSERT INTO links(source_id, workspace_id, kind, target, key, heading, line,"
-        " relation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        " relation, reach) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
+
+
+def save_link_dialect(conn: sqlite3.Connection, ws_id: int, dialect: str) -> None:
+    """The dialect the workspace's links are read in (JSON), as the last full run decided."""
+    conn.execute("UPDATE workspaces SET link_dialect = ? WHERE id = ?", (dialect, ws_id))
 
 
 def add_document_names(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
@@ -320,11 +326,12 @@ def delete_links(conn: sqlite3.Connection, source_ids: Sequence[int]) -> None:
     conn.executemany("DELETE FROM links WHERE source_id = ?", [(i,) for i in source_ids])
 
 
-# A link's document: the best-ranked name with its key (a Markdown link names a path). A record
-# link ("ADR 32" under "Superseded by") needs the one document of its folder with that number.
+# A link's document: the best-ranked name with its key among the ranks it may use (`reach`). A
+# record link ("ADR 32" under "Superseded by") needs the one document of its folder with that
+# number.
 _TARGET = (
     "SELECT n.document_id FROM names n WHERE n.workspace_id = links.workspace_id"
-    " AND n.key = links.key AND (links.kind != 'md' OR n.rank = 0)"
+    " AND n.key = links.key AND (links.reach >> n.rank) & 1"
     " AND (links.kind != 'record' OR NOT EXISTS (SELECT 1 FROM names m"
     " WHERE m.workspace_id = n.workspace_id AND m.key = n.key AND m.document_id != n.document_id))"
     " ORDER BY n.rank, n.document_id LIMIT 1"

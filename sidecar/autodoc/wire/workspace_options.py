@@ -94,7 +94,7 @@ LINK_STYLE_CHOICES: dict[str, tuple[Any, ...]] = {
     "extension": ("auto", True, False),
     "name": ("auto", "stem", "path"),
     "heading": ("auto", "text", "slug"),
-    "alias": ("target-first", "label-first", "never"),
+    "alias": ("auto", "target-first", "label-first", "never"),
 }
 
 
@@ -112,6 +112,24 @@ def _link_style(value: Any) -> Any:
         if not any(type(v) is type(a) and v == a for a in allowed):
             shown = " | ".join(json.dumps(a) for a in allowed)
             raise invalid_params(f"link_style.{key} is one of {shown}", field="link_style", value=v)
+    return out
+
+
+# links.dialect: how the vault's links read (`links/dialect.py`): auto (its marker files, else
+# the reading that resolves its links) or one of these.
+LINK_DIALECTS = ("obsidian", "dendron", "markdown")
+
+
+def _links(value: Any) -> Any:
+    """How the vault's links read: `dialect` auto | obsidian | dendron | markdown."""
+    if not isinstance(value, dict) or set(value) - {"dialect"}:
+        raise invalid_params("links takes {dialect}", field="links", value=value)
+    out = {**OPTIONS["links"].default, **value}
+    if out["dialect"] not in ("auto", *LINK_DIALECTS):
+        shown = " | ".join(("auto", *LINK_DIALECTS))
+        raise invalid_params(
+            f"links.dialect is one of {shown}", field="links", value=out["dialect"]
+        )
     return out
 
 
@@ -173,13 +191,22 @@ OPTIONS: dict[str, Option] = {
         " whose {{title}}, {{date}} and {{time}} are filled in",
         check=_new_notes,
     ),
+    "links": Option(
+        {"dialect": "auto"},
+        dict,
+        doc="how the vault's links read: dialect auto|obsidian|dendron|markdown (obsidian:"
+        " [[target|label]], shortest paths; dendron: [[label|target]], dotted names,"
+        " dendron://vault/note; markdown: GitHub/Foam, a wiki link by file name, path, title or"
+        " alias); auto: the vault's marker files (.obsidian, dendron.yml), else its links",
+        check=_links,
+    ),
     "link_style": Option(
-        dict(form="auto", extension="auto", name="auto", heading="auto", alias="target-first"),
+        dict(form="auto", extension="auto", name="auto", heading="auto", alias="auto"),
         dict,
         doc="how completion writes links: form auto|wiki|markdown, extension auto|true|false"
         " (.md on the target), name auto|stem|path (a wiki link's note), heading auto|text|slug,"
-        " alias target-first|label-first|never (a wiki link's label); auto follows the links"
-        " the vault has",
+        " alias auto|target-first|label-first|never (a wiki link's label); auto follows the"
+        " vault's dialect (links.dialect, its .obsidian/app.json) and the links it has",
         check=_link_style,
     ),
     "max_file_mb": Option(20, int, 1, 1024, doc="files larger than this are skipped with a reason"),

@@ -19,8 +19,9 @@ from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from autodoc import store as sql
+from autodoc.links.dialect import Dialect, dialect_of
+from autodoc.links.navigate import slug
 from autodoc.parse.names import query_key, without_md_suffix
-from autodoc.query.navigate import slug
 from autodoc.store import Workspace, read_epochs
 
 SAMPLE = 5_000  # resolved links counted per workspace: enough to tell a vault's habit
@@ -115,12 +116,13 @@ def vault_link_style(conn, ws: Workspace, epochs: tuple[int, int] | None = None)
     chosen = ws.options.get("link_style") or {}
     if epochs is None:  # links change only with what the lexical epoch counts
         epochs = read_epochs(conn, ws.id)
-    key = (str(ws.root), ws.id, epochs and epochs[0], json.dumps(chosen, sort_keys=True))
+    key = (str(ws.root), ws.id, epochs and epochs[0], json.dumps(chosen, sort_keys=True),
+           ws.link_dialect)  # fmt: skip
     with _lock:
         found = _styles.get(key)
     if found is not None:
         return found
-    style = _detected(conn, ws.id, chosen)
+    style = _detected(conn, ws.id, chosen, dialect_of(ws))
     with _lock:
         if len(_styles) >= _KEPT:
             _styles.clear()
@@ -128,21 +130,31 @@ def vault_link_style(conn, ws: Workspace, epochs: tuple[int, int] | None = None)
     return style
 
 
-def _detected(conn, ws_id: int, chosen: dict[str, Any]) -> LinkStyle:
-    """Each part of the style the option leaves to "auto", counted from the vault's links:
-    the kind most of them are, and the habit most of that kind's links have. A vault with no
-    link yet gets Markdown links with `.md` (what every renderer reads)."""
+def _detected(conn, ws_id: int, chosen: dict[str, Any], dialect: Dialect) -> LinkStyle:
+    """Each part of the style the option leaves to "auto": what the vault's dialect says
+    (Obsidian's `useMarkdownLinks` and `newLinkFormat`; Dendron's wiki links by note name,
+    label first), else counted from the vault's links: the kind most of them are, and the habit
+    most of that kind's links have. A vault with no link yet gets Markdown links with `.md`
+    (what every renderer reads), an Obsidian or Dendron vault wiki links."""
     counts = sql.link_form_counts(conn, ws_id, SAMPLE)
     wiki, md = counts.get("wiki", (0,) * 5), counts.get("md", (0,) * 5)
     form = chosen.get("form", "auto")
-    if form == "auto":
+    if form == "auto" and dialect.name != "markdown" and not (wiki[0] or md[0]):
+        form = "markdown" if dialect.markdown_links else "wiki"
+    elif form == "auto" and dialect.source.endswith("app.json"):
+        form = "markdown" if dialect.markdown_links else "wiki"  # what Obsidian will write
+    elif form == "auto":
         form = "wiki" if wiki[0] > md[0] else "markdown"
     links, with_md, with_folder, with_heading, texty = wiki if form == "wiki" else md
     extension = chosen.get("extension", "auto")
     if extension == "auto":
         extension = 2 * with_md > links if links else form == "markdown"
     name = chosen.get("name", "auto")
-    if name == "auto":
+    if name == "auto" and dialect.name == "dendron":
+        name = "stem"  # a Dendron note's name is its file's stem, dots and all
+    elif name == "auto" and dialect.name == "obsidian" and dialect.link_format != "shortest":
+        name = "path"
+    elif name == "auto":
         name = "path" if links and 2 * with_folder > links else "stem"
     heading = chosen.get("heading", "auto")
     if heading == "auto":
@@ -152,6 +164,13 @@ def _detected(conn, ws_id: int, chosen: dict[str, Any]) -> LinkStyle:
         extension=bool(extension),
         name=name,
         heading=heading,
-        alias=chosen.get("alias", "target-first"),
+        alias=_alias_order(chosen.get("alias", "auto"), dialect),
         shared_stems=sql.shared_stems(conn, ws_id) if form == "wiki" else frozenset(),
     )
+
+
+def _alias_order(chosen: str, dialect: Dialect) -> Literal["target-first", "label-first", "never"]:
+    """Where a wiki link's label goes: the option's choice, else the dialect's order."""
+    if chosen in ("target-first", "label-first", "never"):
+        return chosen  # type: ignore[return-value]
+    return "label-first" if dialect.label_first else "target-first"

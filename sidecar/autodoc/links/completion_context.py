@@ -10,7 +10,7 @@ fences and front matter the lines above it. The completed text starts after the 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 Kind = Literal["note", "heading", "block", "path", "anchor", "tag"]
@@ -52,9 +52,11 @@ class Where:
     anchor: the folder or path typed before the segment or the `#`."""
 
 
-def context_at(lines: list[str], index: int, cursor: int) -> Where | None:
+def context_at(lines: list[str], index: int, cursor: int, label_first: bool = False
+               ) -> Where | None:  # fmt: skip
     """What line `index` (0-based) is writing at string offset `cursor`; None where nothing
-    is completed (prose, code, a link's label, a web address)."""
+    is completed (prose, code, a link's label, a web address). `label_first`: the vault writes
+    `[[label|target]]` (Dendron), so the note is named after the `|`."""
     if not 0 <= index < len(lines):
         return None
     line = lines[index]
@@ -64,7 +66,7 @@ def context_at(lines: list[str], index: int, cursor: int) -> Where | None:
     where: Where | None = None
     wiki, md = before.rfind("[["), before.rfind("](")
     if wiki >= 0 and wiki > md and "]]" not in before[wiki:]:
-        where = _wiki(line, wiki, cursor)
+        where = _wiki(line, wiki, cursor, label_first)
     elif md >= 0 and ")" not in before[md:] and before.rfind("[", 0, md) >= 0:
         where = _markdown(line, md, cursor)
     elif (
@@ -79,11 +81,20 @@ def context_at(lines: list[str], index: int, cursor: int) -> Where | None:
     return None if where is None or _in_fence(lines, index) else where
 
 
-def _wiki(line: str, opener: int, cursor: int) -> Where | None:
-    """`[[name`, `[[name#heading`, `[[name#^block`; nothing in the label after a `|`."""
+def _wiki(line: str, opener: int, cursor: int, label_first: bool) -> Where | None:
+    """`[[name`, `[[name#heading`, `[[name#^block`; nothing in the label after a `|` (label
+    first, Dendron's `[[label|name`: the name after it, nothing in the label before it)."""
     inner = line[opener + 2 : cursor]
-    if "|" in inner or "[" in inner:
+    if "[" in inner:
         return None
+    if "|" in inner:
+        if not label_first:
+            return None
+        bar = opener + 2 + inner.rindex("|")
+        found = _wiki(line, bar - 1, cursor, False)  # the name after `|`, as after a `[[`
+        return None if found is None else replace(found, opener=opener)
+    if label_first and "|" in line[cursor:].split("]]", 1)[0]:
+        return None  # in the label of `[[label|name]]`
     if "#" not in inner:
         tail = _until(line, cursor, ("#", "|", "]]", "["))
         closed = _follows(line, tail, ("]]", "#", "|"))

@@ -24,8 +24,8 @@ from concurrent.futures import TimeoutError as Pending
 
 import numpy as np
 
+from autodoc.links.note_completion import nearest_notes
 from autodoc.models.embedders import Embedder
-from autodoc.query.note_completion import nearest_notes
 from autodoc.store import Store, Workspace
 from autodoc.vectors.nearest import SemanticPlan
 

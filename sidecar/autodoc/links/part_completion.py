@@ -19,13 +19,14 @@ from urllib.parse import unquote
 
 from autodoc import store as sql
 from autodoc.files.confine import read_inside
+from autodoc.links.completion_context import Entry, Where, continued, fenced_lines, matches
+from autodoc.links.dialect import dialect_of
+from autodoc.links.link_style import LinkStyle, md_destination
+from autodoc.links.navigate import is_file, slug
 from autodoc.parse.document import outline
 from autodoc.parse.frontmatter_schema import TAG_FIELD
 from autodoc.parse.markdown import Heading
-from autodoc.parse.names import link_key, without_md_suffix
-from autodoc.query.completion_context import Entry, Where, continued, fenced_lines, matches
-from autodoc.query.link_style import LinkStyle, md_destination
-from autodoc.query.navigate import slug
+from autodoc.parse.names import without_md_suffix
 from autodoc.store import Workspace
 
 PARSED_KEPT = 32  # texts whose headings are kept
@@ -57,8 +58,9 @@ def note_text(conn, ws: Workspace, rel: str, own: str, note: str, kind: str) -> 
     `rel`); ("", "") when it names none. The note being edited is `own`, the editor's text."""
     if not note:
         return rel, own
-    key = link_key(rel, kind, unquote(note) if kind == "md" else note)
-    doc = sql.document_by_key(conn, ws.id, key)
+    key, reach = dialect_of(ws).key(rel, kind, unquote(note) if kind == "md" else note,
+                                    is_file(ws))  # fmt: skip
+    doc = sql.document_by_key(conn, ws.id, key, reach)
     if doc is None:
         return "", ""
     path, _ = sql.document_title(conn, doc)

@@ -11,10 +11,12 @@ from __future__ import annotations
 import posixpath
 import re
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from autodoc.links.dialect import Dialect
 from autodoc.parse.document import Link
 from autodoc.parse.names import without_md_suffix
 
@@ -84,45 +86,77 @@ def url_label(url: str) -> str:
     return rest.replace("[", "(").replace("]", ")") or url
 
 
-def new_note(source: str, link: Link, folder: str) -> NewNote | None:
+def new_note(source: str, link: Link, folder: str, dialect: Dialect) -> NewNote | None:
     """The note an unresolved link asks for, or None when its target cannot be a file inside
     the root. A Markdown link names its file (relative to the linking note); a wiki link names
     a note: `[[folder/name]]` from the root, `[[Name]]` in `folder` (the workspace's
-    `new_notes.folder`: "." beside the linking note, "/" the root, else a root-relative path)."""
+    `new_notes.folder`: "." beside the linking note, "/" the root, else a root-relative path);
+    a Dendron note (`[[a.b.c]]`, `[[dendron://vault/a.b]]`) in its vault's folder, titled by
+    its hierarchy's last part as Dendron titles it."""
     target = link.target.strip()
     if not target or link.kind not in ("wiki", "md"):
         return None
+    title = without_md_suffix(posixpath.basename(target)).strip()
     if link.kind == "md":
         base = "" if target.startswith("/") else posixpath.dirname(source)
         path = posixpath.normpath(posixpath.join(base, target.lstrip("/")))
+    elif dialect.name == "dendron":
+        name = dialect.note_name(target).strip()
+        vault = dialect.vault_named(target) or dialect.vault_of(source)
+        home = vault[0] if vault is not None else posixpath.dirname(source)
+        path = posixpath.normpath(posixpath.join(home, name)) if name else ""
+        title = dendron_title(name)
     elif "/" in target:
         path = posixpath.normpath(target.lstrip("/"))
     else:
         home = posixpath.dirname(source) if folder == "." else folder.strip("/")
         path = posixpath.normpath(posixpath.join(home, target))
     name = posixpath.basename(path)
-    if path.startswith("../") or path in ("..", ".") or not name or _BAD_NAME.search(path):
+    if path.startswith("../") or path in ("..", ".", "") or not name or _BAD_NAME.search(path):
         return None
     if not path.lower().endswith((".md", ".markdown")):
         path += NOTE_SUFFIX
-    return NewNote(path=path, title=without_md_suffix(posixpath.basename(target)).strip())
+    return NewNote(path=path, title=title)
 
 
-def note_text(note: NewNote, heading: str, template: str | None, now: float | None = None) -> str:
+def dendron_title(name: str) -> str:
+    """The title Dendron gives a new note: its hierarchy's last part, dashes as spaces, each
+    word capitalised (`dendron.topic.multi-vault` → "Multi Vault")."""
+    last = name.rsplit(".", 1)[-1].replace("-", " ").replace("_", " ")
+    return " ".join(w[:1].upper() + w[1:] for w in last.split()) or name
+
+
+def note_text(note: NewNote, heading: str, template: str | None, now: float | None = None,
+              dialect: Dialect | None = None) -> str:  # fmt: skip
     """A new note's first text: the workspace's template with `{{title}}`, `{{date}}` and
     `{{time}}` filled in (as Obsidian's core templates write them), else its title as a
-    heading; a link that names a heading gets that heading too."""
-    stamp = time.localtime(now)
+    heading (a Dendron note: the front matter Dendron writes, id, title, desc, updated and
+    created); a link that names a heading gets that heading too."""
+    moment = time.time() if now is None else now
+    stamp = time.localtime(moment)
     if template is not None:
         text = (
             template.replace("{{title}}", note.title)
             .replace("{{date}}", time.strftime("%Y-%m-%d", stamp))
             .replace("{{time}}", time.strftime("%H:%M", stamp))
         )
+    elif dialect is not None and dialect.name == "dendron":
+        millis = int(moment * 1000)
+        text = (
+            f"---\nid: {uuid.uuid4().hex[:23]}\ntitle: {_yaml_text(note.title)}\ndesc: ''\n"
+            f"updated: {millis}\ncreated: {millis}\n---\n"
+        )
     else:
         text = f"# {note.title}\n"
     if heading:
         text = text.rstrip("\n") + f"\n\n## {heading}\n"
+    return text
+
+
+def _yaml_text(text: str) -> str:
+    """A title as a YAML scalar: quoted where it holds what YAML would read otherwise."""
+    if re.search(r"^[\s\-?:,\[\]{}#&*!|>'\"%@`]|: | #|\s$", text) or not text:
+        return "'" + text.replace("'", "''") + "'"
     return text
 
 

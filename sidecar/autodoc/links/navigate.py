@@ -9,13 +9,15 @@ same key. A heading (`[[note#Fusion]]`, `note.md#known-gaps`) is found by its te
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from autodoc import store as sql
-from autodoc.parse.chunking import BREADCRUMB_SEP
+from autodoc.files.confine import names_file
+from autodoc.links.dialect import dialect_of
 from autodoc.parse.document import Link, links_on_line
-from autodoc.parse.names import link_key
 from autodoc.store import Store, Workspace
 
 HOVER_LINES = 6  # of the target section, after its heading
@@ -32,9 +34,10 @@ class Target:
     chunk_id: int  # the section linked to (0: the document has none), for `preview`
 
 
-def link_at(text: str, character: int) -> tuple[int, int, Link] | None:
-    """The link on this line whose text holds `character` (0-based), as (start, end, link)."""
-    for start, end, link in links_on_line(text):
+def link_at(text: str, character: int, ws: Workspace) -> tuple[int, int, Link] | None:
+    """The link on this line whose text holds `character` (0-based), as (start, end, link),
+    read in the workspace's dialect."""
+    for start, end, link in links_on_line(text, dialect_of(ws).label_first):
         if start <= character < end:
             return start, end, link
     return None
@@ -50,21 +53,52 @@ def resolve(conn, ws: Workspace, source_rel: str, line: int, link: Link) -> Targ
                 target_id = found
                 break
     if target_id is None:  # not indexed yet: the key the indexer would give it
-        target_id = sql.document_by_key(conn, ws.id, link_key(source_rel, link.kind,
-                                                                  link.target))  # fmt: skip
+        key, reach = dialect_of(ws).key(source_rel, link.kind, link.target, is_file(ws))
+        target_id = sql.document_by_key(conn, ws.id, key, reach)
     return None if target_id is None else target_of(conn, target_id, link.heading)
 
 
 def target_of(conn, doc_id: int, heading: str) -> Target:
-    """The document, at the section whose heading the link names (text or slug) if any."""
+    """The document, at the section whose heading the link names (text or slug) or at the line
+    of its block (`^id`) if any; at its start when it has neither."""
     path, title = sql.document_title(conn, doc_id)
     sections = sql.document_sections(conn, doc_id)
-    want = anchor_key(heading) if heading else ""
-    for start, _end, crumb, chunk_id in sections:
-        last = crumb.rsplit(BREADCRUMB_SEP, 1)[-1]
-        if want and anchor_key(last) == want:
-            return Target(path, start, title, last, chunk_id)
-    return Target(path, 1, title, "", sections[0][3] if sections else 0)
+    first_chunk = sections[0][3] if sections else 0
+    place = section_of(conn, doc_id, heading) if heading else None
+    if place is None:
+        return Target(path, 1, title, "", first_chunk)
+    return Target(path, place[0], title, place[1], place[2])
+
+
+def section_of(conn, doc_id: int, heading: str) -> tuple[int, str, int] | None:
+    """(1-based line, heading text, chunk id) of what a link's heading part names in the
+    document: a block (`^id`), else the first heading with its words or slug; None when the
+    document has no such place (a heading Obsidian nests, `A#B`, is its last part; a Dendron
+    reference's range, `A:#B`, its first)."""
+    kind, want = wanted_place(heading)
+    if kind == "block":
+        found = sql.block_place(conn, doc_id, want)
+        return None if found is None else (found[0], "^" + want, found[1])
+    if kind == "whole":
+        return None
+    for line, text, chunk_id in sql.document_headings(conn, [doc_id])[doc_id]:
+        if anchor_key(text) == want:
+            return line, text, chunk_id
+    return None
+
+
+def wanted_place(heading: str) -> tuple[str, str]:
+    """What a link's heading part asks for: ("block", id), ("heading", its anchor key) or
+    ("whole", "") for Dendron's `#*` (the whole note)."""
+    part = heading.strip()
+    if ":#" in part:  # Dendron's note reference range, `#start:#end`: its start
+        part = part.split(":#", 1)[0]
+    part = part.rsplit("#", 1)[-1].strip()  # Obsidian's nested `#A#B`: the last heading
+    if part.startswith("^"):
+        return "block", part[1:]
+    if part in ("", "*"):
+        return "whole", ""
+    return "heading", anchor_key(part)
 
 
 def preview(conn, target: Target) -> str:
@@ -83,7 +117,7 @@ def references(conn, doc_id: int, heading: str | None) -> list[tuple[str, int]]:
     out = []
     want = anchor_key(heading) if heading else None
     for path, line, linked in sql.links_into(conn, doc_id):
-        if want is None or anchor_key(linked) == want:
+        if want is None or wanted_place(linked) == ("heading", want):
             out.append((path, line))
     return out
 
@@ -101,10 +135,11 @@ def document_links(
     targets: dict[tuple[int, str], int | None] = {}
     for line, kind, target, _heading, found in sql.links_on(conn, doc_id):
         targets[(line, f"{kind}:{target}")] = found
+    label_first = dialect_of(ws).label_first
     for index in sorted({line - 1 for line, _ in targets}):
         if not 0 <= index < len(lines):
             continue
-        for start, end, link in links_on_line(lines[index]):
+        for start, end, link in links_on_line(lines[index], label_first):
             key = (index + 1, f"{link.kind}:{link.target}")
             if key in targets:
                 found = targets[key]
@@ -128,3 +163,8 @@ def anchor_key(text: str) -> str:
     """What a link's heading and a heading are compared by: the slug with each run of `-`
     one, so `#c--rust`, `#c-rust`, `[[note#C & Rust]]` and `## C & Rust` all agree."""
     return _DASHES.sub("-", slug(text)).strip("-")
+
+
+def is_file(ws: Workspace) -> Callable[[str], bool]:
+    """Whether a root-relative path names a file of the workspace now (a key's reading)."""
+    return functools.partial(names_file, ws.root)

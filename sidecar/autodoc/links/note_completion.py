@@ -19,9 +19,9 @@ from typing import Literal
 import numpy as np
 
 from autodoc import store as sql
+from autodoc.links.completion_context import Entry, Where, continued, matches
+from autodoc.links.link_style import LinkStyle
 from autodoc.parse.names import query_key, without_md_suffix
-from autodoc.query.completion_context import Entry, Where, continued, matches
-from autodoc.query.link_style import LinkStyle
 from autodoc.store import Store, Workspace, read_epochs
 from autodoc.vectors.nearest import SemanticPlan
 

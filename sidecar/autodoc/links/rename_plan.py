@@ -19,12 +19,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from autodoc.parse.document import MD_LINK, WIKILINK, links_on_line
+from autodoc.links.dialect import DENDRON_SCHEME, Dialect
+from autodoc.links.link_style import relative_from
+from autodoc.links.navigate import anchor_key, slug
+from autodoc.parse.document import MD_LINK, WIKILINK, links_on_line, wiki_parts
 from autodoc.parse.document import without_inline_code as _code_blanked
 from autodoc.parse.names import without_md_suffix
-from autodoc.query.link_style import relative_from
-from autodoc.query.navigate import anchor_key, slug
-from autodoc.store import NAME_PATH, document_names
 
 MAX_NAME_BYTES = 200  # a file name with `.md` stays under every file system's 255
 # Characters no wiki link target can hold (`[[a|b]]`, `[[a#b]]`), nor a file stem we write.
@@ -52,9 +52,9 @@ class NoteNames:
     def stem(self) -> str:
         return PurePosixPath(self.path).stem
 
-    def name_keys(self) -> list[tuple[str, int]]:
-        """(key, rank) of each name, as the indexer writes them."""
-        return document_names(self.path, self.title, list(self.aliases))
+    def name_keys(self, dialect: Dialect) -> list[tuple[str, int]]:
+        """(key, rank) of each name, as the indexer writes them in the vault's dialect."""
+        return dialect.names(self.path, self.title, list(self.aliases))
 
     def form(self, key: str) -> str:
         """Which of the names `key` is: path, stem, title, alias, or other (a name the title
@@ -75,9 +75,9 @@ class NoteNames:
 
 
 class Resolver:
-    """Which note a link key finds before the rename (the indexer's rule: the best rank, then
-    the lowest id; a Markdown link by path only) and after it (the renamed note's names
-    replaced; a tie between two notes is `AMBIGUOUS`)."""
+    """Which note a link key finds before the rename (the indexer's rule: the best rank the
+    link's `reach` allows, then the lowest id) and after it (the renamed note's names replaced;
+    a tie between two notes is `AMBIGUOUS`)."""
 
     def __init__(
         self,
@@ -101,14 +101,14 @@ class Resolver:
         self.prefetch([key])
         return self._holders[key]
 
-    def before(self, kind: str, key: str) -> int | None:
-        rows = [r for r in self._rows(key) if kind != "md" or r[0] == NAME_PATH]
+    def before(self, key: str, reach: int) -> int | None:
+        rows = [r for r in self._rows(key) if (reach >> r[0]) & 1]
         return min(rows)[1] if rows else None
 
-    def after(self, kind: str, key: str) -> int | None:
+    def after(self, key: str, reach: int) -> int | None:
         rows = [r for r in self._rows(key) if r[1] != self.doc_id]
         rows += [(rank, self.doc_id) for rank in self._after.get(key, [])]
-        rows = [r for r in rows if kind != "md" or r[0] == NAME_PATH]
+        rows = [r for r in rows if (reach >> r[0]) & 1]
         if not rows:
             return None
         best = min(r[0] for r in rows)
@@ -172,17 +172,19 @@ class Written:
     bracketed: bool  # a Markdown destination in `<…>`
 
 
-def written_links(line: str) -> list[Written]:
-    """The links of one line of prose, as the indexer counts them (code spans are not links)."""
+def written_links(line: str, label_first: bool = False) -> list[Written]:
+    """The links of one line of prose, as the indexer counts them (code spans are not links;
+    `label_first`: the vault's dialect writes `[[label|target]]`)."""
     text = _code_blanked(line)
     out = []
-    for start, _end, link in links_on_line(text):
+    for start, _end, link in links_on_line(text, label_first):
         if link.kind == "wiki":
             m = WIKILINK.match(text, start)
             assert m is not None
-            heading = _trimmed(m, 2) if m.group(2) is not None else None
-            out.append(Written("wiki", link.target, link.heading, start, _trimmed(m, 1), heading,
-                               False))  # fmt: skip
+            parts, at = wiki_parts(m[1], label_first), m.start(1)
+            heading = None if parts.heading is None else _shifted(parts.heading, at)
+            out.append(Written("wiki", link.target, link.heading, start,
+                               _shifted(parts.target, at), heading, False))  # fmt: skip
         else:
             m = MD_LINK.match(text, start)
             assert m is not None
@@ -195,16 +197,18 @@ def written_links(line: str) -> list[Written]:
     return out
 
 
-def local_anchors(line: str) -> list[tuple[str, str, tuple[int, int]]]:
+def local_anchors(line: str, label_first: bool = False) -> list[tuple[str, str, tuple[int, int]]]:
     """(kind, heading as written, its span) of each link on the line to a heading of its own
     document: `[[#Heading]]` ("wiki"), `[text](#heading)` ("md")."""
     text = _code_blanked(line)
     out = []
     if "[[" in text:
         for m in WIKILINK.finditer(text):
-            if not m.group(1).strip() and m.group(2) is not None and m.group(2).strip():
-                s, e = _trimmed(m, 2)
-                out.append(("wiki", text[s:e], (s, e)))
+            parts = wiki_parts(m[1], label_first)
+            if parts.target[0] == parts.target[1] and parts.heading is not None:
+                span = _shifted(parts.heading, m.start(1))
+                if span[0] < span[1]:
+                    out.append(("wiki", text[span[0] : span[1]], span))
     if "](" in text:
         for m in MD_LINK.finditer(text):
             group = 1 if m.group(1) is not None else 2
@@ -214,17 +218,21 @@ def local_anchors(line: str) -> list[tuple[str, str, tuple[int, int]]]:
     return sorted(out, key=lambda x: x[2])
 
 
-def _trimmed(m: re.Match, group: int) -> tuple[int, int]:
-    raw = m.group(group)
-    start = m.start(group) + len(raw) - len(raw.lstrip())
-    return start, start + len(raw.strip())
+def _shifted(span: tuple[int, int], by: int) -> tuple[int, int]:
+    return span[0] + by, span[1] + by
 
 
 # -- the new text of a link's target ----------------------------------------------------------
 
 
-def wiki_target(written: str, before: NoteNames, after: NoteNames) -> str:
-    """A wiki link's target for the renamed note, in the form it was written in."""
+def wiki_target(written: str, before: NoteNames, after: NoteNames, dialect: Dialect) -> str:
+    """A wiki link's target for the renamed note, in the form it was written in (a Dendron
+    `dendron://vault/` keeps its vault)."""
+    if dialect.name == "dendron" and written.lower().startswith(DENDRON_SCHEME):
+        vault, _, note = written[len(DENDRON_SCHEME) :].partition("/")
+        return (
+            f"{written[: len(DENDRON_SCHEME)]}{vault}/{wiki_target(note, before, after, dialect)}"
+        )
     bare = without_md_suffix(written)
     suffix = written[len(bare) :]
     form = before.form(bare.lower())
@@ -253,12 +261,12 @@ def relative_path(target: str, source: str, written: str) -> str:
 
 
 def meta_target(written: str, source: str, source_after: str, before: NoteNames,
-                after: NoteNames, from_root: bool) -> str:  # fmt: skip
+                after: NoteNames, from_root: bool, dialect: Dialect) -> str:  # fmt: skip
     """A frontmatter reference for the renamed note: a path (from the root when it was read
     from the root, else relative to its file) or a name, as written."""
     bare = without_md_suffix(written)
     if "/" not in written and bare == written:
-        return wiki_target(written, before, after)
+        return wiki_target(written, before, after, dialect)
     if after.path == before.path and source_after == source:
         return written
     if from_root and not written.startswith(("/", "./", "../")):

@@ -15,18 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from autodoc.parse.document import (
-    MD_LINK,
-    SUPERSEDE_FIELDS,
-    WIKILINK,
-    ParsedDocument,
-    links_on_line,
-    parse_document,
-)
-from autodoc.parse.names import link_key, without_md_suffix
-from autodoc.query.link_style import md_destination
-from autodoc.query.navigate import anchor_key, slug
-from autodoc.query.rename_plan import (
+from autodoc.links.dialect import Dialect
+from autodoc.links.link_style import md_destination
+from autodoc.links.navigate import anchor_key, slug
+from autodoc.links.rename_plan import (
     NoteNames,
     Resolver,
     Written,
@@ -38,6 +30,16 @@ from autodoc.query.rename_plan import (
     wiki_target,
     written_links,
 )
+from autodoc.parse.document import (
+    MD_LINK,
+    SUPERSEDE_FIELDS,
+    WIKILINK,
+    ParsedDocument,
+    links_on_line,
+    parse_document,
+    wiki_parts,
+)
+from autodoc.parse.names import without_md_suffix
 
 IsFile = Callable[[str], bool]
 
@@ -92,19 +94,20 @@ class Context:
     is_file_before: IsFile
     is_file_after: IsFile
     paths_of: Callable[[list[int]], dict[int, str]]
+    dialect: Dialect = field(default_factory=Dialect)  # how the vault's links read
 
 
 def plan_document(path: str, data: bytes, ctx: Context) -> SourcePlan:
     """The edits `ctx.change` makes in the document `path` whose bytes are `data`."""
-    doc = parse_document(data, path, ctx.link_fields)
+    doc = parse_document(data, path, ctx.link_fields, ctx.dialect.label_first)
     plan = SourcePlan(path, doc.lines)
     change = ctx.change
     after_path = change.after.path if path == change.before.path else path
     to_note: Counter[int] = Counter()  # links to the note by line (the front matter's: 0)
     for ln in doc.links:
-        key = link_key(path, ln.kind, ln.target, ctx.is_file_before)
+        key, reach = ctx.dialect.key(path, ln.kind, ln.target, ctx.is_file_before)
         leads_here = key in ctx.note_keys and ln.kind != "record"
-        if leads_here and ctx.resolver.before(ln.kind, key) == change.doc_id:
+        if leads_here and ctx.resolver.before(key, reach) == change.doc_id:
             to_note[ln.line if ln.kind != "meta" else 0] += 1
     own = path == change.before.path
     outgoing = own and posixpath.dirname(after_path) != posixpath.dirname(path)
@@ -119,18 +122,18 @@ def plan_document(path: str, data: bytes, ctx: Context) -> SourcePlan:
         if found != to_note.get(i + 1, 0):
             plan.broken.append((i + 1, "its links could not be placed on the line"))
         if own and change.heading is not None:
-            _local_anchors(plan, i, change.heading)
+            _local_anchors(plan, i, change.heading, ctx.dialect.label_first)
     if to_note.get(0) or outgoing:
         _frontmatter(plan, doc, path, after_path, ctx, to_note.get(0, 0), outgoing=outgoing)
     return plan
 
 
 def _before(ctx: Context, source: str, kind: str, target: str) -> int | None:
-    return ctx.resolver.before(kind, link_key(source, kind, target, ctx.is_file_before))
+    return ctx.resolver.before(*ctx.dialect.key(source, kind, target, ctx.is_file_before))
 
 
 def _after(ctx: Context, source: str, kind: str, target: str) -> int | None:
-    return ctx.resolver.after(kind, link_key(source, kind, target, ctx.is_file_after))
+    return ctx.resolver.after(*ctx.dialect.key(source, kind, target, ctx.is_file_after))
 
 
 def _line_links(plan: SourcePlan, i: int, path: str, after_path: str, ctx: Context,
@@ -138,11 +141,11 @@ def _line_links(plan: SourcePlan, i: int, path: str, after_path: str, ctx: Conte
     """Rewrite the links of line `i`; how many of them lead to the renamed note."""
     change, line = ctx.change, plan.lines[i]
     found = 0
-    for w in written_links(line):
-        key = link_key(path, w.kind, w.target, ctx.is_file_before)
+    for w in written_links(line, ctx.dialect.label_first):
+        key, reach = ctx.dialect.key(path, w.kind, w.target, ctx.is_file_before)
         if key not in ctx.note_keys and not (outgoing and w.kind == "md"):
             continue
-        doc_id = ctx.resolver.before(w.kind, key)
+        doc_id = ctx.resolver.before(key, reach)
         if doc_id == change.doc_id:
             found += 1
             _rewrite(plan, i, w, path, after_path, ctx)
@@ -158,7 +161,7 @@ def _rewrite(plan: SourcePlan, i: int, w: Written, path: str, after_path: str,
     edits = []
     written = line[w.target_span[0] : w.target_span[1]]
     if w.kind == "wiki":
-        new = wiki_target(written, change.before, change.after)
+        new = wiki_target(written, change.before, change.after, ctx.dialect)
     elif change.moves or after_path != path:
         new = md_destination(relative_path(change.after.path, after_path, w.target), w.bracketed)
     else:
@@ -206,7 +209,11 @@ def _check(line: str, w: Written, edits: list[Edit], after_path: str, ctx: Conte
            want: int) -> str:  # fmt: skip
     """Why the link, edited, would not lead to `want` (and the renamed heading) after the
     rename, as the index will read it; "" when it would."""
-    found = [ln for s, _e, ln in links_on_line(_apply(line, edits)) if s == w.start]
+    found = [
+        ln
+        for s, _e, ln in links_on_line(_apply(line, edits), ctx.dialect.label_first)
+        if s == w.start
+    ]
     if len(found) != 1 or found[0].kind != w.kind:
         return "the new name cannot be written in this link"
     link = found[0]
@@ -230,10 +237,10 @@ def _apply(line: str, edits: list[Edit]) -> str:
     return line
 
 
-def _local_anchors(plan: SourcePlan, i: int, heading: tuple[str, str]) -> None:
+def _local_anchors(plan: SourcePlan, i: int, heading: tuple[str, str], label_first: bool) -> None:
     """The note's links to its own renamed heading: `[[#Old]]`, `[text](#old)`."""
     line = plan.lines[i]
-    for kind, written, (start, end) in local_anchors(line):
+    for kind, written, (start, end) in local_anchors(line, label_first):
         new = heading_text(written, *heading, anchor=kind == "md")
         if new is not None and kind == "md" and md_destination(new, False) != new:
             new = slug(heading[1])
@@ -256,10 +263,9 @@ def _frontmatter(plan: SourcePlan, doc: ParsedDocument, path: str, after_path: s
         value = doc.lines[i][start:end]
         span, target, bracketed = (start, end), value, None
         if m := WIKILINK.fullmatch(value):
-            inner = m.group(1)
-            lead = len(inner) - len(inner.lstrip())
-            target = inner.strip()
-            span = (start + m.start(1) + lead, start + m.start(1) + lead + len(target))
+            parts = wiki_parts(m[1], ctx.dialect.label_first)
+            target = parts.text(parts.target)
+            span = (start + m.start(1) + parts.target[0], start + m.start(1) + parts.target[1])
         elif (m := MD_LINK.fullmatch(value)) is not None:
             group = 1 if m.group(1) is not None else 2
             raw = m.group(group).split("#", 1)[0].split("?", 1)[0]
@@ -271,12 +277,13 @@ def _frontmatter(plan: SourcePlan, doc: ParsedDocument, path: str, after_path: s
             continue
         wanted[target] -= 1
         doc_id = _before(ctx, path, "meta", target)
-        from_root = link_key(path, "meta", target, ctx.is_file_before) == (
+        from_root = ctx.dialect.key(path, "meta", target, ctx.is_file_before)[0] == (
             without_md_suffix(posixpath.normpath(target)).lower()
         )
         if doc_id == change.doc_id:
             placed += 1
-            new = meta_target(target, path, after_path, change.before, change.after, from_root)
+            new = meta_target(target, path, after_path, change.before, change.after, from_root,
+                              ctx.dialect)  # fmt: skip
         elif outgoing and doc_id is not None and not from_root and _path_like(target):
             other = ctx.paths_of([doc_id]).get(doc_id)
             if other is None:
