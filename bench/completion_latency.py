@@ -41,8 +41,8 @@ from pathlib import Path
 from pygls.protocol import default_converter as converter
 from pytest_lsp import client_capabilities
 
-from autodoc.parse.document import outline
 from autodoc.links.navigate import slug
+from autodoc.parse.document import outline
 
 PROSE = re.compile(r"^[A-Za-z][^|`<>\[\]]{30,}$")
 BLOCK = re.compile(r"\s\^([A-Za-z0-9-]+)\s*$")
