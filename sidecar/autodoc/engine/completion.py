@@ -56,7 +56,7 @@ class Completion(EngineCore):
         from autodoc.links.completion_context import context_at, paragraph, paragraph_ahead
         from autodoc.links.link_style import vault_link_style
         from autodoc.links.note_completion import short
-        from autodoc.links.paragraph_meaning import MEANING, WAIT_S
+        from autodoc.links.paragraph_meaning import LONE_WAIT_S, MEANING, WAIT_S
 
         ws = self.workspace(name)
         rel = checked_rel_path(path)
@@ -82,9 +82,9 @@ class Completion(EngineCore):
             style = vault_link_style(conn, ws, epochs)
             nearest, pending = None, False
             if meaning:
+                wait = 0.0 if ahead else WAIT_S if where and where.typed.strip() else LONE_WAIT_S
                 nearest, pending = MEANING.nearest(self.store, ws, self.semantic_plan(ws),
-                                                   epochs, meaning,
-                                                   0.0 if ahead else WAIT_S)  # fmt: skip
+                                                   epochs, meaning, wait)  # fmt: skip
             found: tuple[list[Entry], bool, Ranked] = ([], False, "")
             if where is not None:
                 found = self._entries(conn, ws, rel, lines, line - 1, where, style, limit,

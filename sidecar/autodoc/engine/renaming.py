@@ -82,6 +82,7 @@ class _Request:
     open: dict[str, str]
     files: bool
     dialect: Dialect  # how the vault's links read
+    subject: str = ""  # "file": the note's own file, wherever the position is
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,8 @@ class Renaming(EngineCore):
         """What a rename at `path:line:character` renames (a heading, the note's title, or in a
         link, the note's file or the heading it names) and its words; -32602 with the reason
         where nothing can be renamed. opts: `units`, `open` ({path: the client's text}),
-        `files` (false: the client cannot rename files)."""
+        `files` (false: the client cannot rename files), `subject` ("file": the note's own
+        file, from anywhere in it)."""
         ws, rel, req = self._rename_request(name, path, opts)
         checked_position(line, character)
         with self.store.snapshot() as conn:
@@ -175,7 +177,7 @@ class Renaming(EngineCore):
     def _rename_request(self, name: Any, path: Any, opts: Any) -> tuple[Workspace, str, _Request]:
         ws = self.workspace(name)
         rel = checked_rel_path(path)
-        opts = options_object(opts, ("units", "open", "files"))
+        opts = options_object(opts, ("units", "open", "files", "subject"))
         units = opts.get("units", "utf-32")
         if units not in UNITS:
             raise invalid_params(f"units must be one of {', '.join(UNITS)}", field="units")
@@ -192,7 +194,10 @@ class Renaming(EngineCore):
         files = opts.get("files", True)
         if not isinstance(files, bool):
             raise invalid_params("files must be true or false", field="files")
-        return ws, rel, _Request(units, dict(texts), files, dialect_of(ws))
+        subject = opts.get("subject", "")
+        if subject not in ("", "file"):
+            raise invalid_params('subject must be "file" (or left out)', field="subject")
+        return ws, rel, _Request(units, dict(texts), files, dialect_of(ws), subject)
 
     def _note(self, ws: Workspace, rel: str, req: _Request) -> ParsedDocument:
         """A document as the client has it (its unsaved text) or else as the file is."""
@@ -206,12 +211,19 @@ class Renaming(EngineCore):
 
     def _subject(self, conn: Any, ws: Workspace, rel: str, line: int, character: int,
                  req: _Request) -> _Subject:  # fmt: skip
-        """What a rename at the position renames; -32602 saying why where nothing can be."""
+        """What a rename at the position renames (with `subject` "file", the note's file,
+        wherever the position is: a note not named after its title, a Dendron note, is renamed
+        from inside it so); -32602 saying why where nothing can be."""
         doc = self._note(ws, rel, req)
         i = line - 1
         here = doc.lines[i] if i < len(doc.lines) else ""
         at = from_units(here, character, req.units)
         doc_id = sql.live_document_id(conn, ws.id, rel)
+        if req.subject == "file":
+            if doc_id is None:
+                raise _nothing(f"{rel} is not indexed yet")
+            names = _names(conn, doc_id)
+            return _Subject("file", doc_id, names, doc, here, at, at, names.stem)
         if i < doc.body_line:
             found = title_value(doc.lines, doc.body_line)
             if found is None or found[0] != i or doc_id is None:

@@ -444,7 +444,9 @@ class Indexer:
                 (p.generation, p.update.file.size, p.update.file.mtime_ns, p.update.content_hash,
                  p.update.chunk_fp, p.update.meta_fp, p.update.parsed.title,
                  json.dumps(p.update.parsed.tags), json.dumps(p.update.parsed.aliases),
-                 json.dumps(p.update.parsed.meta, ensure_ascii=False), now, p.doc_id)
+                 json.dumps(p.update.parsed.meta, ensure_ascii=False),
+                 json.dumps([(h.line + 1, h.level, h.text) for h in p.update.parsed.headings],
+                            ensure_ascii=False), now, p.doc_id)
                 for p in plans
             ],
         )  # fmt: skip

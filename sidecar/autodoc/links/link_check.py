@@ -79,7 +79,7 @@ def _missing_places(conn, rows: list[tuple[str, int, str, str, str, int]]) -> li
     """The links that reach their note but name a heading or block it does not have."""
     keys: dict[int, set[str]] = defaultdict(set)
     for doc_id, held in sql.document_headings(conn, sorted({r[5] for r in rows})).items():
-        keys[doc_id] = {anchor_key(text) for _line, text, _chunk in held}
+        keys[doc_id] = {anchor_key(text) for _line, _level, text in held}
     out = []
     for source, line, kind, target, heading, doc_id in rows:
         want_kind, want = wanted_place(heading)

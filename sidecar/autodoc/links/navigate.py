@@ -23,6 +23,7 @@ from autodoc.store import Store, Workspace
 HOVER_LINES = 6  # of the target section, after its heading
 _NOT_IN_SLUG = re.compile(r"[^\w\- ]")
 _DASHES = re.compile(r"-{2,}")
+_REF_OFFSET = re.compile(r",\d+$")
 
 
 @dataclass(frozen=True)
@@ -81,9 +82,10 @@ def section_of(conn, doc_id: int, heading: str) -> tuple[int, str, int] | None:
         return None if found is None else (found[0], "^" + want, found[1])
     if kind == "whole":
         return None
-    for line, text, chunk_id in sql.document_headings(conn, [doc_id])[doc_id]:
+    for line, _level, text in sql.document_headings(conn, [doc_id])[doc_id]:
         if anchor_key(text) == want:
-            return line, text, chunk_id
+            section = sql.section_at(conn, doc_id, line)
+            return line, text, section[0] if section is not None else 0
     return None
 
 
@@ -93,6 +95,7 @@ def wanted_place(heading: str) -> tuple[str, str]:
     part = heading.strip()
     if ":#" in part:  # Dendron's note reference range, `#start:#end`: its start
         part = part.split(":#", 1)[0]
+    part = _REF_OFFSET.sub("", part)  # Dendron's `#heading,1`: the heading, an offset after it
     part = part.rsplit("#", 1)[-1].strip()  # Obsidian's nested `#A#B`: the last heading
     if part.startswith("^"):
         return "block", part[1:]

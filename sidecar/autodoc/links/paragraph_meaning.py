@@ -34,6 +34,11 @@ log = logging.getLogger("autodoc.completion")
 # What a keystroke's request waits for the paragraph's notes: the bundled model embeds 320
 # characters in ~15 ms on one thread on 2 cores, the nearest notes take ~3 ms more.
 WAIT_S = 0.02
+# At a lone `[[` (nothing typed yet) the list is the one a writer reads first, and the link
+# just opened costs no other keystroke: it waits longer for the paragraph's notes (a warm
+# model answers in ~5-20 ms; the wait bounds a cold one, which otherwise showed the most-linked
+# notes until the next keystroke).
+LONE_WAIT_S = 0.25
 KEPT = 16  # paragraphs whose nearest notes are kept (one per link being written)
 _FAILED: list[int] = []  # kept for a paragraph the model failed on (compared by identity)
 

@@ -107,7 +107,7 @@ SUPERSEDE_FIELDS = {
 
 # Part of every document's chunk fingerprint: bump when what is read from a document (links,
 # their relations, tags, the names its title gives) changes, so every document is read again once.
-READING_FORMAT = "links=7"
+READING_FORMAT = "links=8"
 
 _SUPERSEDED_BY = re.compile(
     r"^\W*(?:status\W*)?(?:this (?:decision|adr|record|document) (?:is|was|has been) [*_]*)?"

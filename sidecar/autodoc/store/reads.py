@@ -425,16 +425,13 @@ def document_by_key(
 
 def document_headings(
     conn: sqlite3.Connection, doc_ids: Sequence[int]
-) -> dict[int, list[tuple[int, str, int]]]:
-    """{document: [(1-based line, heading text, chunk id), …]} of every heading the documents'
-    visible chunks hold (a merged stub's too), in order."""
-    out: dict[int, list[tuple[int, str, int]]] = {d: [] for d in doc_ids}
-    sql = (
-        "SELECT document_id, headings, id FROM chunks WHERE document_id IN ({marks})"
-        f" AND state = {LIVE} ORDER BY document_id, ordinal"
-    )
-    for doc_id, held, chunk_id in Store.rows(conn, sql, sorted(set(doc_ids))):
-        out[doc_id].extend((line, text, chunk_id) for line, text in json.loads(held or "[]"))
+) -> dict[int, list[tuple[int, int, str]]]:
+    """{document: [(1-based line, level, text), …]} of every heading a reader sees in the
+    documents, in order."""
+    out: dict[int, list[tuple[int, int, str]]] = {d: [] for d in doc_ids}
+    sql = "SELECT id, headings FROM documents WHERE id IN ({marks})"
+    for doc_id, held in Store.rows(conn, sql, sorted(set(doc_ids))):
+        out[doc_id] = [(line, level, text) for line, level, text in json.loads(held or "[]")]
     return out
 
 

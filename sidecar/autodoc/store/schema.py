@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS documents(
   title TEXT, tags TEXT, aliases TEXT, meta TEXT,
   inbound INTEGER NOT NULL DEFAULT 0,
   indexed_at REAL,
+  headings TEXT NOT NULL DEFAULT '[]',
   UNIQUE(workspace_id, path)
 );
 -- live documents of a workspace by path: filters, counts and path prefixes without a table scan
@@ -222,10 +223,13 @@ def _add_chunk_headings(conn: sqlite3.Connection) -> None:
 
 def _add_link_dialect(conn: sqlite3.Connection) -> None:
     """A store written before links knew their vault's dialect gets `workspaces.link_dialect`
-    ('': not decided yet, read as plain Markdown) and `links.reach` (a Markdown link by its path
-    only, the others by any name, as links resolved then). Done once per store."""
+    ('': not decided yet, read as plain Markdown), `links.reach` (a Markdown link by its path
+    only, the others by any name, as links resolved then) and `documents.headings` (filled as
+    each document is read again: the reading format changed with them). Done once per store."""
     if "link_dialect" not in {r[1] for r in conn.execute("PRAGMA table_info(workspaces)")}:
         conn.execute("ALTER TABLE workspaces ADD COLUMN link_dialect TEXT NOT NULL DEFAULT ''")
+    if "headings" not in {r[1] for r in conn.execute("PRAGMA table_info(documents)")}:
+        conn.execute("ALTER TABLE documents ADD COLUMN headings TEXT NOT NULL DEFAULT '[]'")
     if "reach" not in {r[1] for r in conn.execute("PRAGMA table_info(links)")}:
         conn.execute("ALTER TABLE links ADD COLUMN reach INTEGER NOT NULL DEFAULT -1")
         conn.execute(f"UPDATE links SET reach = {1 << NAME_PATH} WHERE kind = 'md'")

@@ -195,10 +195,12 @@ def add_pending_chunks(conn: sqlite3.Connection, ws_id: int, rows: list[tuple[An
 
 def publish_documents(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
     """(generation, size, mtime_ns, content_hash, chunk_fp, meta_fp, title, tags, aliases, meta,
-    indexed_at, id) rows: the documents live at their new generation."""
+    headings, indexed_at, id) rows: the documents live at their new generation (`headings`:
+    JSON [[1-based line, level, text], …], every heading a reader sees)."""
     conn.executemany(
         "UPDATE documents SET generation=?, deleted=0, size=?, mtime_ns=?, content_hash=?,"
-        " chunk_fp=?, meta_fp=?, title=?, tags=?, aliases=?, meta=?, indexed_at=? WHERE id=?",
+        " chunk_fp=?, meta_fp=?, title=?, tags=?, aliases=?, meta=?, headings=?, indexed_at=?"
+        " WHERE id=?",
         rows,
     )
 
