@@ -38,15 +38,18 @@ class Target:
 def link_at(text: str, character: int, ws: Workspace) -> tuple[int, int, Link] | None:
     """The link on this line whose text holds `character` (0-based), as (start, end, link),
     read in the workspace's dialect."""
-    for start, end, link in links_on_line(text, dialect_of(ws).label_first):
+    for start, end, link in links_on_line(text, dialect_of(ws).label_first, local=True):
         if start <= character < end:
             return start, end, link
     return None
 
 
 def resolve(conn, ws: Workspace, source_rel: str, line: int, link: Link) -> Target | None:
-    """Where a link of `source_rel` at `line` (1-based) leads, None when it leads nowhere."""
+    """Where a link of `source_rel` at `line` (1-based) leads, None when it leads nowhere (a
+    link to a heading of its own document, target "", leads there)."""
     doc_id = sql.live_document_id(conn, ws.id, source_rel)
+    if not link.target:
+        return None if doc_id is None else target_of(conn, doc_id, link.heading)
     target_id = None
     if doc_id is not None:
         for _, kind, target, _heading, found in sql.links_on(conn, doc_id, line):

@@ -504,17 +504,24 @@ def _md_target(m: re.Match) -> tuple[str, str] | None:
     return (target, heading) if target else None
 
 
-def links_on_line(text: str, label_first: bool = False) -> list[tuple[int, int, Link]]:
+def links_on_line(
+    text: str, label_first: bool = False, local: bool = False
+) -> list[tuple[int, int, Link]]:
     """The wiki and relative Markdown links of one line: (start, end) character columns and
     the link as the indexer reads it (its `line` left at 1), in order: for an editor's
-    definition, hover and document links."""
+    definition, hover and document links. `local`: the links to a heading of the document
+    itself too (`[[#Heading]]`, `[text](#heading)`), their target "" (the index keeps none)."""
     out: list[tuple[int, int, Link]] = []
     for m in WIKILINK.finditer(text):
         if found := _wiki_link(m, label_first):
             out.append((m.start(), m.end(), found))
+        elif local and (parts := wiki_parts(m[1], label_first)).heading is not None:
+            out.append((m.start(), m.end(), Link("wiki", "", parts.text(parts.heading), 1)))
     for m in MD_LINK.finditer(text):
         if md := _md_target(m):
             out.append((m.start(), m.end(), Link("md", *md, 1)))
+        elif local and (dest := m.group(1) or m.group(2)).startswith("#") and len(dest) > 1:
+            out.append((m.start(), m.end(), Link("md", "", unquote(dest[1:]), 1)))
     return sorted(out, key=lambda x: x[0])
 
 
