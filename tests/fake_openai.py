@@ -70,6 +70,7 @@ class FakeOpenAI(LocalJsonServer):
         self.dim = dim
         self.requests: list[dict] = []
         self.mode = "ok"  # ok | fail | slow | garbage | wrong-count | unauthorized
+        self.delay = 0.0  # seconds each answer takes (a remote provider's round trip)
         fake = self
 
         class Handler(JsonHandler):
@@ -85,6 +86,7 @@ class FakeOpenAI(LocalJsonServer):
                     return self._send(401, {"error": {"message": message}})
                 if fake.mode == "slow":
                     time.sleep(2)
+                time.sleep(fake.delay)
                 if fake.mode == "garbage":
                     return self._raw(200, b"not json")
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]

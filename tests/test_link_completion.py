@@ -388,3 +388,25 @@ def test_a_slow_or_failing_model_embeds_only_the_paragraph_being_written(tmp_pat
             assert asked("echo") == 1
         finally:
             rpc.engine.close()
+
+
+def test_a_lone_wiki_opener_waits_for_the_paragraphs_notes(tmp_path):
+    """At `[[` with nothing typed the first answer is ranked by the paragraph's meaning when the
+    model answers within the longer wait (a provider taking 100 ms); a letter typed after it
+    waits no longer than a keystroke may (20 ms)."""
+    from autodoc.serve.dispatcher import Dispatcher
+
+    root = tmp_path / "vault"
+    shutil.copytree(EXAMPLE_VAULT, root)
+    with FakeOpenAI(dim=32) as server:
+        rpc = Dispatcher(fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url))
+        try:
+            rpc.call("index.run", ["v"])
+            server.delay = 0.1
+            got = complete(rpc, "About lease recovery after a crash. See [[")
+            assert (got["ranked_by"], got["incomplete"]) == ("meaning", False)
+            started = time.monotonic()
+            got = complete(rpc, "About search ranking and fusion. See [[s")
+            assert got["incomplete"] is True and time.monotonic() - started < 0.09
+        finally:
+            rpc.engine.close()
