@@ -49,7 +49,7 @@ end
 ---@type autodoc.Options
 M.defaults = {
   cmd = { "autodoc", "serve" },
-  root_markers = { ".autodoc", ".obsidian", "_schema", ".dendron.yml", ".zk" },
+  root_markers = { ".autodoc", ".obsidian", "_schema", "dendron.yml", ".dendron.yml", ".zk" },
   vcs_markers = { ".git" },
   max_root_files = 5000,
   large_root = "ask",
