@@ -58,17 +58,7 @@ local function init()
     end,
   })
   -- Markdown buffers inside a running sidecar's root attach to it, so a save re-indexes at once.
-  vim.api.nvim_create_autocmd("FileType", {
-    group = group,
-    pattern = "markdown",
-    callback = function(ev)
-      local client_mod = require("autodoc.client")
-      local client = client_mod.get(client_mod.root(ev.buf))
-      if client and not vim.lsp.buf_is_attached(ev.buf, client.id) then
-        vim.lsp.buf_attach_client(ev.buf, client.id)
-      end
-    end,
-  })
+  require("autodoc.buffers").follow()
 end
 
 ---@param opts? autodoc.Options|table
