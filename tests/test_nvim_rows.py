@@ -133,8 +133,18 @@ def test_the_preview_is_titled_with_the_hits_path_and_line(nvim: Nvim):
         return "".join(chunk[0] for chunk in nvim.lua(title))
 
     hit = st["hits"][0]
-    assert shown() == f" {hit['path']}:{hit['line']} "
+    first = f"{hit['path']}:{hit['line']}"
+    assert shown() == f" {first} "
     nvim.nvim.input("<C-n>")
     hit = st["hits"][1]
     nvim.until(lambda: shown() == f" {hit['path']}:{hit['line']} ")
-    nvim.nvim.input("<Esc>")
+    close(nvim, "builtin")
+    # The adapters' previews too.
+    snacks_rows(nvim)
+    nvim.until(lambda: nvim.lua("return Snacks.picker.get()[1].preview.title") == first)
+    close(nvim, "snacks")
+    telescope_rows(nvim)
+    nvim.until(lambda: nvim.lua(
+        "return require('telescope.actions.state').get_current_picker("
+        "vim.api.nvim_get_current_buf()).preview_title") == first)  # fmt: skip
+    close(nvim, "telescope")
