@@ -53,7 +53,7 @@ local function init()
       end
       if value.kind == "begin" or value.kind == "end" then
         local text = value.kind == "begin" and value.title or ("indexed: " .. (value.message or ""))
-        vim.notify("autodoc: " .. text, vim.log.levels.INFO)
+        require("autodoc.notice").show(text) -- one line: never "Press ENTER"
       end
     end,
   })
@@ -271,7 +271,7 @@ end
 --- `:Autodoc workspace`: start (or show) the sidecar for the current root.
 function M.workspace()
   running(function(client)
-    vim.notify("autodoc: serving " .. client.root_dir, vim.log.levels.INFO)
+    require("autodoc.notice").show("serving " .. client.root_dir)
   end)
 end
 
