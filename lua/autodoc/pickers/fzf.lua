@@ -117,6 +117,30 @@ local function toggle_actions(picked)
   return actions
 end
 
+--- fzf-lua's options for a picker of `kind` at `root` (before the user's `opts.fzf`).
+---@param kind string
+---@param root string
+---@param opts table
+---@param actions table
+---@return table
+local function fzf_spec(kind, root, opts, actions)
+  return {
+    prompt = "AutoDoc " .. kind .. "> ",
+    cwd = root,
+    query = opts.query,
+    previewer = "builtin",
+    winopts = { preview = { layout = "vertical", vertical = "down:45%" } }, -- rows: full width
+    exec_empty_query = false,
+    fzf_opts = {
+      ["--header-lines"] = 1,
+      ["--ansi"] = true,
+      ["--delimiter"] = "\t",
+      ["--with-nth"] = "2..", -- the fitted row; the actions read the hidden `path:line:1:`
+    },
+    actions = actions,
+  }
+end
+
 ---@param kind "search"|"related"|"find"
 local function pick(kind, client, root, workspace, context, opts)
   local fzf = require("fzf-lua")
@@ -162,21 +186,7 @@ local function pick(kind, client, root, workspace, context, opts)
 
   local actions = vim.tbl_extend("force", {}, fzf.defaults.actions.files)
   actions = kind == "search" and vim.tbl_extend("force", actions, toggle_actions(picked)) or actions
-  local spec = vim.tbl_deep_extend("force", {
-    prompt = "AutoDoc " .. kind .. "> ",
-    cwd = root,
-    query = opts.query,
-    previewer = "builtin",
-    winopts = { preview = { layout = "vertical", vertical = "down:45%" } }, -- rows: full width
-    exec_empty_query = false,
-    fzf_opts = {
-      ["--header-lines"] = 1,
-      ["--ansi"] = true,
-      ["--delimiter"] = "\t",
-      ["--with-nth"] = "2..", -- the fitted row; the actions read the hidden `path:line:1:`
-    },
-    actions = actions,
-  }, opts.fzf or {})
+  local spec = vim.tbl_deep_extend("force", fzf_spec(kind, root, opts, actions), opts.fzf or {})
   if source.needs_query then
     fzf.fzf_live(contents, spec)
   else
