@@ -49,18 +49,22 @@ vim.keymap.set("n", "<Plug>(autodoc-find)", function()
 end, { desc = "AutoDoc: find by name" })
 
 -- The commands the sidecar's code actions and lenses name run here (a register, the quickfix
--- list), and a buffer it attaches to shows its lenses.
+-- list, a new note written), and a buffer it attaches to shows its lenses.
 vim.lsp.commands["autodoc.copyLink"] = function(command)
   require("autodoc.editing").copy_link(command)
 end
 vim.lsp.commands["autodoc.backlinks"] = function(command, ctx)
   require("autodoc.editing").backlinks(command, ctx)
 end
+vim.lsp.commands["autodoc.writeCreated"] = function(command)
+  require("autodoc.new_notes").write_created(command)
+end
 vim.api.nvim_create_autocmd("LspAttach", {
   group = vim.api.nvim_create_augroup("autodoc_attach", { clear = true }),
   callback = function(ev)
     local client = vim.lsp.get_client_by_id(ev.data.client_id)
     if client and client.name == "autodoc" then
+      require("autodoc.new_notes").follow(client)
       require("autodoc.editing").attach(ev.buf)
     end
   end,

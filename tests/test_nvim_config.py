@@ -4,12 +4,13 @@ stay as they were."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import missing
+from .conftest import REPO, missing
 from .test_nvim import NO_NVIM, NVIM, Nvim, pynvim
 
 # Each option (dotted: nested tables), values it refuses, and one it takes (a boundary where
@@ -133,3 +134,34 @@ def test_the_plugins_root_markers_are_the_servers_vault_markers(nvim):
 
     got = nvim.lua("return require('autodoc.config').defaults.root_markers")
     assert tuple(got) == VAULT_MARKERS
+
+
+def test_a_dendron_workspace_is_its_own_root_inside_a_repository(nvim, tmp_path: Path):
+    """A Dendron workspace is marked by `dendron.yml` (no dot: /work/shared/corpora/dendron-site),
+    its notes in `vault/`: the root is the workspace, not the repository around it."""
+    workspace = tmp_path / "repo" / "site"
+    (workspace / "vault").mkdir(parents=True)
+    (tmp_path / "repo" / ".git").mkdir()
+    (workspace / "dendron.yml").write_text("version: 5\n")
+    note = workspace / "vault" / "root.md"
+    note.write_text("# Root\n")
+    nvim.nvim.command(f"edit {note}")
+    assert nvim.lua("return {require('autodoc.client').root(0)}") == [
+        str(workspace.resolve()), "vault"
+    ]  # fmt: skip
+
+
+DOCS_LISTING_MARKERS = ("README.md", "doc/autodoc.txt", "doc/editors.md")
+
+
+def test_every_listing_of_the_markers_in_the_docs_is_the_whole_list():
+    """Each place the docs list the vault markers (from `.autodoc` to `.zk`) names them all."""
+    from autodoc.serve.host import VAULT_MARKERS
+
+    for rel in DOCS_LISTING_MARKERS:
+        text = (REPO / rel).read_text()
+        listings = [m[0] for m in re.finditer(r"[`\"]\.autodoc.{0,240}?\.zk[`\"]", text, re.S)]
+        assert listings, rel
+        for listing in listings:
+            named = set(re.findall(r"[`\"]([^`\"\s]+)[`\"]", listing))
+            assert named >= set(VAULT_MARKERS), (rel, listing)

@@ -52,9 +52,11 @@ def test_code_actions_create_the_note_convert_the_url_and_copy_a_link(start, vau
     n = _setup(start, vault)
     _open(n, vault, "writing/linker.md")
     _apply(n, 3, LINKER.splitlines()[2].index("[[ghost") + 2, "Create note 'ghost'")
-    n.until(lambda: n.lua("return vim.fn.bufnr(...) ~= -1", str(vault / "writing/ghost.md")))
-    n.nvim.command("wall")
-    assert (vault / "writing" / "ghost.md").read_text() == "# ghost\n"
+    # Written at once (no :w, no :wall): on disk, its buffer unmodified, the linking note too.
+    ghost = vault / "writing" / "ghost.md"
+    n.until(lambda: ghost.exists() and ghost.read_text() == "# ghost\n")
+    assert n.lua("return vim.bo[vim.fn.bufnr(...)].modified", str(ghost)) is False
+    assert n.lua("return vim.bo.modified") is False
     n.nvim.command(f"buffer {vault / 'writing/linker.md'}")
     _apply(n, 4, 10, "Convert to Markdown link")
     line = n.until(lambda: _line_with(n, "[example.com"))

@@ -248,20 +248,21 @@ function M.get(root)
   end
 end
 
---- Start the sidecar for `root`, or reuse the one already running there.
+--- Start the sidecar for `root`, or reuse the one already running there; either way every
+--- Markdown buffer under the root is attached to it (the current one too), and those opened
+--- later will be.
 ---@param root? string
----@param bufnr? integer a buffer to attach (its saves re-index at once)
 ---@return vim.lsp.Client?
-function M.start(root, bufnr)
+function M.start(root)
   root = root or M.root()
   if remote_opts() then
     return remote_client(root) --[[@as vim.lsp.Client]]
   end
+  local buffers = require("autodoc.buffers")
+  buffers.follow()
   local existing = M.get(root)
   if existing then
-    if bufnr and not vim.lsp.buf_is_attached(bufnr, existing.id) then
-      vim.lsp.buf_attach_client(bufnr, existing.id)
-    end
+    buffers.attach_all(existing)
     return existing
   end
   local opts = config.options
@@ -274,13 +275,16 @@ function M.start(root, bufnr)
     init_options = init_options,
     handlers = M.handlers,
   }, {
-    bufnr = bufnr,
-    attach = bufnr ~= nil,
+    attach = false,
     reuse_client = function(client, conf)
       return client.name == NAME and client.root_dir == conf.root_dir
     end,
   })
-  return id and vim.lsp.get_client_by_id(id) or nil
+  local client = id and vim.lsp.get_client_by_id(id) or nil
+  if client then
+    buffers.attach_all(client)
+  end
+  return client
 end
 
 --- Send a request; `callback(err, result)` runs on the main loop. Returns a cancel function.

@@ -28,7 +28,7 @@
 ---@field stages table<string, boolean> the stage toggles checked before any choice was saved
 ---@field picker autodoc.PickerOptions
 ---@field keys autodoc.Keys
----@field progress boolean report indexing progress with vim.notify
+---@field progress boolean say when indexing begins and ends (one line, never "Press ENTER")
 ---@field span_highlight_ms integer how long the jumped-to span stays highlighted (0: until moved)
 ---@field code_lens boolean show backlink counts over titles and linked headings (code lenses)
 
@@ -49,7 +49,7 @@ end
 ---@type autodoc.Options
 M.defaults = {
   cmd = { "autodoc", "serve" },
-  root_markers = { ".autodoc", ".obsidian", "_schema", ".dendron.yml", ".zk" },
+  root_markers = { ".autodoc", ".obsidian", "_schema", "dendron.yml", ".dendron.yml", ".zk" },
   vcs_markers = { ".git" },
   max_root_files = 5000,
   large_root = "ask",

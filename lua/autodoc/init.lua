@@ -53,22 +53,12 @@ local function init()
       end
       if value.kind == "begin" or value.kind == "end" then
         local text = value.kind == "begin" and value.title or ("indexed: " .. (value.message or ""))
-        vim.notify("autodoc: " .. text, vim.log.levels.INFO)
+        require("autodoc.notice").show(text) -- one line: never "Press ENTER"
       end
     end,
   })
   -- Markdown buffers inside a running sidecar's root attach to it, so a save re-indexes at once.
-  vim.api.nvim_create_autocmd("FileType", {
-    group = group,
-    pattern = "markdown",
-    callback = function(ev)
-      local client_mod = require("autodoc.client")
-      local client = client_mod.get(client_mod.root(ev.buf))
-      if client and not vim.lsp.buf_is_attached(ev.buf, client.id) then
-        vim.lsp.buf_attach_client(ev.buf, client.id)
-      end
-    end,
-  })
+  require("autodoc.buffers").follow()
 end
 
 ---@param opts? autodoc.Options|table
@@ -281,7 +271,7 @@ end
 --- `:Autodoc workspace`: start (or show) the sidecar for the current root.
 function M.workspace()
   running(function(client)
-    vim.notify("autodoc: serving " .. client.root_dir, vim.log.levels.INFO)
+    require("autodoc.notice").show("serving " .. client.root_dir)
   end)
 end
 

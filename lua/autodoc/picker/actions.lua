@@ -101,6 +101,22 @@ function M.open_selected()
   end
 end
 
+--- A hit as a quickfix item: its whole line span (from its first line, a metadata stub merged
+--- above its heading included), its breadcrumb and snippet as the text.
+---@param root string
+---@param hit autodoc.Item
+---@return vim.quickfix.entry
+function M.quickfix_item(root, hit)
+  local snippet = vim.trim(((hit.snippet or ""):gsub("%s+", " ")))
+  return {
+    filename = vim.fs.joinpath(root, hit.path),
+    lnum = hit.line_start,
+    end_lnum = hit.line_end,
+    col = 1,
+    text = hit.breadcrumb .. (snippet ~= "" and (" — " .. snippet) or ""),
+  }
+end
+
 --- Close the picker and list every hit in the quickfix list, each with its line span.
 function M.to_quickfix()
   local S = state.current
@@ -110,13 +126,7 @@ function M.to_quickfix()
   local root = state.files_root(S)
   local items = {}
   for _, hit in ipairs(S.hits) do
-    table.insert(items, {
-      filename = vim.fs.joinpath(root, hit.path),
-      lnum = hit.line or hit.line_start,
-      end_lnum = hit.line_end,
-      col = 1,
-      text = hit.breadcrumb .. " — " .. (hit.snippet or ""):gsub("\n", " "),
-    })
+    table.insert(items, M.quickfix_item(root, hit))
   end
   local query = S.query
   M.close()

@@ -2,7 +2,8 @@
 --- following the editor's size, closing.
 ---
 --- The query field over the hit list on the left, the preview on the right, the stage
---- checkboxes and status across the bottom (`picker.width`, `picker.height`, `list_width`).
+--- checkboxes and status across the bottom (`picker.width`, `picker.height`, `list_width`); in
+--- an editor too narrow for a readable list beside the preview, the list above the preview.
 
 local config = require("autodoc.config")
 
@@ -20,7 +21,28 @@ function M.buffers()
   return { prompt = scratch(), list = scratch(), preview = scratch(), stages = scratch() }
 end
 
---- Each window's place for the editor's size now.
+M.NO_PREVIEW = " Preview " -- the preview's title while no hit is selected
+
+--- A list narrower than this (cells) goes above the preview instead of beside it: its rows
+--- keep a file name and a section whole.
+M.MIN_LIST_WIDTH = 48
+
+--- The windows stacked, each the picker's whole width: the query field, the list, the
+--- preview, the stage line.
+---@return table<string, { row: integer, col: integer, width: integer, height: integer }>
+local function stacked(row, col, width, height)
+  local list = math.max(1, math.floor((height - 9) / 2))
+  local preview = math.max(1, height - 9 - list)
+  return {
+    prompt = { row = row, col = col, width = width, height = 1 },
+    list = { row = row + 3, col = col, width = width, height = list },
+    preview = { row = row + list + 5, col = col, width = width, height = preview },
+    stages = { row = row + height - 2, col = col, width = width, height = 1 },
+  }
+end
+
+--- Each window's place for the editor's size now: the list beside the preview, or above it
+--- where beside it would be narrower than `MIN_LIST_WIDTH`.
 ---@return table<string, { row: integer, col: integer, width: integer, height: integer }>
 function M.geometry()
   local cols, lines = vim.o.columns, vim.o.lines
@@ -29,6 +51,9 @@ function M.geometry()
   local row = math.floor((lines - height) / 2)
   local col = math.floor((cols - width) / 2)
   local left = math.floor(width * config.options.picker.list_width)
+  if left < M.MIN_LIST_WIDTH then
+    return stacked(row, col, width, height)
+  end
   return {
     prompt = { row = row, col = col, width = left, height = 1 },
     list = { row = row + 3, col = col, width = left, height = height - 7 },
@@ -58,7 +83,7 @@ function M.open(S, title)
     S.wins[name] = vim.api.nvim_open_win(S.bufs[name], enter, cfg)
   end
   float("list", false)
-  float("preview", false, { title = " Preview ", title_pos = "center" })
+  float("preview", false, { title = M.NO_PREVIEW, title_pos = "center" })
   float("stages", false)
   float("prompt", true, { title = title, title_pos = "left" })
   vim.wo[S.wins.list].cursorline = true

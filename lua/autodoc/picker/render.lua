@@ -3,6 +3,8 @@
 --- and the query's words highlighted.
 
 local config = require("autodoc.config")
+local layout = require("autodoc.picker.layout")
+local row_fit = require("autodoc.rows")
 local sources = require("autodoc.sources")
 local state = require("autodoc.picker.state")
 
@@ -180,67 +182,6 @@ end
 
 -- -- the hit list ------------------------------------------------------------------------------
 
---- `s` cut to `width` display cells: from the right (`…` at the end) or from the left.
----@param s string
----@param width integer
----@param from_left? boolean
----@return string
-local function fit(s, width, from_left)
-  if vim.fn.strdisplaywidth(s) <= width then
-    return s
-  end
-  if width <= 1 then
-    return width == 1 and "…" or ""
-  end
-  local chars = vim.fn.strchars(s)
-  local lo, hi = 0, chars -- the most characters that fit beside the ellipsis
-  while lo < hi do
-    local mid = math.floor((lo + hi + 1) / 2)
-    local part = from_left and vim.fn.strcharpart(s, chars - mid) or vim.fn.strcharpart(s, 0, mid)
-    if vim.fn.strdisplaywidth(part) <= width - 1 then
-      lo = mid
-    else
-      hi = mid - 1
-    end
-  end
-  if from_left then
-    return "…" .. vim.fn.strcharpart(s, chars - lo)
-  end
-  return vim.fn.strcharpart(s, 0, lo) .. "…"
-end
-
---- One hit as a list line that fits `width`: "0.93  path:line  breadcrumb". The path is cut
---- from the left (its file name and line stay), the breadcrumb from the right; the path keeps
---- at least 60% of what is left when both are long. Returns the line and the spans of
---- its parts: { {from, to, group}, ... } in bytes.
----@param hit autodoc.Item
----@param width integer
----@param grouped boolean the file is the header above: show only the line number
----@return string, table[]
-function M.hit_line(hit, width, grouped)
-  local score = hit.label -- a relevance or a facet dot, a match kind, a related score
-  local lead = grouped and ("  " .. score .. "  ") or (score .. "  ")
-  local row = hit.line or hit.line_start
-  local loc = grouped and ("L" .. row) or (hit.path .. ":" .. row)
-  local crumb = hit.breadcrumb or ""
-  local room = width - vim.fn.strdisplaywidth(lead) - 2
-  local loc_w, crumb_w = vim.fn.strdisplaywidth(loc), vim.fn.strdisplaywidth(crumb)
-  if loc_w + crumb_w > room then
-    local crumb_room = math.max(math.min(crumb_w, math.floor(room * 0.4)), room - loc_w)
-    loc = fit(loc, math.max(room - crumb_room, 8), true)
-    crumb = fit(crumb, math.max(room - vim.fn.strdisplaywidth(loc), 0))
-  end
-  local line = lead .. loc .. "  " .. crumb
-  local s_from = grouped and 2 or 0
-  local loc_from = #lead
-  return line,
-    {
-      { s_from, s_from + #score, "AutodocRelevance" },
-      { loc_from, loc_from + #loc, "AutodocPath" },
-      { loc_from + #loc + 2, #line, "AutodocBreadcrumb" },
-    }
-end
-
 --- The hits in list order: as ranked, or (group_by_file) by file in the order of each file's
 --- best hit, a file's hits in rank order beneath its header line.
 ---@param hits table[]
@@ -297,10 +238,10 @@ local function list_lines(S, width)
   local grouped = config.options.picker.group_by_file
   for row, r in ipairs(S.rows) do
     if r.header then
-      lines[row] = fit(r.header, width, true)
+      lines[row] = row_fit.cut(r.header, width, true)
       table.insert(marks, { row - 1, 0, #lines[row], "AutodocPath" })
     else
-      local line, spans = M.hit_line(S.hits[r.hit], width, grouped)
+      local line, spans = row_fit.fit(S.hits[r.hit], width, grouped)
       lines[row] = line
       S.row_of[r.hit] = row
       for _, s in ipairs(spans) do
@@ -373,6 +314,19 @@ local function mark_words(buf, lines, hit, query)
   end
 end
 
+--- The preview's title: the hit's `path:line`, cut from the left to fit (the file name and
+--- line stay).
+---@param hit autodoc.Item?
+---@param win integer
+---@return string
+local function preview_title(hit, win)
+  if not hit then
+    return layout.NO_PREVIEW
+  end
+  local where = hit.path .. ":" .. (hit.line or hit.line_start)
+  return " " .. row_fit.cut(where, vim.api.nvim_win_get_width(win) - 4, true) .. " "
+end
+
 --- The selected hit's file, scrolled to the hit, its span marked and the query's words lit.
 ---@param S autodoc.PickerState
 function M.preview(S)
@@ -382,6 +336,8 @@ function M.preview(S)
   local buf = S.bufs.preview
   local hit = S.hits[S.selected]
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+  local win = S.wins.preview
+  vim.api.nvim_win_set_config(win, { title = preview_title(hit, win), title_pos = "center" })
   if not hit then
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
     return
@@ -396,7 +352,6 @@ function M.preview(S)
     vim.api.nvim_buf_set_extmark(buf, ns, lnum - 1, 0, { line_hl_group = "AutodocSpan" })
   end
   mark_words(buf, lines, hit, S.query)
-  local win = S.wins.preview
   local row = hit.line or hit.line_start
   vim.api.nvim_win_set_cursor(win, { math.max(1, math.min(row, #lines)), 0 })
   vim.api.nvim_win_call(win, function()

@@ -4,7 +4,8 @@
 --- the stage toggles on the same keys as the built-in picker (`<M-l>` becomes fzf's `alt-l`);
 --- `related({ whole? })` and `find()` as the other adapters. The first line fzf reads is its
 --- header (`--header-lines=1`): the stage flags and the answer's summary, fresh with each answer.
---- A row is `label path:line:1: breadcrumb`, the label before fzf-lua's entry separator, so its
+--- A row shows `label  path:line  breadcrumb` fitted as every picker fits it (`autodoc.rows`);
+--- before it, hidden, `label path:line:1:` (the label before fzf-lua's entry separator), so its
 --- file actions and previewer open the hit's line. Tested with the real fzf-lua and fzf.
 
 local sources = require("autodoc.sources")
@@ -49,20 +50,44 @@ local function header(kind, checked, result, status)
   return "[" .. table.concat(flags) .. "] " .. status
 end
 
---- One item as fzf's line: the relevance, then (after fzf-lua's entry separator, so its file
---- actions and previewer read what follows) `path:line:1: breadcrumb`.
+--- The cells fzf shows a row in: its window's width, less its pointer, marker and scroll bar.
+---@return integer
+local function row_width()
+  local win = require("fzf-lua.utils").fzf_winobj()
+  local id = win and win.fzf_winid
+  local width = id and vim.api.nvim_win_is_valid(id) and vim.api.nvim_win_get_width(id)
+    or math.floor(vim.o.columns * 0.8)
+  return width - 3
+end
+
+-- The colours of a row's parts (`autodoc.rows`' spans).
+local COLOUR = { AutodocRelevance = "yellow", AutodocPath = "magenta" }
+
+--- One item as fzf's line: first, hidden (`--with-nth=2..`), the relevance and, after fzf-lua's
+--- entry separator, `path:line:1:` for its file actions and previewer; then, after a tab, the
+--- row fitted to `width` as every picker fits it (`autodoc.rows`).
 ---@param it autodoc.Item
+---@param width integer
 ---@return string
-local function row(it)
-  local ansi = require("fzf-lua.utils").ansi_codes
-  local nbsp = require("fzf-lua.utils").nbsp
+local function row(it, width)
+  local utils = require("fzf-lua.utils")
+  local shown, spans = require("autodoc.rows").fit(it, width)
+  local out, at = {}, 0
+  for _, span in ipairs(spans) do
+    local colour = COLOUR[span[3]]
+    table.insert(out, shown:sub(at + 1, span[1]))
+    local part = shown:sub(span[1] + 1, span[2])
+    table.insert(out, colour and utils.ansi_codes[colour](part) or part)
+    at = span[2]
+  end
+  table.insert(out, shown:sub(at + 1))
   return string.format(
-    "%s%s%s:%d:1: %s",
-    ansi.yellow(it.label),
-    nbsp,
-    ansi.magenta(it.path),
+    "%s%s%s:%d:1:\t%s",
+    it.label,
+    utils.nbsp,
+    it.path,
     it.line,
-    it.breadcrumb
+    table.concat(out)
   )
 end
 
@@ -90,6 +115,30 @@ local function toggle_actions(picked)
     end
   end
   return actions
+end
+
+--- fzf-lua's options for a picker of `kind` at `root` (before the user's `opts.fzf`).
+---@param kind string
+---@param root string
+---@param opts table
+---@param actions table
+---@return table
+local function fzf_spec(kind, root, opts, actions)
+  return {
+    prompt = "AutoDoc " .. kind .. "> ",
+    cwd = root,
+    query = opts.query,
+    previewer = "builtin",
+    winopts = { preview = { layout = "vertical", vertical = "down:45%" } }, -- rows: full width
+    exec_empty_query = false,
+    fzf_opts = {
+      ["--header-lines"] = 1,
+      ["--ansi"] = true,
+      ["--delimiter"] = "\t",
+      ["--with-nth"] = "2..", -- the fitted row; the actions read the hidden `path:line:1:`
+    },
+    actions = actions,
+  }
 end
 
 ---@param kind "search"|"related"|"find"
@@ -125,9 +174,10 @@ local function pick(kind, client, root, workspace, context, opts)
         if picked.notice then -- first: the header is cut on the right
           status, picked.notice = picked.notice .. " · " .. status, nil
         end
-        fzf_cb(header(kind, picked.checked, result, status))
+        fzf_cb("\t" .. header(kind, picked.checked, result, status)) -- its shown field only
+        local width = row_width()
         for _, it in ipairs(items) do
-          fzf_cb(row(it))
+          fzf_cb(row(it, width))
         end
         fzf_cb()
       end)()
@@ -136,16 +186,7 @@ local function pick(kind, client, root, workspace, context, opts)
 
   local actions = vim.tbl_extend("force", {}, fzf.defaults.actions.files)
   actions = kind == "search" and vim.tbl_extend("force", actions, toggle_actions(picked)) or actions
-  local spec = vim.tbl_deep_extend("force", {
-    prompt = "AutoDoc " .. kind .. "> ",
-    cwd = root,
-    query = opts.query,
-    previewer = "builtin",
-    winopts = { preview = { layout = "vertical", vertical = "down:45%" } }, -- rows: full width
-    exec_empty_query = false,
-    fzf_opts = { ["--header-lines"] = 1, ["--ansi"] = true },
-    actions = actions,
-  }, opts.fzf or {})
+  local spec = vim.tbl_deep_extend("force", fzf_spec(kind, root, opts, actions), opts.fzf or {})
   if source.needs_query then
     fzf.fzf_live(contents, spec)
   else

@@ -81,6 +81,7 @@ local function finder(client, root, workspace, source, context)
           text = it.path .. " " .. it.breadcrumb,
           file = vim.fs.joinpath(root, it.path),
           pos = { it.line, 0 },
+          preview_title = it.path .. ":" .. it.line, -- not the bare file name
           end_pos = { it.line_end, 0 },
           autodoc = it,
         })
@@ -93,11 +94,11 @@ end
 ---@param picker table snacks' picker
 ---@return table[]
 local function format(item, picker)
-  -- fitted to the list's width as the built-in list: the path cut from the left (its file name
-  -- and line stay), the breadcrumb from the right
+  -- fitted to the list's width as the built-in list (`autodoc.rows`: cut, the file name and
+  -- line and the section stay)
   local win = picker and picker.list and picker.list.win and picker.list.win.win
   local width = win and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_width(win) or 80
-  local line, spans = require("autodoc.picker.render").hit_line(item.autodoc, width - 2, false)
+  local line, spans = require("autodoc.rows").fit(item.autodoc, width - 2, false)
   local out, at = {}, 0 -- snacks' text chunks: the spans' groups, the gaps between them plain
   for _, span in ipairs(spans) do
     if span[1] > at then

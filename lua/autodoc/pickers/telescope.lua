@@ -10,8 +10,8 @@ local sources = require("autodoc.sources")
 
 local M = {}
 
---- An entry's line, fitted to the results window as the built-in picker fits its list: the
---- path cut from the left (the file name and line stay), the breadcrumb from the right.
+--- An entry's line, fitted to the results window as the built-in picker fits its list
+--- (`autodoc.rows`: cut, the file name and line and the section stay).
 ---@param entry table
 ---@return string, table[]
 local function display(entry)
@@ -20,11 +20,8 @@ local function display(entry)
   local win = picker and picker.results_win
   local width = win and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_width(win) or 80
   local caret = picker and picker.selection_caret or "> "
-  local line, spans = require("autodoc.picker.render").hit_line(
-    entry.value,
-    width - vim.fn.strdisplaywidth(caret) - 1,
-    false
-  )
+  local line, spans =
+    require("autodoc.rows").fit(entry.value, width - vim.fn.strdisplaywidth(caret) - 1, false)
   local highlights = {}
   for _, span in ipairs(spans) do
     table.insert(highlights, { { span[1], span[2] }, span[3] })
@@ -91,6 +88,18 @@ local function make_finder(client, root, workspace, source, context, checked, se
   })
 end
 
+--- Telescope's grep previewer, titled with the selected hit's `path:line` (whatever the global
+--- `dynamic_preview_title`).
+---@param opts table
+---@return table
+local function previewer(opts)
+  local p = require("telescope.config").values.grep_previewer(opts)
+  p.title = function(_, entry)
+    return entry and (entry.value.path .. ":" .. entry.value.line) or "AutoDoc"
+  end
+  return p
+end
+
 ---@param kind "search"|"related"|"find"
 local function pick(kind, client, root, workspace, context, opts)
   local pickers = require("telescope.pickers")
@@ -113,7 +122,7 @@ local function pick(kind, client, root, workspace, context, opts)
       -- the sidecar's order for a search; typing narrows related sections
       sorter = source.needs_query and sorters.highlighter_only(opts.telescope or {})
         or conf.generic_sorter(opts.telescope or {}),
-      previewer = conf.grep_previewer(opts.telescope or {}),
+      previewer = previewer(opts.telescope or {}),
       attach_mappings = function(bufnr, map)
         seen.picker = action_state.get_current_picker(bufnr)
         for _, stage in ipairs(sources.toggles) do

@@ -45,7 +45,7 @@ TAKING_OVER = "taking over: the process that wrote this store is gone"
 # Events a host sends its clients (the LSP server forwards them as notifications).
 # What marks a knowledge base's root (the Neovim plugin's `root_markers` default is the same
 # list): a client that roots a project at a note's own folder is served the vault above it.
-VAULT_MARKERS = (".autodoc", ".obsidian", "_schema", ".dendron.yml", ".zk")
+VAULT_MARKERS = (".autodoc", ".obsidian", "_schema", "dendron.yml", ".dendron.yml", ".zk")
 INDEX_READY = "autodoc/indexReady"
 STATE_CHANGED = "autodoc/stateChanged"
 INDEX_PROGRESS = "autodoc/indexProgress"
