@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from lsprotocol import types
-from pytest_lsp import LanguageClient, make_test_lsp_client
+from pygls.exceptions import JsonRpcException
+from pygls.workspace import TextDocument
+from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
 
+from autodoc.serve.lsp.editor_documents import EditorDocuments
 from autodoc.serve.lsp.file_uris import UriError, file_uri_path, path_to_uri
+from autodoc.wire.errors import INVALID_PARAMS
 
 from .conftest import write
 from .test_lsp import WAIT_S, _start, _stop, until
@@ -143,6 +148,32 @@ async def test_a_rename_edits_an_open_note_named_with_a_space_under_its_uri(vaul
         await _stop(client)
 
 
+async def test_a_uri_that_names_no_file_here_is_refused_with_the_reason(vault: Path):
+    """A workspace folder on another host is not served, and the person is told why; a request
+    on such a document is answered with -32602 and the reason."""
+    client = make_test_lsp_client()
+    ready = asyncio.ensure_future(client.wait_for_notification("autodoc/indexReady"))
+    await client.start_io(sys.executable, "-m", "autodoc", "serve")
+    folders = [types.WorkspaceFolder(uri=vault.as_uri(), name="vault"),
+               types.WorkspaceFolder(uri="file://server/share/notes", name="notes")]  # fmt: skip
+    await client.initialize_session(
+        types.InitializeParams(capabilities=client_capabilities("neovim"),
+                               workspace_folders=folders,
+                               initialization_options={"embedding": "none"})
+    )  # fmt: skip
+    try:
+        await asyncio.wait_for(ready, WAIT_S)
+        shown = [m.message for m in client.messages]
+        assert any("file://server/share/notes: names a file on the host 'server'" in m
+                   for m in shown), shown  # fmt: skip
+        remote = types.TextDocumentIdentifier("file://server/share/notes/x.md")
+        with pytest.raises(JsonRpcException, match="only local files are served") as err:
+            await client.text_document_hover_async(types.HoverParams(remote, types.Position(0, 0)))
+        assert err.value.code == INVALID_PARAMS
+    finally:
+        await _stop(client)
+
+
 async def _now(value):
     return value
 
@@ -226,3 +257,22 @@ def test_every_posix_path_goes_to_a_uri_and_back(segments: list[str]):
     except UnicodeEncodeError:  # a lone surrogate: no file can be named so
         return
     assert file_uri_path(path_to_uri(path), windows=False) == path
+
+
+def test_an_open_document_is_found_by_its_path_and_named_by_the_clients_uri(tmp_path: Path):
+    note = write(tmp_path, "Überblick.md", "# on disk\n").resolve()
+    link = tmp_path / "linked.md"
+    link.symlink_to(note)
+    documents = EditorDocuments()
+    uri = _lower_hex(link.as_uri())  # a symbolic link to the note, spelled in lower case
+    editor = TextDocument(uri, "# in the editor\n")
+    assert documents.opened(uri, editor) == note
+    assert documents.document(note) is editor and documents.uri(note) == uri
+    assert documents.document(link) is editor  # by the path it resolves to, too
+    other = tmp_path / "Other Note.md"
+    assert documents.document(other) is None and documents.uri(other) == other.as_uri()
+    assert documents.opened("untitled:Untitled-1", TextDocument("untitled:Untitled-1")) is None
+    assert documents.opened("file://server/x.md", TextDocument("file://server/x.md")) is None
+    documents.closed(note.as_uri())  # the same file, however the URI is spelled
+    assert documents.document(note) is None and documents.uri(note) == note.as_uri()
+    assert documents.each() == []
