@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 RETRY_FOLDER_S = 2.0  # how often a folder opened read-only tries again for the writer lease
 NAMING_WAIT_S = 30.0  # the most a request for "the served folder" waits for it to be named
 SUPERSEDED = "superseded by a newer search"
+READY = "ready"
 READ_ONLY = "read-only: another autodoc process is writing this store"
 TAKING_OVER = "taking over: the process that wrote this store is gone"
 
@@ -90,9 +91,11 @@ class Host(EngineHost):
         self._named = threading.Condition(self._lock)  # a folder was named, or gave up
         self._reported: dict[tuple[str, str], float] = {}  # (workspace, phase) -> last sent
         self._chunks: dict[str, tuple[float, int]] = {}  # workspace -> (counted at, chunks)
-        # a save or a watcher's batch was indexed (on the writer thread): an editor's
-        # diagnostics for its open documents, and its code lenses, are due again
-        self.paths_indexed_listeners: list[Callable[[str], None]] = []
+        # a folder's first index, a save or a watcher's batch was indexed (on the writer
+        # thread): an editor's diagnostics for its open documents, and its code lenses, are due
+        self.indexed_listeners: list[Callable[[str], None]] = []
+        # served folders whose index answers: first indexed here, or by the lease's holder
+        self.answering: frozenset[str] = frozenset()
         # this process took the store's writer lease (once: it holds it until it exits); a
         # team server's worker then takes the other workers' writes
         self.lease_taken_listeners: list[Callable[[], None]] = []
@@ -163,7 +166,7 @@ class Host(EngineHost):
                 self.watcher.watch(name, root, self._rule_options(name))
             summary = self._index(name, root, progress)
             self.refresher.note_lease(True, "")
-            state = "ready"
+            state = READY
         except StoreBusyError as err:
             self.refresher.note_lease(False, (err.data or {}).get("holder", ""))
             name = name or self.engine.workspace_at(root)
@@ -189,9 +192,18 @@ class Host(EngineHost):
             finished(opened)
         if not (retry and state == READ_ONLY):
             self.notify(INDEX_READY, self.status())
+            if name is not None and state in (READY, READ_ONLY):
+                self._answering(name)
         if name is not None and summary is not None:
             self.check_state(name, "semantic")
         return opened
+
+    def _answering(self, name: str) -> None:
+        """The folder's index answers now: what was asked of it before is due again."""
+        with self._lock:
+            self.answering = self.answering | {name}
+        for listener in self.indexed_listeners:
+            listener(name)
 
     def _found(self, find: Callable[[], Path]) -> Path:
         try:
@@ -239,6 +251,7 @@ class Host(EngineHost):
         with self._lock:
             self.served = {k: v for k, v in self.served.items() if k != name}
             self.indexing = {k: v for k, v in self.indexing.items() if k != name}
+            self.answering = self.answering - {name}
         if self.watcher is not None:
             self.watcher.unwatch(name)
         self.notify(STATE_CHANGED, {"event": "workspace.removed", "workspace": name})
@@ -450,7 +463,7 @@ class Host(EngineHost):
     def _indexed(self, workspace: str, summary: dict[str, Any]) -> None:
         self._note_rules(workspace, summary)  # a rescan (the watcher, a saved .gitignore)
         self.check_state(workspace, "semantic")
-        for listener in self.paths_indexed_listeners:
+        for listener in self.indexed_listeners:
             listener(workspace)
 
     def check_served(self, name: Any) -> None:

@@ -1,6 +1,6 @@
 """The LSP wire's edges: every body measured before it is parsed, every malformed message
-answered (never dropped), our errors as JSON-RPC errors, logs to the client, settings and URIs
-read safely. Used by `lsp_server.py` and `lsp_entry.py`; it knows no server class."""
+answered (never dropped), our errors as JSON-RPC errors, logs to the client, settings read
+safely (URIs: `file_uris`). Used by `lsp_server.py` and `lsp_entry.py`; it knows no server class."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, BinaryIO
-from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -158,13 +156,6 @@ class AutodocProtocol(LanguageServerProtocol):
 
 def rpc_exception(err: RpcError) -> JsonRpcException:
     return JsonRpcException(message=err.message, code=err.code, data=err.data)
-
-
-def uri_to_path(uri: str) -> Path | None:
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        return None
-    return Path(unquote(parsed.path))
 
 
 def clean_options(raw: Any) -> tuple[dict[str, Any], list[str]]:

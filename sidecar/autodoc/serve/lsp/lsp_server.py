@@ -36,6 +36,7 @@ from pygls.lsp.server import LanguageServer
 from autodoc import __version__
 from autodoc.serve.dispatcher import WRITES
 from autodoc.serve.host import Host
+from autodoc.serve.lsp.editor_documents import EditorDocuments
 from autodoc.serve.lsp.lsp_framing import AutodocProtocol, rpc_exception
 from autodoc.wire.errors import PARSE_ERROR, CancelToken, RpcError
 from autodoc.wire.limits import MAX_DEPTH
@@ -61,11 +62,12 @@ class AutodocServer(LanguageServer):
             protocol_cls=AutodocProtocol,
         )
         self.host = host
+        self.documents = EditorDocuments()  # the client's open documents, by path
         host.notify = self.notify
         host.on_lease = self._log_lease
         self.readers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="autodoc-read")
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._initial_folders: list[Path] = []
+        self._initial_folders: list[str] = []  # the URIs of the folders `initialize` named
         self.init_options: dict[str, Any] = {}
         self._closed = False
 

@@ -8,6 +8,7 @@ from autodoc.serve.lsp.features import (
     code_actions,
     completion_provider,
     custom_requests,
+    diagnostics,
     editor_links,
     folders,
     rename_requests,
@@ -17,8 +18,8 @@ from autodoc.serve.lsp.features import (
 from autodoc.serve.lsp.lsp_server import AutodocServer
 
 # In the order they register.
-FEATURES = (custom_requests, session, folders, symbols, editor_links, code_actions,
-            rename_requests, completion_provider)  # fmt: skip
+FEATURES = (custom_requests, session, folders, symbols, diagnostics, editor_links,
+            code_actions, rename_requests, completion_provider)  # fmt: skip
 
 
 def setup_all(server: AutodocServer) -> None:

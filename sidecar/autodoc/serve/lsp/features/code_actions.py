@@ -23,6 +23,7 @@ from autodoc.serve.lsp.features.editor_links import (
     served_document,
     workspace_edit_caps,
 )
+from autodoc.serve.lsp.file_uris import path_to_uri
 from autodoc.serve.lsp.lsp_framing import rpc_exception
 from autodoc.serve.lsp.lsp_server import AutodocServer
 from autodoc.wire.errors import INVALID_PARAMS, RpcError
@@ -81,17 +82,17 @@ def setup(server: AutodocServer) -> None:
         doc = served_document(ls, args[0])
         if doc is None:
             return []
-        name, rel, root = doc
-        opts = client_text(ls, args[0], args[1])
-        found = await ls.call("links.references", [name, rel, args[1] + 1, args[2], opts])
-        return [lsp_location(root, p["path"], p["line"]) for p in found["places"]]
+        opts = client_text(ls, doc, args[1])
+        at = [doc.workspace, doc.rel, args[1] + 1, args[2], opts]
+        found = await ls.call("links.references", at)
+        return [lsp_location(ls, doc.root, p["path"], p["line"]) for p in found["places"]]
 
-    def refresh_lenses(workspace: str) -> None:  # on the writer thread, after a save
+    def refresh_lenses(workspace: str) -> None:  # on the writer thread, after a run
         caps = server.client_capabilities.workspace
         if caps and caps.code_lens and caps.code_lens.refresh_support and server.loop:
             server.loop.call_soon_threadsafe(_refresh, server)
 
-    server.host.paths_indexed_listeners.append(refresh_lenses)
+    server.host.indexed_listeners.append(refresh_lenses)
 
 
 def _refresh(ls: AutodocServer) -> None:
@@ -105,9 +106,8 @@ async def _call(ls: AutodocServer, method: str, uri: str, position: list[int]) -
     doc = served_document(ls, uri)
     if doc is None:
         return None
-    name, rel, _ = doc
     try:
-        return await ls.call(method, [name, rel, *position, client_text(ls, uri)])
+        return await ls.call(method, [doc.workspace, doc.rel, *position, client_text(ls, doc)])
     except JsonRpcException as exc:
         if exc.code != INVALID_PARAMS:
             raise
@@ -131,7 +131,7 @@ def _code_action(ls: AutodocServer, uri: str, action: Any) -> types.CodeAction |
     doc = served_document(ls, uri)
     if doc is None:
         return None
-    new_uri = (doc[2] / action["path"]).as_uri()
+    new_uri = path_to_uri(doc.root / action["path"])
     # The new, empty document through its end: the text is the whole file (Neovim takes a
     # range that reaches past the last line as one whose final newline the file keeps).
     whole = types.Range(types.Position(0, 0), types.Position(1, 0))

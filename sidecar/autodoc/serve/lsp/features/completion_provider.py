@@ -48,8 +48,7 @@ def setup(server: AutodocServer) -> None:
         doc = served_document(ls, uri)
         if doc is None:
             return None
-        name, rel, _ = doc
-        request = [name, rel, at.line + 1, at.character, client_text(ls, uri)]
+        request = [doc.workspace, doc.rel, at.line + 1, at.character, client_text(ls, doc)]
         try:
             found = await ls.call("links.complete", request)
         except JsonRpcException as exc:

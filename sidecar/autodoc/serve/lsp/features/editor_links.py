@@ -1,27 +1,40 @@
 """Links and headings in standard LSP clothes, for any editor's generic client: definition,
-references, document links and hover on wiki and Markdown links, unresolved links as
-diagnostics (the findings `autodoc check` gives), and the heading tree as document symbols (an
-outline). Each is a `links.*` or `doc.outline` dispatcher method through the host; this
-maps URIs to workspace paths, passes the editor's unsaved text and its column units, and
-dresses the answers as LSP."""
+references, document links and hover on wiki and Markdown links, and the heading tree as
+document symbols (an outline). Each is a `links.*` or `doc.outline` dispatcher method through the
+host; this maps URIs to workspace paths (`file_uris`), passes the editor's text of an open
+document (`EditorDocuments`) and its column units, and dresses the answers as LSP, naming an
+open document by the client's own URI."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from autodoc.serve.lsp.lsp_framing import uri_to_path
+from autodoc.serve.lsp.file_uris import UriError, uri_to_path
+from autodoc.serve.lsp.lsp_framing import rpc_exception
 from autodoc.serve.lsp.lsp_server import AutodocServer
 from autodoc.wire.errors import INVALID_PARAMS, RpcError
 
 log = logging.getLogger("autodoc.server")
 
-SOURCE = "autodoc"
 UNITS = ("utf-8", "utf-16", "utf-32")
+
+
+class Served(NamedTuple):
+    """A document under a served folder: its workspace, its root-relative path, the root."""
+
+    workspace: str
+    rel: str
+    root: Path
+
+    @property
+    def path(self) -> Path:
+        """The file's real path (the host locates files by it, the open documents too)."""
+        return self.root / self.rel
 
 
 def setup(server: AutodocServer) -> None:
@@ -32,7 +45,7 @@ def setup(server: AutodocServer) -> None:
         at, root = await _ask(ls, "links.definition", params.text_document.uri, params.position)
         if at is None or at["target"] is None:
             return None
-        return lsp_location(root, at["target"]["path"], at["target"]["line"])
+        return lsp_location(ls, root, at["target"]["path"], at["target"]["line"])
 
     @server.feature(types.TEXT_DOCUMENT_REFERENCES)
     async def references(ls: AutodocServer, params: types.ReferenceParams) -> Any:
@@ -42,7 +55,7 @@ def setup(server: AutodocServer) -> None:
                                  params.position)  # fmt: skip
         if found is None:
             return None
-        return [lsp_location(root, place["path"], place["line"]) for place in found["places"]]
+        return [lsp_location(ls, root, p["path"], p["line"]) for p in found["places"]]
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: AutodocServer, params: types.HoverParams) -> Any:
@@ -66,21 +79,12 @@ def setup(server: AutodocServer) -> None:
             if target is None:
                 continue
             heading = target["heading"]
-            uri = (root / target["path"]).as_uri() + (f"#L{target['line']}" if heading else "")
+            uri = ls.documents.uri(root / target["path"])
+            uri += f"#L{target['line']}" if heading else ""
             tip = target["title"] + (f" › {heading}" if heading else "")
             out.append(types.DocumentLink(lsp_range(link), target=uri,
                                           tooltip=tip if tips else None))  # fmt: skip
         return out
-
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    async def did_open(ls: AutodocServer, params: types.DidOpenTextDocumentParams) -> None:
-        await ls.in_reader(lambda: publish(ls, params.text_document.uri))
-
-    def republish(workspace: str) -> None:  # on the writer thread, after a save was indexed
-        for uri in list(server.workspace.text_documents):
-            server.readers.submit(publish, server, uri)
-
-    server.host.paths_indexed_listeners.append(republish)
 
 
 def _setup_outline(server: AutodocServer) -> None:
@@ -98,44 +102,6 @@ def _setup_outline(server: AutodocServer) -> None:
         return _outline_tree(found["headings"]) if tree else _outline_flat(uri, found["headings"])
 
 
-def publish(ls: AutodocServer, uri: str) -> None:
-    """The document's unresolved links as diagnostics (none outside a served folder); on a
-    read thread."""
-    try:
-        _publish(ls, uri)
-    except Exception:  # on a pool thread: nobody else would see it
-        log.exception("diagnostics for %s failed", uri)
-
-
-def _publish(ls: AutodocServer, uri: str) -> None:
-    doc = served_document(ls, uri)
-    if doc is None:
-        return
-    name, rel, _ = doc
-    try:
-        found = ls.host.dispatcher.call("links.diagnostics", [name, rel, client_text(ls, uri)])
-    except RpcError as err:
-        if err.code != INVALID_PARAMS:
-            raise
-        log.debug("no diagnostics for %s: %s", uri, err.message)
-        return
-    diagnostics = [
-        types.Diagnostic(
-            range=lsp_range(f),
-            message=f["message"],
-            severity=types.DiagnosticSeverity.Warning
-            if f["severity"] == "warning"
-            else types.DiagnosticSeverity.Error,
-            source=SOURCE,
-            code=f["kind"],
-        )
-        for f in found["findings"]
-    ]
-    params = types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics)
-    if ls.loop is not None:  # messages go out from the loop's thread
-        ls.loop.call_soon_threadsafe(ls.text_document_publish_diagnostics, params)
-
-
 # -- from LSP to the methods and back ----------------------------------------------------------
 
 
@@ -147,30 +113,34 @@ async def _ask(
     doc = served_document(ls, uri)
     if doc is None:
         return None, Path()
-    name, rel, root = doc
     params: list[Any]
     if position is None:
-        params = [name, rel, client_text(ls, uri)]
+        params = [doc.workspace, doc.rel, client_text(ls, doc)]
     else:
-        opts = client_text(ls, uri, position.line)
-        params = [name, rel, position.line + 1, position.character, opts]
+        opts = client_text(ls, doc, position.line)
+        params = [doc.workspace, doc.rel, position.line + 1, position.character, opts]
     try:
-        return await ls.call(method, params), root
+        return await ls.call(method, params), doc.root
     except JsonRpcException as exc:
         if exc.code != INVALID_PARAMS:
             raise
         log.debug("no link answer: %s", exc.message)
-        return None, root
+        return None, doc.root
 
 
-def served_document(ls: AutodocServer, uri: str) -> tuple[str, str, Path] | None:
-    """(workspace, root-relative path, root) of a document under a served folder."""
-    path = uri_to_path(uri)
+def served_document(ls: AutodocServer, uri: str) -> Served | None:
+    """The document at `uri` if a served folder holds it; None outside every served folder
+    and for a URI of another scheme. A file URI that names no file here is refused (-32602)
+    with the reason."""
+    try:
+        path = uri_to_path(uri)
+    except UriError as err:
+        raise rpc_exception(RpcError(INVALID_PARAMS, str(err))) from None
     found = ls.host.locate(path) if path is not None else None
     if found is None:
         return None
     root = ls.host.served.get(found[0])
-    return None if root is None else (found[0], found[1], root)
+    return None if root is None else Served(found[0], found[1], root)
 
 
 def client_units(ls: AutodocServer) -> str:
@@ -186,11 +156,12 @@ def workspace_edit_caps(ls: AutodocServer) -> types.WorkspaceEditClientCapabilit
     return caps.workspace_edit if caps else None
 
 
-def client_text(ls: AutodocServer, uri: str, line: int | None = None) -> dict[str, Any]:
-    """The client's column units, and the editor's text when the document is open there: the
-    whole document, or its `line` (0-based)."""
+def client_text(ls: AutodocServer, doc: Served, line: int | None = None) -> dict[str, Any]:
+    """The client's column units, and the editor's text when the document is open there (by
+    its path, however the client spelled its URI): the whole document, or its `line`
+    (0-based). A document the client has not opened is read from disk by the method."""
     opts: dict[str, Any] = {"units": client_units(ls)}
-    opened = ls.workspace.text_documents.get(uri)
+    opened = ls.documents.document(doc.path)
     if opened is not None:
         if line is None:
             opts["text"] = opened.source
@@ -252,9 +223,10 @@ def _heading_symbol(h: Any, children: list[types.DocumentSymbol]) -> types.Docum
     )
 
 
-def lsp_location(root: Path, path: str, line: int) -> types.Location:
+def lsp_location(ls: AutodocServer, root: Path, path: str, line: int) -> types.Location:
+    """A file's line as a location, the file named as the client has it open."""
     start = types.Position(max(line - 1, 0), 0)
-    return types.Location(uri=(root / path).as_uri(), range=types.Range(start, start))
+    return types.Location(uri=ls.documents.uri(root / path), range=types.Range(start, start))
 
 
 def preview_markup(target: Any, preview: str) -> types.MarkupContent:

@@ -9,7 +9,8 @@ from pathlib import Path
 from lsprotocol import types
 
 from autodoc.serve.host import STATE_CHANGED
-from autodoc.serve.lsp.lsp_framing import uri_to_path
+from autodoc.serve.lsp.features.session import folder_path
+from autodoc.serve.lsp.file_uris import UriError, uri_to_path
 from autodoc.serve.lsp.lsp_server import AutodocServer
 
 
@@ -19,19 +20,22 @@ def setup(server: AutodocServer) -> None:
         ls: AutodocServer, params: types.DidChangeWorkspaceFoldersParams
     ) -> None:
         for folder in params.event.removed:
-            root = uri_to_path(folder.uri)
+            root = folder_path(ls, folder.uri)
             for name, r in list(ls.host.served.items()):
                 if root is not None and r == root.resolve():
                     ls.host.close_folder(name)
         for folder in params.event.added:
-            root = uri_to_path(folder.uri)
+            root = folder_path(ls, folder.uri)
             if root is not None and root.is_dir():
                 added = await ls.open_folder(root)
                 ls.notify(STATE_CHANGED, {"event": "workspace.added", "workspace": added})
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: AutodocServer, params: types.DidSaveTextDocumentParams) -> None:
-        path = uri_to_path(params.text_document.uri)
+        try:
+            path = uri_to_path(params.text_document.uri)
+        except UriError:
+            return  # names no file here: nothing was saved that a folder holds
         if path is None:
             return
         ls.host.saved(Path(os.path.realpath(path)))

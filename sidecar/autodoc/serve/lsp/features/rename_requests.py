@@ -23,6 +23,7 @@ from autodoc.serve.lsp.features.editor_links import (
     served_document,
     workspace_edit_caps,
 )
+from autodoc.serve.lsp.file_uris import path_to_uri
 from autodoc.serve.lsp.lsp_server import AutodocServer
 
 log = logging.getLogger("autodoc.server")
@@ -74,18 +75,18 @@ def setup(server: AutodocServer) -> None:
         answers: list[Answered] = []
         for move in params.files:
             old, new = served_document(ls, move.old_uri), served_document(ls, move.new_uri)
-            if old is None or new is None or old[0] != new[0]:
+            if old is None or new is None or old.workspace != new.workspace:
                 continue  # outside a served folder, or into another one: nothing to keep
-            name = old[0]
-            opts, opened = _options(ls, name)
+            opts, opened = _options(ls, old.workspace)
+            asked = [old.workspace, old.rel, new.rel, opts]
             try:
-                answer = await ls.call("links.file_renamed", [name, old[1], new[1], opts])
+                answer = await ls.call("links.file_renamed", asked)
             except JsonRpcException as exc:
-                ls.show(f"links to {old[1]} not updated: {exc.message}")
+                ls.show(f"links to {old.rel} not updated: {exc.message}")
                 continue
             for left in answer["left"]:
                 ls.show(f"{left['path']}:{left['line']}: {left['reason']}")
-            answers.append((answer, old[2], opened))
+            answers.append((answer, old.root, opened))
         if not any(a["edits"] for a, _, _ in answers):
             return None
         return _workspace_edit(ls, answers, rename_files=False)
@@ -99,9 +100,9 @@ def _asked_at(
     doc = served_document(ls, params.text_document.uri)
     if doc is None:
         return None
-    name, rel, root = doc
-    opts, opened = _options(ls, name)
-    return [name, rel, params.position.line + 1, params.position.character], opts, root, opened
+    opts, opened = _options(ls, doc.workspace)
+    at = [doc.workspace, doc.rel, params.position.line + 1, params.position.character]
+    return at, opts, doc.root, opened
 
 
 def _options(ls: AutodocServer, name: str) -> tuple[dict[str, Any], Opened]:
@@ -109,11 +110,11 @@ def _options(ls: AutodocServer, name: str) -> tuple[dict[str, Any], Opened]:
     open in the workspace (with the uri and version an edit to it names)."""
     texts: dict[str, str] = {}
     opened: Opened = {}
-    for uri, document in list(ls.workspace.text_documents.items()):
+    for uri, document in ls.documents.each():  # each names a local file
         doc = served_document(ls, uri)
-        if doc is not None and doc[0] == name:
-            texts[doc[1]] = document.source
-            opened[doc[1]] = (uri, document.version or 0)
+        if doc is not None and doc.workspace == name:
+            texts[doc.rel] = document.source
+            opened[doc.rel] = (uri, document.version or 0)
     opts = {"units": client_units(ls), "open": texts, "files": _renames(ls)}
     return opts, opened
 
@@ -146,8 +147,8 @@ def _workspace_edit(ls: AutodocServer, answers: list[Answered], *,
         if rename_files and answer["new_path"]:
             old = _uri(answer["path"], root, opened)[0]
             options = types.RenameFileOptions(overwrite=False, ignore_if_exists=False)
-            moves.append(types.RenameFile(old_uri=old, new_uri=(root / answer["new_path"]).as_uri(),
-                                          options=options))  # fmt: skip
+            new = path_to_uri(root / answer["new_path"])
+            moves.append(types.RenameFile(old_uri=old, new_uri=new, options=options))
     for uri, edits in by_uri.items():
         by_uri[uri] = _without_overlaps(ls, uri, edits)
     if not moves and not _document_changes(ls):
@@ -164,7 +165,7 @@ def _workspace_edit(ls: AutodocServer, answers: list[Answered], *,
 
 def _uri(path: str, root: Path, opened: Opened) -> tuple[str, int | None]:
     """The uri and version the client has for this path, or the file's uri (no version)."""
-    return opened[path] if path in opened else ((root / path).as_uri(), None)
+    return opened[path] if path in opened else (path_to_uri(root / path), None)
 
 
 def _without_overlaps(

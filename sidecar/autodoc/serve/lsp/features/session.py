@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from autodoc.serve.lsp.lsp_framing import clean_options, uri_to_path
+from autodoc.serve.lsp.file_uris import UriError, uri_to_path
+from autodoc.serve.lsp.lsp_framing import clean_options
 from autodoc.serve.lsp.lsp_server import AutodocServer
 
 log = logging.getLogger("autodoc.server")
@@ -38,15 +40,24 @@ async def load_options(ls: AutodocServer) -> None:
         ls.show(message)
 
 
+def folder_path(ls: AutodocServer, uri: str) -> Path | None:
+    """The local folder a workspace folder's URI names; None (and the person told why) for
+    one that names no folder here."""
+    try:
+        path = uri_to_path(uri)
+    except UriError as err:
+        ls.show(f"workspace folder not served: {err}")
+        return None
+    if path is None:
+        ls.show(f"workspace folder not served: {uri} is not a file URI")
+    return path
+
+
 def setup(server: AutodocServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: AutodocServer, params: types.InitializeParams) -> None:
-        folders = [
-            p for f in params.workspace_folders or [] if (p := uri_to_path(f.uri)) is not None
-        ]
-        if not folders and params.root_uri and (p := uri_to_path(params.root_uri)):
-            folders = [p]
-        ls._initial_folders = folders
+        uris = [f.uri for f in params.workspace_folders or []]
+        ls._initial_folders = uris or ([params.root_uri] if params.root_uri else [])
         ls.init_options = params.initialization_options or {}
 
     @server.feature(types.INITIALIZED)
@@ -61,7 +72,10 @@ def setup(server: AutodocServer) -> None:
         from autodoc.serve.watch import Watcher  # watchdog: after `initialize` was answered
 
         ls.host.watcher = Watcher(ls.host.refresher)
-        for root in ls._initial_folders:
+        for uri in ls._initial_folders:  # read now: a folder that names none can be shown
+            root = folder_path(ls, uri)
+            if root is None:
+                continue
             if root.is_dir():
                 await ls.open_folder(root)
             else:

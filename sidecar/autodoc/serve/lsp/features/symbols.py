@@ -31,16 +31,17 @@ def symbols(ls: AutodocServer, query: str, token: CancelToken) -> list[types.Sym
         answer = ls.host.dispatcher.call("search.query", params, cancel=token)
         hits.extend((h, root) for h in answer["hits"])
     hits.sort(key=lambda pair: -pair[0]["score"])
-    return [_symbol(hit, root) for hit, root in hits[:SYMBOL_LIMIT]]
+    return [_symbol(ls, hit, root) for hit, root in hits[:SYMBOL_LIMIT]]
 
 
-def _symbol(hit: protocol.Hit, root: Path) -> types.SymbolInformation:
+def _symbol(ls: AutodocServer, hit: protocol.Hit, root: Path) -> types.SymbolInformation:
+    """A hit as a symbol, its file named as the client has it open."""
     crumbs = hit["breadcrumb"].split(BREADCRUMB_SEP)
     return types.SymbolInformation(
         name=crumbs[-1] or hit["title"] or hit["path"],
         kind=types.SymbolKind.String,
         location=types.Location(
-            uri=(root / hit["path"]).as_uri(),
+            uri=ls.documents.uri(root / hit["path"]),
             range=types.Range(
                 start=types.Position(line=hit["line"] - 1, character=0),
                 end=types.Position(line=hit["line_end"], character=0),
