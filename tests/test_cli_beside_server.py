@@ -299,7 +299,7 @@ def test_exit_statuses_are_told_and_usage_errors_are_sentences_or_json(capsys, d
     with pytest.raises(SystemExit):
         main(["--help"])
     shown = " ".join(capsys.readouterr().out.split())
-    assert "exit status: 0 done; 1 check found errors, or eval's --min-recall3 gate failed; 2" \
+    assert "Exit status: 0 done; 1 check found errors, or eval's --min-recall3 gate failed; 2" \
            " could not run" in shown  # fmt: skip
     assert main(["--db", str(db_path), "search", "x", "-n", "many"]) == 2
     out, err = capsys.readouterr()

@@ -22,7 +22,7 @@ EXIT_CANNOT_RUN = 2  # bad arguments, an unknown workspace or path, the store bu
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that stopped reading
 EXIT_STATUSES = (
-    "exit status: 0 done; 1 check found errors, or eval's --min-recall3 gate failed; 2 could not"
+    "Exit status: 0 done; 1 check found errors, or eval's --min-recall3 gate failed; 2 could not"
     " run (bad arguments, an unknown workspace, a folder that is not there, the store written by"
     " another process); 130 interrupted; 141 the reader of the output left. An error is one"
     ' sentence on stderr; with --json (and always with --call) its object {"error": {code,'
