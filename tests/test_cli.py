@@ -62,11 +62,13 @@ def test_call_prints_json_and_errors_exit_nonzero(cli, tmp_path):
     code, out, _ = cli("--call", "workspace.list")
     assert code == 0 and json.loads(out)[0]["name"] == "v"
     code, out, err = cli("--call", "search.query", '["v"]')
-    assert code != 0 and json.loads(err)["error"]["code"] == -32602
+    assert code == 2 and json.loads(out)["error"]["code"] == -32602
+    assert err == "autodoc: search.query takes 2 to 3 params, got 1\n"
     code, out, err = cli("--call", "search.query", "not json")
-    assert code != 0 and json.loads(err)["error"]["code"] == -32700
+    assert code == 2 and json.loads(out)["error"]["code"] == -32700
+    assert err.startswith("autodoc: params are not valid JSON: ")
     code, out, err = cli("search", "x", "--workspace", "missing")
-    assert code != 0 and "unknown workspace" in err
+    assert (code, out, err) == (2, "", "autodoc: unknown workspace 'missing'\n")
 
 
 def test_console_script_and_env_db(tmp_path):
@@ -98,8 +100,8 @@ def test_hidden_folders_are_counted_and_can_be_let_in(cli, tmp_path):
     code, out, _ = cli("search", "words", "-w", "v", "--json")
     assert {h["path"] for h in json.loads(out)["hits"]} == {"a.md", ".notes/n.md",
                                                             "sub/.trash/t.md"}  # fmt: skip
-    code, _, err = cli("--call", "workspace.configure", '["v", {"include_hidden": ["../x"]}]')
-    assert code == 1 and json.loads(err)["error"]["code"] == -32602
+    code, out, _ = cli("--call", "workspace.configure", '["v", {"include_hidden": ["../x"]}]')
+    assert code == 2 and json.loads(out)["error"]["code"] == -32602
     # The option stays: a later plain `index` keeps them; taking it away retires them.
     code, out, _ = cli("index", str(vault))
     assert "3 files" in out
@@ -243,8 +245,9 @@ def test_related_from_a_file_on_disk_and_a_line(cli, tmp_path):
     assert "related to adr/0003-embedded-sqlite-store.md:23-27" in err and "semantic off" in err
     code, out, _ = cli("related", "adr/0004-lease-recovery.md", "-w", "vault", "--json")
     assert json.loads(out)["path"] == "adr/0004-lease-recovery.md"
-    code, _, err = cli("related", "adr/nope.md", "-w", "vault")
-    assert code == 1 and json.loads(err)["error"]["code"] == -32602
+    code, out, err = cli("related", "adr/nope.md", "-w", "vault", "--json")
+    assert code == 2 and json.loads(out)["error"]["code"] == -32602
+    assert err.startswith("autodoc: ") and "adr/nope.md" in err
 
 
 def test_the_index_report_says_why_fewer_vectors_than_chunks(cli, tmp_path):

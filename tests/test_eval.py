@@ -80,14 +80,17 @@ def test_eval_adds_the_rerank_set_with_a_ranker(beir, tmp_path, capsys):
 
 
 def test_eval_errors(beir, tmp_path, capsys):
-    assert main(["eval", str(beir), "--split", "test"]) == 1
-    assert "no qrels/test.tsv" in capsys.readouterr().err
+    """An eval that cannot run exits 2 with a sentence (1 is a failed gate)."""
+    assert main(["eval", str(beir), "--split", "test"]) == 2
+    assert capsys.readouterr().err.startswith("autodoc: no qrels/test.tsv")
     assert (
-        main(["eval", str(beir), "--options", '{"embedding": "none"}', "--stages", "hybrid"]) == 1
+        main(["eval", str(beir), "--options", '{"embedding": "none"}', "--stages", "hybrid"]) == 2
     )
-    assert "cannot run 'hybrid' here" in capsys.readouterr().err
-    assert main(["eval", str(tmp_path)]) == 1  # neither a BEIR folder nor --golden
-    assert "--golden" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith("autodoc: cannot run 'hybrid' here")
+    assert main(["eval", str(tmp_path)]) == 2  # neither a BEIR folder nor --golden
+    assert capsys.readouterr().err == (
+        "autodoc: eval takes a BEIR folder, or a vault with --golden FILE\n"
+    )
 
 
 @pytest.fixture
@@ -151,13 +154,17 @@ def test_golden_entries_group_by_query_with_kinds_and_negatives(tmp_path, capsys
 
 
 def test_a_missing_golden_file_or_paths_not_in_the_vault_are_usage_errors(vault, tmp_path, capsys):
-    """Exit 2 with a JSON -32602 naming the problem, never a traceback, never silent zeros."""
+    """Exit 2 with a sentence naming the problem (and with --json, -32602 as JSON on stdout),
+    never a traceback, never silent zeros."""
     db = str(tmp_path / "store" / "a.db")
     missing = tmp_path / "nope.jsonl"
+    said = f"cannot read the golden file {missing}: No such file or directory"
     assert main(["--db", db, "eval", str(vault), "--golden", str(missing)]) == 2
-    error = json.loads(capsys.readouterr().err)["error"]
+    assert capsys.readouterr() == ("", f"autodoc: {said}\n")
+    assert main(["--db", db, "eval", str(vault), "--golden", str(missing), "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
     assert error["code"] == -32602 and error["data"] == {"path": str(missing)}
-    assert error["message"] == f"cannot read the golden file {missing}: No such file or directory"
+    assert error["message"] == said
     path = tmp_path / "g.jsonl"
     path.write_text(
         '{"query": "why did we pick sqlite", "path": "adr/0003-embedded-sqlite-store.md"}\n'
@@ -165,8 +172,9 @@ def test_a_missing_golden_file_or_paths_not_in_the_vault_are_usage_errors(vault,
         '{"query": "another", "path": "notes/gone.md"}\n'
         '{"query": "the typo again", "path": "adr/0003-embeded-sqlite-store.md"}\n'
     )
-    assert main(["--db", db, "eval", str(vault), "--golden", str(path), "--stages", "lexical"]) == 2
-    error = json.loads(capsys.readouterr().err)["error"]
+    assert main(["--db", db, "eval", str(vault), "--golden", str(path), "--stages", "lexical",
+                 "--json"]) == 2  # fmt: skip
+    error = json.loads(capsys.readouterr().out)["error"]
     assert error["data"] == {"absent": ["adr/0003-embeded-sqlite-store.md", "notes/gone.md"]}
     assert error["message"].startswith("2 golden path(s) not in the vault: adr/0003-embeded")
 

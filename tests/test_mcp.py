@@ -354,7 +354,8 @@ def test_a_folder_that_does_not_exist_is_refused(tmp_path):
         timeout=WAIT_S,
         stdin=subprocess.DEVNULL,
     )
-    assert out.returncode == 1 and "-32602" in out.stderr and out.stdout == ""
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith("autodoc: ") and missing in out.stderr
 
 
 # -- fuzzing the tools: only documented codes, and the server stays up ----------------------

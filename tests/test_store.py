@@ -5,6 +5,7 @@ its connections are set up. Effect tests with exact expected values, against a r
 from __future__ import annotations
 
 import contextlib
+import datetime
 import errno
 import fcntl
 import os
@@ -15,11 +16,13 @@ import sqlite3
 import stat
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from autodoc.store import DEAD, LIVE, PENDING, Store, Workspace, WriterLease
+from autodoc.store.lease import command_line
 from autodoc.wire import workspace_options
 from autodoc.wire.errors import (
     INVALID_PARAMS,
@@ -946,10 +949,35 @@ def holder_text() -> str:
     return f"pid {os.getpid()} on {socket.gethostname()}"
 
 
+def written(lock: Path) -> str:
+    """The first line of a lease file this process wrote (`pid N on HOST`), after checking the
+    lines that follow it: this process's command line and when it took the lease."""
+    lines = lock.read_text().splitlines()
+    assert lines[1] == f"command {command_line()}" and lines[2].startswith("since ")
+    since = datetime.datetime.fromisoformat(lines[2].removeprefix("since "))
+    assert abs(time.time() - since.timestamp()) < 600  # written now, with its UTC offset
+    return lines[0]
+
+
 def busy(lock: Path, holder: str) -> tuple:
-    message = f"the store is being written by another process (lease {lock} is held"
-    message += f" by {holder})" if holder else ")"
-    return STORE_BUSY, message, {"lock": str(lock), "holder": holder}
+    """A store-busy error as a foreign holder that wrote only `holder` makes it."""
+    message = "the store is being written by another process"
+    message += f", {holder}," if holder else ""
+    data: dict = {"lock": str(lock), "holder": holder}
+    if holder.startswith("pid 42 on "):
+        data.update(pid=42, host=holder.removeprefix("pid 42 on "))
+    return STORE_BUSY, f"{message} which holds its writer lease {lock}", data
+
+
+def busy_here(lock: Path, err: StoreBusyError) -> None:
+    """A store-busy error naming this process as the holder: pid, host, command and since."""
+    assert err.code == STORE_BUSY
+    assert err.data["lock"] == str(lock) and err.data["holder"] == holder_text()
+    assert (err.data["pid"], err.data["host"]) == (os.getpid(), socket.gethostname())
+    assert err.data["command"] == command_line() and err.data["since"]
+    assert err.message.startswith(f"the store is being written by another process, "
+                                  f"{holder_text()} (`{command_line()}`, since ")  # fmt: skip
+    assert err.message.endswith(f"), which holds its writer lease {lock}")
 
 
 def test_lease_writes_its_holder_into_a_new_lock_file(db_path):
@@ -964,7 +992,7 @@ def test_lease_writes_its_holder_into_a_new_lock_file(db_path):
         os.umask(old)
     try:
         assert stat.S_IMODE(os.stat(lease.path).st_mode) == 0o644
-        assert lease.path.read_bytes() == holder_text().encode()
+        assert written(lease.path) == holder_text()
         fd = lease.fd
         lease.acquire()  # already held: a no-op
         assert lease.fd == fd
@@ -983,7 +1011,7 @@ def test_second_store_is_busy_and_names_the_holder(db_path):
         lock = Path(str(db_path) + ".lock")
         with pytest.raises(StoreBusyError) as exc:
             second.writer()
-        assert error(exc) == busy(lock, holder_text())
+        busy_here(lock, exc.value)
         assert not second.is_writer
         assert second.lease.fd is None
         # reads need no lease
@@ -991,10 +1019,10 @@ def test_second_store_is_busy_and_names_the_holder(db_path):
         first.close()
         assert lock.read_bytes() == b""  # release truncates the lock file
         second.writer()  # the lease is free again
-        assert lock.read_bytes() == holder_text().encode()
+        assert written(lock) == holder_text()
         with pytest.raises(StoreBusyError) as exc:
             first.writer()
-        assert error(exc) == busy(lock, holder_text())
+        busy_here(lock, exc.value)
     finally:
         second.close()
         first.close()
@@ -1007,7 +1035,7 @@ def test_an_old_holder_text_is_replaced_not_overwritten(db_path):
     lease = WriterLease(db_path)
     lease.acquire()
     try:
-        assert lock.read_bytes() == holder_text().encode()
+        assert written(lock) == holder_text()
     finally:
         lease.release()
 
@@ -1045,6 +1073,35 @@ def test_busy_error_reads_the_holder_text(db_path, content, holder):
     lease.release()
 
 
+def test_busy_error_says_the_holders_command_and_since_when(db_path):
+    """What a refused process says in words: which process writes the store, running what,
+    since when (the lines the holder wrote after `pid N on HOST`)."""
+    db_path.parent.mkdir(parents=True)
+    lease = WriterLease(db_path)
+    record = b"pid 42 on elsewhere\ncommand autodoc serve --http 127.0.0.1:8080 docs\n" \
+             b"since 2026-03-05T10:02:11+01:00\n"  # fmt: skip
+    with foreign_holder(lease.path, record):
+        with pytest.raises(StoreBusyError) as exc:
+            lease.acquire()
+        assert lease.holder() == "pid 42 on elsewhere"  # what editors show, as before
+    assert error(exc) == (
+        STORE_BUSY,
+        "the store is being written by another process, pid 42 on elsewhere (`autodoc serve"
+        f" --http 127.0.0.1:8080 docs`, since 2026-03-05 10:02:11), which holds its writer lease"
+        f" {lease.path}",
+        {"lock": str(lease.path), "holder": "pid 42 on elsewhere", "pid": 42, "host": "elsewhere",
+         "command": "autodoc serve --http 127.0.0.1:8080 docs",
+         "since": "2026-03-05T10:02:11+01:00"},
+    )  # fmt: skip
+
+
+def test_the_command_line_is_written_as_typed():
+    assert command_line(["/venv/bin/autodoc", "index", "my docs"]) == "autodoc index 'my docs'"
+    assert command_line(["/src/autodoc/__main__.py", "serve"]) == "autodoc serve"
+    long = command_line(["autodoc", "--call", "search.query", "x" * 500])
+    assert len(long) == 200 and long.endswith("…")
+
+
 def test_busy_error_when_the_lock_file_cannot_be_read(db_path):
     db_path.parent.mkdir(parents=True)
     lock = Path(str(db_path) + ".lock")
@@ -1071,7 +1128,7 @@ def test_release_still_frees_the_lease_when_truncating_fails(db_path, monkeypatc
     lease.release()
     monkeypatch.undo()
     assert lease.fd is None
-    assert lease.path.read_bytes() == holder_text().encode()  # not truncated
+    assert written(lease.path) == holder_text()  # not truncated
     other = WriterLease(db_path)
     other.acquire()  # the flock was dropped all the same
     other.release()

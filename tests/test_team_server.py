@@ -7,7 +7,6 @@ answer statelessly from any worker."""
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import shutil
 import signal
@@ -290,8 +289,7 @@ def test_workers_or_slots_out_of_range_are_refused(tmp_path):
              f"127.0.0.1:{free_port()}", option, "0", str(EXAMPLE_VAULT)],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
-        assert out.returncode == 2 and said in out.stderr
-        assert json.loads(out.stderr)["error"]["code"] == -32602
+        assert out.returncode == 2 and out.stderr.startswith(f"autodoc: {said}")
 
 
 def test_each_worker_gets_its_share_of_the_cores_by_the_models_own_setting():

@@ -131,14 +131,15 @@ print(json.dumps([got["lines_total"], got["line_end"], got["next_line"], peak / 
     assert peak_mb < 10
 
 
-def test_the_cli_answers_a_nesting_bomb_with_json(tmp_path):
+def test_the_cli_answers_a_nesting_bomb_with_a_sentence_and_json(tmp_path):
     out = subprocess.run(
         [sys.executable, "-m", "autodoc", "--db", str(tmp_path / "s.db"), "--call",
          "workspace.list", BOMB],
         capture_output=True, text=True, timeout=60, cwd=REPO,
     )  # fmt: skip
-    assert out.returncode == 1 and "Traceback" not in out.stderr
-    assert json.loads(out.stderr)["error"] == {
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr == "autodoc: params nest deeper than 64 levels\n"
+    assert json.loads(out.stdout)["error"] == {
         "code": -32602,
         "message": "params nest deeper than 64 levels",
         "data": {"limit": 64},
@@ -160,8 +161,8 @@ def test_the_cli_refuses_a_long_query_and_a_string_line_number(tmp_path, vault):
         ("doc.read", ["v", "a.md", True], "line_start must be a positive integer"),
     ):
         out = run("--call", method, json.dumps(params))
-        assert out.returncode == 1 and "Traceback" not in out.stderr
-        error = json.loads(out.stderr)["error"]
+        assert out.returncode == 2 and out.stderr == f"autodoc: {message}\n"
+        error = json.loads(out.stdout)["error"]
         assert (error["code"], error["message"]) == (-32602, message)
 
 

@@ -172,16 +172,18 @@ class Indexing(EngineCore):
         from autodoc.index.indexer import Indexer
 
         ws = self.workspace(name)
-        indexed = True
+        busy: StoreBusyError | None = None
         try:
             with self._write:
                 self.store.writer()
                 Indexer(self.store, self.lexical(ws), ws).run(progress=progress)
-        except StoreBusyError:
-            indexed = False
+        except StoreBusyError as err:
+            busy = err
         shown, _ = frontmatter_schema.schema_location(ws.root, ws.options.get("schema"))
         report = check_workspace(self.store, ws, shown)
-        report["indexed"] = indexed
+        report["indexed"] = busy is None
+        if busy is not None:  # why not: who writes the store (the CLI says so, in words)
+            report["not_indexed"] = busy.to_dict()
         return report
 
     def embed_in_background(self, name: str) -> threading.Thread:

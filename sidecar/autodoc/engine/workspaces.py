@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from autodoc import store as sql
 from autodoc.bm25.tantivy_index import LexicalIndex
 from autodoc.engine.core import lexical_home, lexical_store, store_spec
 from autodoc.engine.indexing import Indexing
@@ -17,9 +18,25 @@ from autodoc.wire import protocol, workspace_options
 
 class Workspaces(Indexing):
     def workspace_add(self, name: Any, root: Any) -> protocol.WorkspaceAdded:
+        """Add a workspace; one already there with this name and root is answered as it is,
+        without the writer lease (`autodoc check` beside an editor's server)."""
+        existing = self._added(name, root)
+        if existing is not None:
+            return protocol.WorkspaceAdded(**self._describe(existing), created=False)
         with self._write:
             ws, created = self.store.add_workspace(name, root)
         return protocol.WorkspaceAdded(**self._describe(ws), created=created)
+
+    def _added(self, name: Any, root: Any) -> Workspace | None:
+        """The workspace `name` if it exists on this very folder (else None: adding it checks
+        the arguments and says what is wrong)."""
+        if not isinstance(name, str) or not isinstance(root, str) or not root:
+            return None
+        real = Path(root).expanduser().resolve()
+        for ws in self.store.workspaces():
+            if ws.name == name and Path(ws.root) == real and real.is_dir():
+                return ws
+        return None
 
     def workspace_at(self, root: Path) -> str | None:
         """The workspace whose root is this folder, if any."""
@@ -94,6 +111,10 @@ class Workspaces(Indexing):
     def _workspace_configure(self, name: Any, changes: Any, wait: bool) -> dict[str, Any]:
         ws = self.workspace(name)
         clean = workspace_options.validate(changes)
+        if all(ws.options.get(k) == v for k, v in clean.items()) and (
+            self.store.lease.held_elsewhere()
+        ):  # nothing to change, and another process keeps the store: answer without writing
+            return self._configured_as_is(ws, "schema" in clean)
         rechunk = any(
             (workspace_options.OPTIONS[k].rechunk or workspace_options.OPTIONS[k].rescan)
             and ws.options.get(k) != v
@@ -115,6 +136,18 @@ class Workspaces(Indexing):
         out = {**self._describe(self.workspace(ws.name)), "reindexed": summary}
         if "schema" in clean:
             out["schema"] = self._load_schema(self.workspace(ws.name))
+        return out
+
+    def _configured_as_is(self, ws: Workspace, schema: bool) -> dict[str, Any]:
+        """A configure that changes nothing, answered from the store as it is: the schema as
+        the lease holder loaded it (it reloads the file when the file changes)."""
+        out: dict[str, Any] = {**self._describe(ws), "reindexed": None}
+        if schema:
+            with self.store.snapshot() as conn:
+                stored, error = sql.stored_schema(conn, ws.id), sql.schema_error(conn, ws.id)
+            shown, _ = frontmatter_schema.schema_location(ws.root, ws.options.get("schema"))
+            state = frontmatter_schema.schema_state(shown, stored, error)
+            out["schema"] = protocol.SchemaLoaded(**state, facets_rebuilt=0)
         return out
 
     def _move_lexical(self, before: Workspace, after: Workspace) -> None:

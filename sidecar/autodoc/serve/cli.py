@@ -14,15 +14,18 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from autodoc import __version__
+from autodoc.serve import cli_lease
+from autodoc.serve.cli_lease import DEFAULT_WAIT_S, LeaseWait
 from autodoc.serve.cli_output import (
     EXIT_BROKEN_PIPE,
+    EXIT_CANNOT_RUN,
+    EXIT_FOUND,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_RPC_ERROR,
-    EXIT_USAGE,
+    EXIT_STATUSES,
     ProgressBar,
     index_line,
     print_check,
@@ -37,22 +40,37 @@ from autodoc.serve.cli_output import (
 )
 from autodoc.serve.dispatcher import Dispatcher, Reports
 from autodoc.wire import limits
-from autodoc.wire.errors import INVALID_PARAMS, RpcError
+from autodoc.wire.errors import INVALID_PARAMS, PARSE_ERROR, RpcError
 from autodoc.wire.protocol import FUSIONS
 
 _Progress = ProgressBar  # the bars `autodoc index` shows (tests/test_cli.py patches them here)
 
 
+class UsageError(Exception):
+    """Arguments argparse refused: `main` says so (a sentence, JSON too with --json), exit 2."""
+
+    def __init__(self, usage: str, message: str) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self.format_usage(), message)
+
+
 # Over 60 lines by design: the whole command line, declared in one table.
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="autodoc",
         description="Hybrid search over a Markdown knowledge base.",
         epilog="Methods for --call: workspace.add, workspace.list, workspace.remove, "
         "workspace.section_size, workspace.configure, index.run, index.status, index.check, "
         "search.query, search.find, related, doc.read, changes.since. `autodoc serve` offers the "
         "same methods over LSP;"
-        " `autodoc mcp` offers them to agents as MCP tools.",
+        " `autodoc mcp` offers them to agents as MCP tools. Reads work while another process"
+        " (an editor's `autodoc serve`) writes the store; a write waits for it (--wait). "
+        + EXIT_STATUSES,
     )
     p.add_argument("--version", action="version", version=f"autodoc {__version__}")
     p.add_argument("--db", help="store file (default $AUTODOC_DB or $XDG_DATA_HOME/autodoc)")
@@ -72,6 +90,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATTERN",
         help="also index hidden folders or files matching this root-relative pattern (.notes,"
         " '*/.drafts'); repeat for more; kept as the workspace's include_hidden option",
+    )
+    ix.add_argument(
+        "--wait",
+        type=float,
+        default=DEFAULT_WAIT_S,
+        metavar="SECONDS",
+        help="while another process writes the store, wait this long for it (default"
+        f" {DEFAULT_WAIT_S:g}; 0: fail at once), then exit 2 naming it",
     )
     ix.add_argument("--json", action="store_true", help="print the summary as JSON")
     se = sub.add_parser("search", help="search a workspace")
@@ -95,7 +121,9 @@ def _parser() -> argparse.ArgumentParser:
     rl.add_argument("--json", action="store_true", help="print the whole answer as JSON")
     ck = sub.add_parser(
         "check",
-        help="check frontmatter against the schema and every link (for CI; exit 1 on errors)",
+        help="check frontmatter against the schema and every link (for CI: exit 1 when it finds"
+        " errors, 2 when it cannot run); beside another process writing the store, the files"
+        " are checked in a private index",
     )
     ck.add_argument("path", nargs="?", help="the folder (default: the workspace around the cwd)")
     ck.add_argument("--workspace", "-w", help="workspace name")
@@ -159,41 +187,27 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = _parser()
-    if any(a == "--call" or a.startswith("--call=") for a in argv):
-        # `--call METHOD 'JSON'` has its own grammar: the JSON is not a subcommand.
-        call = argparse.ArgumentParser(prog="autodoc")
-        call.add_argument("--db")
-        call.add_argument("--call", required=True)
-        call.add_argument("params", nargs="?")
-        args = call.parse_args(argv)
-    else:
-        args = parser.parse_args(argv)
+    try:
+        args = _arguments(parser, argv)
+    except UsageError as bad:
+        sys.stderr.write(bad.usage)
+        print_error(RpcError(INVALID_PARAMS, str(bad)), as_json="--json" in argv)
+        return EXIT_CANNOT_RUN
     if getattr(args, "command", None) in ("serve", "mcp"):
         return _serve(args)
     from autodoc.engine import Engine  # after the arguments: `--help` opens nothing
 
-    engine = Engine(args.db)
-    dispatcher = Dispatcher(engine)
+    as_json = bool(getattr(args, "json", False) or args.call)
     try:
-        if args.call:
-            return _call(dispatcher, args.call, args.params)
-        if args.command == "index":
-            return _index(dispatcher, args)
-        if args.command == "search":
-            return _search(dispatcher, args)
-        if args.command == "find":
-            return _find(dispatcher, args)
-        if args.command == "check":
-            return _check(dispatcher, args)
-        if args.command == "related":
-            return _related(dispatcher, args)
-        if args.command == "eval":
-            return _eval(dispatcher, args)
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
+        engine = Engine(args.db)
+    except RpcError as err:  # a store that cannot be opened (read-only, log not checkpointed)
+        print_error(err, as_json)
+        return EXIT_CANNOT_RUN
+    try:
+        return _command(parser, Dispatcher(engine), args)
     except RpcError as err:
-        print_error(err)
-        return EXIT_RPC_ERROR
+        print_error(err, as_json)
+        return EXIT_CANNOT_RUN
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `autodoc check | head`: the reader has what it wanted
@@ -201,6 +215,30 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     finally:
         engine.close()
+
+
+def _arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    if any(a == "--call" or a.startswith("--call=") for a in argv):
+        # `--call METHOD 'JSON'` has its own grammar: the JSON is not a subcommand.
+        call = _Parser(prog="autodoc")
+        call.add_argument("--db")
+        call.add_argument("--call", required=True)
+        call.add_argument("params", nargs="?")
+        return call.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def _command(
+    parser: argparse.ArgumentParser, dispatcher: Dispatcher, args: argparse.Namespace
+) -> int:
+    if args.call:
+        return _call(dispatcher, args.call, args.params)
+    commands = {"index": _index, "search": _search, "find": _find, "check": _check,
+                "related": _related, "eval": _eval}  # fmt: skip
+    if args.command in commands:
+        return commands[args.command](dispatcher, args)
+    parser.print_help(sys.stderr)
+    return EXIT_CANNOT_RUN
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -224,11 +262,11 @@ def _serve(args: argparse.Namespace) -> int:
         if not isinstance(err, RpcError):  # a token file that does not read
             err = RpcError(INVALID_PARAMS, str(err))
         print_error(err)
-        return EXIT_USAGE if args.http else EXIT_RPC_ERROR
+        return EXIT_CANNOT_RUN
 
 
 def _serve_http(args: argparse.Namespace) -> int:
-    """`autodoc serve --http`: a configuration it refuses is a usage error (exit 2)."""
+    """`autodoc serve --http`: a configuration it refuses cannot run (exit 2)."""
     from autodoc.serve.team_server import serve_team
 
     try:
@@ -245,7 +283,7 @@ def _serve_http(args: argparse.Namespace) -> int:
         if not isinstance(err, RpcError):
             err = RpcError(INVALID_PARAMS, str(err))
         print_error(err)
-        return EXIT_USAGE
+        return EXIT_CANNOT_RUN
 
 
 def _log_for_server(log_file: str | None, level: str, stderr_level: int) -> None:
@@ -272,10 +310,9 @@ def _call(dispatcher: Dispatcher, method: str, raw: str | None) -> int:
     try:
         params = json.loads(raw)
     except json.JSONDecodeError as exc:
-        err = RpcError(-32700, f"params are not valid JSON: {exc}")
-        print(json.dumps({"error": err.to_dict()}), file=sys.stderr)
-        return EXIT_RPC_ERROR
-    result = dispatcher.call(method, params)
+        raise RpcError(PARSE_ERROR, f"params are not valid JSON: {exc}") from None
+    writes = LeaseWait(0, f"call {method}", can_wait=False)  # a write refused says who writes
+    result = writes.write(lambda: dispatcher.call(method, params))
     print(json.dumps(result, ensure_ascii=False, indent=2, default=str))
     return EXIT_OK
 
@@ -285,17 +322,34 @@ def _workspace_name_for(path: Path) -> str:
     return name[:64]
 
 
+def _folder_workspace(
+    dispatcher: Dispatcher, root: Path, name: str | None
+) -> tuple[str, dict[str, Any] | None]:
+    """The workspace for a folder and its listing (None: not in the store yet): the one named,
+    else the one already on the folder whatever its name (an editor's server named it), else a
+    new one named after the folder."""
+    spaces = dispatcher.call("workspace.list")
+    if name is None:
+        on_root = [w for w in spaces if Path(w["root"]) == root]
+        name = on_root[0]["name"] if on_root else _workspace_name_for(root)
+    return name, next((w for w in spaces if w["name"] == name), None)
+
+
 def _index(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
     root = Path(args.path).expanduser().resolve()
-    name = args.workspace or _workspace_name_for(root)
-    dispatcher.call("workspace.add", [name, str(root)])
+    name, _ = _folder_workspace(dispatcher, root, args.workspace)
+    if args.wait < 0:
+        raise RpcError(INVALID_PARAMS, f"--wait takes seconds, 0 or more, not {args.wait:g}")
+    writes = LeaseWait(args.wait, f"index {name}")
+    writes.write(lambda: dispatcher.call("workspace.add", [name, str(root)]))
     if args.include_hidden is not None:
-        dispatcher.call("workspace.configure", [name, {"include_hidden": args.include_hidden}])
+        hidden = {"include_hidden": args.include_hidden}
+        writes.write(lambda: dispatcher.call("workspace.configure", [name, hidden]))
     files, chunks = _Progress("files", "file"), _Progress("embedding", "chunk")
     said = None if args.json else (lambda s: print(index_line(name, s), flush=True))
     reports = Reports(progress=files, embed_progress=chunks, notice=tell, indexed=said)
     try:
-        summary = dispatcher.call("index.run", [name], reports=reports)
+        summary = writes.write(lambda: dispatcher.call("index.run", [name], reports=reports))
     except KeyboardInterrupt:
         for bar in (files, chunks):
             bar.close()
@@ -323,21 +377,52 @@ def _embedded(dispatcher: Dispatcher, name: str, bar: ProgressBar) -> str:
 
 
 def _check(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
+    """Index and check the folder; beside another writer of the store, the files are checked
+    in a private index (`cli_lease`), so the exit status is about the files as they are."""
     if args.path:
         root = Path(args.path).expanduser().resolve()
-        name = args.workspace or _workspace_name_for(root)
-        dispatcher.call("workspace.add", [name, str(root)])
+        name, listed = _folder_workspace(dispatcher, root, args.workspace)
     else:
         name = args.workspace or _default_workspace(dispatcher)
-    if args.schema:
-        schema = Path(args.schema).expanduser().resolve()
-        dispatcher.call("workspace.configure", [name, {"schema": str(schema)}])
-    report = dispatcher.call("index.check", [name])
+        listed = next((w for w in dispatcher.call("workspace.list") if w["name"] == name), None)
+        if listed is None:
+            raise RpcError(INVALID_PARAMS, f"unknown workspace {name!r}", {"workspace": name})
+        root = Path(listed["root"])
+    changes = {"schema": str(Path(args.schema).expanduser().resolve())} if args.schema else {}
+    try:
+        report = _check_in_store(dispatcher, name, root, changes)
+        why = None if report["indexed"] else RpcError(**report["not_indexed"])
+    except RpcError as err:
+        if not cli_lease.is_busy(err):
+            raise
+        why = err
+    if why is not None:
+        options = cli_lease.checking_options(listed and listed["options"], changes)
+        report = cli_lease.check_privately(_private_store, name, root, options, why)
     if args.json:
         print_json(report)
     else:
         print_check(report)
-    return EXIT_RPC_ERROR if report["summary"]["errors"] else EXIT_OK
+    return EXIT_FOUND if report["summary"]["errors"] else EXIT_OK
+
+
+def _check_in_store(
+    dispatcher: Dispatcher, name: str, root: Path, changes: dict[str, Any]
+) -> dict[str, Any]:
+    """`index.check` in the store: nothing is written that is there already (a workspace on
+    this folder, the same schema), so a store another process writes is only read."""
+    dispatcher.call("workspace.add", [name, str(root)])
+    if changes:
+        dispatcher.call("workspace.configure", [name, changes])
+    return dispatcher.call("index.check", [name])
+
+
+def _private_store(db: Path) -> Dispatcher:
+    """A store of `check`'s own, in a temporary folder, for when the shared one is written by
+    another process."""
+    from autodoc.engine import Engine
+
+    return Dispatcher(Engine(db))
 
 
 def _eval(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
@@ -347,15 +432,16 @@ def _eval(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
     try:
         options = json.loads(args.options) if args.options else None
     except json.JSONDecodeError as exc:
-        raise RpcError(-32700, f"--options is not valid JSON: {exc}") from None
+        raise RpcError(PARSE_ERROR, f"--options is not valid JSON: {exc}") from None
     target = Path(args.target).expanduser().resolve() if args.target else None
     if target is not None and cli_eval.is_beir(target):
         return cli_eval.eval_beir(args, target, _workspace_name_for(target), options)
     if not args.golden:
-        raise RpcError(-32602, "eval takes a BEIR folder, or a vault with --golden FILE")
+        raise RpcError(INVALID_PARAMS, "eval takes a BEIR folder, or a vault with --golden FILE")
     if target is not None:
-        name = args.workspace or _workspace_name_for(target)
-        dispatcher.call("workspace.add", [name, str(target)])
+        name, _ = _folder_workspace(dispatcher, target, args.workspace)
+        writes = LeaseWait(0, f"evaluate {name}", can_wait=False)
+        writes.write(lambda: dispatcher.call("workspace.add", [name, str(target)]))
     else:
         name = args.workspace or _default_workspace(dispatcher)
     return cli_eval.eval_golden(dispatcher, args, name, options)

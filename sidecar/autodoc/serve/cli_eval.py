@@ -19,13 +19,15 @@ from typing import Any
 from autodoc.engine import Engine
 from autodoc.evaluation import beir as ev
 from autodoc.evaluation import golden
+from autodoc.serve.cli_lease import LeaseWait, is_busy
 from autodoc.serve.cli_output import (
+    EXIT_CANNOT_RUN,
+    EXIT_FOUND,
     EXIT_OK,
-    EXIT_RPC_ERROR,
-    EXIT_USAGE,
     ProgressBar,
     print_error,
     print_json,
+    tell,
 )
 from autodoc.serve.dispatcher import Dispatcher, Reports
 from autodoc.wire.errors import INVALID_PARAMS, RpcError
@@ -37,11 +39,13 @@ is_beir = ev.is_beir  # cli.py: is the target a BEIR dataset, or a vault?
 def eval_sets(
     dispatcher: Dispatcher, name: str, options: Any, stages: str | None
 ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    """Index the workspace (options first); (run summary, index status, stage sets to run)."""
+    """Index the workspace (options first); (run summary, index status, stage sets to run).
+    While another process writes the store, its index is evaluated as that process keeps it
+    (options it already has are no write; others cannot be set)."""
     if options:
-        dispatcher.call("workspace.configure", [name, options])
-    embedding = Reports(embed_progress=ProgressBar("embedding", "chunk"))
-    summary = dispatcher.call("index.run", [name], reports=embedding)
+        writes = LeaseWait(0, f"set the options of {name}", can_wait=False)
+        writes.write(lambda: dispatcher.call("workspace.configure", [name, options]))
+    summary = index_if_free(dispatcher, name)
     status = dispatcher.call("index.status", [name])
     sets = ev.available_sets(status)
     if stages:
@@ -52,6 +56,19 @@ def eval_sets(
                            f"{', '.join(sets)})", {"stages": sets})  # fmt: skip
         sets = asked
     return summary, status, sets
+
+
+def index_if_free(dispatcher: Dispatcher, name: str) -> dict[str, Any]:
+    """`index.run`'s summary; beside another writer of the store, a summary that says why
+    nothing was indexed (`not_indexed`), the index evaluated as that writer keeps it."""
+    embedding = Reports(embed_progress=ProgressBar("embedding", "chunk"))
+    try:
+        return dispatcher.call("index.run", [name], reports=embedding)
+    except RpcError as err:
+        if not is_busy(err):
+            raise
+        tell(f"{err.message}: evaluating {name} as it is indexed there")
+        return {"seconds": None, "embedding": {}, "not_indexed": err.to_dict()}
 
 
 def eval_head(name: str, split: str, queries: int, args, summary, status) -> dict[str, Any]:
@@ -66,6 +83,7 @@ def eval_head(name: str, split: str, queries: int, args, summary, status) -> dic
         "fusion": args.fusion or DEFAULT_FUSION,
         "index_s": summary["seconds"],
         "embedding": {k: summary["embedding"].get(k) for k in ("embedded", "per_second")},
+        **({"not_indexed": summary["not_indexed"]} if "not_indexed" in summary else {}),
     }
 
 
@@ -123,24 +141,24 @@ def eval_beir(args: argparse.Namespace, target: Path, name: str, options: Any) -
               f"{status['documents']:,} documents, {status['chunks']:,} chunks)\n")  # fmt: skip
         print("\n".join(ev.table(results, ks)))
         print_gate(report)
-    return EXIT_RPC_ERROR if failed else EXIT_OK
+    return EXIT_FOUND if failed else EXIT_OK
 
 
 def eval_golden(dispatcher: Dispatcher, args: argparse.Namespace, name: str, options: Any) -> int:
     """A vault's workspace (added by the caller) against `--golden`'s queries."""
     try:
         queries = golden.load(Path(args.golden))
-    except RpcError as bad:  # the gate's own input is wrong: a usage error, not a failed gate
-        print_error(bad)
-        return EXIT_USAGE
+    except RpcError as bad:  # the gate's own input is wrong: it cannot run, not a failed gate
+        print_error(bad, args.json)
+        return EXIT_CANNOT_RUN
     summary, status, sets = eval_sets(dispatcher, name, options, args.stages)
     absent = absent_targets(dispatcher, name, queries)
     if absent:
         shown = ", ".join(absent[:5]) + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
         err = RpcError(INVALID_PARAMS, f"{len(absent)} golden path(s) not in the vault: {shown}",
                        {"absent": absent})  # fmt: skip
-        print_error(err)
-        return EXIT_USAGE
+        print_error(err, args.json)
+        return EXIT_CANNOT_RUN
     results = golden.evaluate(dispatcher.call, name, queries, sets, fusion=args.fusion)
     report = eval_head(name, "golden", len(queries), args, summary, status)
     report["results"] = results
@@ -155,7 +173,7 @@ def eval_golden(dispatcher: Dispatcher, args: argparse.Namespace, name: str, opt
         for label, result in results.items():
             print("\n".join(golden.table(label, result)) + "\n")
         print_gate(report)
-    return EXIT_RPC_ERROR if failed else EXIT_OK
+    return EXIT_FOUND if failed else EXIT_OK
 
 
 def absent_targets(dispatcher: Dispatcher, name: str, queries: list[Any]) -> list[str]:

@@ -6,6 +6,7 @@ No method is called here: `cli.py` asks the dispatcher, this module renders the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -13,14 +14,29 @@ from typing import Any
 
 from autodoc.wire.errors import RpcError
 
-EXIT_OK, EXIT_RPC_ERROR, EXIT_USAGE = 0, 1, 2
+# The exit statuses (`autodoc --help` and doc/errors.md say them): a CI job tells "the docs
+# have errors" from "the check could not run".
+EXIT_OK = 0
+EXIT_FOUND = 1  # `check` found errors; `eval`'s --min-recall3 gate failed
+EXIT_CANNOT_RUN = 2  # bad arguments, an unknown workspace or path, the store busy: nothing judged
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that stopped reading
+EXIT_STATUSES = (
+    "Exit status: 0 done; 1 check found errors, or eval's --min-recall3 gate failed; 2 could not"
+    " run (bad arguments, an unknown workspace, a folder that is not there, the store written by"
+    " another process); 130 interrupted; 141 the reader of the output left. An error is one"
+    ' sentence on stderr; with --json (and always with --call) its object {"error": {code,'
+    " message, data}} is printed on stdout too (codes: doc/errors.md)."
+)
 
 
-def print_error(err: RpcError) -> None:
-    """A JSON-RPC error object, on stderr, as every command reports one."""
-    print(json.dumps({"error": err.to_dict()}, ensure_ascii=False), file=sys.stderr)
+def print_error(err: RpcError, as_json: bool = False) -> None:
+    """An error as a sentence on stderr; with `as_json` its JSON-RPC error object on stdout too,
+    where a program reads the answer it asked for."""
+    print(f"autodoc: {err.message}", file=sys.stderr, flush=True)
+    if as_json:
+        with contextlib.suppress(BrokenPipeError):
+            print(json.dumps({"error": err.to_dict()}, ensure_ascii=False), flush=True)
 
 
 def print_json(value: Any) -> None:

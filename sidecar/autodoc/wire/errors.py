@@ -5,6 +5,7 @@ Codes are part of the public contract: clients branch on them, so they never cha
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from typing import Any
 
@@ -63,12 +64,36 @@ def options_object(opts: Any, known: Collection[str], what: str = "option") -> d
 
 
 class StoreBusyError(RpcError):
-    """Raised when a second process tries to write while another holds the lease."""
+    """Raised when a second process tries to write while another holds the lease. `holder`,
+    `command` and `since` are what the holder wrote into the lease file (`store.lease`)."""
 
-    def __init__(self, lock_path: str, holder: str = "") -> None:
-        msg = f"the store is being written by another process (lease {lock_path} is held"
-        msg += f" by {holder})" if holder else ")"
-        super().__init__(STORE_BUSY, msg, {"lock": lock_path, "holder": holder})
+    def __init__(
+        self, lock_path: str, holder: str = "", command: str = "", since: str = ""
+    ) -> None:
+        data: dict[str, Any] = {"lock": lock_path, "holder": holder}
+        if m := _HOLDER.fullmatch(holder):
+            data.update(pid=int(m[1]), host=m[2])
+        if command:
+            data["command"] = command
+        if since:
+            data["since"] = since
+        super().__init__(STORE_BUSY, busy_message(data), data)
+
+
+_HOLDER = re.compile(r"pid (\d+) on (.+)")
+
+
+def busy_message(data: dict[str, Any]) -> str:
+    """The sentence a store-busy error says: who writes the store, running what, since when."""
+    about = [f"`{data['command']}`"] if data.get("command") else []
+    if data.get("since"):
+        about.append(f"since {data['since'].replace('T', ' ')[:19]}")
+    who = data.get("holder") or ""
+    if who and about:
+        who += f" ({', '.join(about)})"
+    who = f", {who}," if who else ""
+    return (f"the store is being written by another process{who} which holds its writer lease"
+            f" {data['lock']}")  # fmt: skip
 
 
 class StoreReadOnlyError(StoreBusyError):
