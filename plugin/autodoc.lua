@@ -23,15 +23,18 @@ vim.api.nvim_create_user_command("Autodoc", function(cmd)
     vim.notify("autodoc: :Autodoc " .. table.concat(autodoc.subcommands, "|"), vim.log.levels.ERROR)
     return
   end
-  autodoc[sub]({ range = cmd.range > 0 })
+  autodoc[sub]({ range = cmd.range > 0, args = table.concat(vim.list_slice(cmd.fargs, 2), " ") })
 end, {
-  nargs = 1,
+  nargs = "+",
   range = true,
-  desc = "AutoDoc: status, reindex, open, workspace",
-  complete = function(lead)
+  desc = "AutoDoc: status, reindex, open, workspace, rename [name]",
+  complete = function(lead, line)
+    if line:match("^%S+%s+%S+%s") then
+      return {}
+    end
     return vim.tbl_filter(function(s)
       return s:find(lead, 1, true) == 1
-    end, { "status", "reindex", "open", "workspace" })
+    end, { "status", "reindex", "open", "workspace", "rename" })
   end,
 })
 

@@ -106,6 +106,17 @@ def test_references_to_a_link_target_a_heading_or_the_document(ws):
     assert places("c.md", 3, 10) == local  # on a link: to its target
     assert places("c.md", 3, 35) == ("notes/a.md", "", [("c.md", 3), ("c.md", 3)])
     assert places("notes/a.md", 3, 55) == ("notes/a.md", "", [("c.md", 3), ("c.md", 3)])
+    # each place is the link itself on its line (a quickfix list or xref jumps to its column)
+    got = at(ws, "links.references", "b.md", 4, 0)["places"]
+    line3, line4 = A.split("\n")[2], A.split("\n")[3]
+    spans = [(p["line"], p["start"], p["end"]) for p in got]
+    assert spans == [
+        (3, line3.index("[[b]]"), line3.index("[[b]]") + 5),
+        (3, line3.index("[the part]"), line3.index(" and [[nowhere")),
+        (4, line4.index("[[b#"), line4.index("[[b#") + len("[[b#Second part]]")),
+    ]
+    utf16 = at(ws, "links.references", "b.md", 4, 0, {"units": "utf-16"})["places"][2]
+    assert utf16["start"] == line4.index("[[b#") + 1  # the emoji before it: two UTF-16 units
 
 
 def test_document_links_are_placed_on_the_text(ws):

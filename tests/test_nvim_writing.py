@@ -92,3 +92,19 @@ def test_code_lenses_show_backlinks_and_list_them_in_quickfix(start, vault: Path
     assert [(name, i["lnum"]) for name, i in zip(names, items, strict=True)] == [
         (str(vault / "writing/linker.md"), 3), (str(vault / "writing/linker.md"), 3)
     ]  # fmt: skip
+
+
+def test_autodoc_rename_renames_the_notes_own_file_from_inside_it(start, vault: Path):
+    """`:Autodoc rename NAME` in a note not named after its title (its file `target.md`, its
+    title "Target Notes"): the file is renamed and every link to it rewritten, one edit."""
+    write(vault, "writing/linker.md", LINKER)
+    write(vault, "writing/target.md", "---\ntitle: Target Notes\n---\n" + TARGET)
+    n = start({"embedding": "none"})
+    _open(n, vault, "writing/target.md")
+    n.nvim.command("Autodoc rename aim")
+    aim = vault / "writing" / "aim.md"
+    n.until(lambda: aim.exists() and not (vault / "writing/target.md").exists())
+    n.until(lambda: n.nvim.funcs.expand("%:t") == "aim.md")
+    n.nvim.command("wall")
+    linker = (vault / "writing" / "linker.md").read_text()
+    assert "[[aim]]" in linker and "[[aim#Part two]]" in linker and "[[target" not in linker

@@ -275,6 +275,41 @@ function M.workspace()
   end)
 end
 
-M.subcommands = { "status", "reindex", "open", "workspace" }
+--- `:Autodoc rename [name]`: this note's own file renamed (asked for when no name is given),
+--- every link to it rewritten by the sidecar (`autodoc.renameFile`, applied as one edit): the
+--- way to rename a note that is not named after its title, as every Dendron note.
+---@param opts? { args: string? }
+function M.rename(opts)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local client = vim.lsp.get_clients({ bufnr = bufnr, name = "autodoc" })[1]
+  if not client then
+    require("autodoc.notice").show("this note is not attached to the sidecar")
+    return
+  end
+  local function rename(name)
+    require("autodoc.client").request(client, "workspace/executeCommand", {
+      command = "autodoc.renameFile",
+      arguments = { vim.uri_from_bufnr(bufnr), name },
+    }, function(err, result)
+      if err then
+        vim.notify("autodoc: " .. err.message, vim.log.levels.ERROR)
+      elseif result then
+        local shown = ("renamed to %s, %d links rewritten"):format(result.new_path, result.links)
+        require("autodoc.notice").show(shown)
+      end
+    end)
+  end
+  local name = opts and opts.args or ""
+  if name ~= "" then
+    return rename(name)
+  end
+  vim.ui.input({ prompt = "Rename note file: ", default = vim.fn.expand("%:t:r") }, function(typed)
+    if typed and typed ~= "" then
+      rename(typed)
+    end
+  end)
+end
+
+M.subcommands = { "status", "reindex", "open", "workspace", "rename" }
 
 return M

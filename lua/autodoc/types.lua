@@ -294,9 +294,11 @@
 ---@field target autodoc.LinkTarget?
 ---@field preview string Up to six non-blank lines after the section's heading ("" when it leads nowhere).
 
----@class autodoc.LinkPlace
+---@class autodoc.LinkPlace A link's place: its note, its 1-based line, and its columns on the line in the request's
 ---@field path string
 ---@field line integer
+---@field start integer
+---@field end integer
 
 ---@class autodoc.LinkReferences `links.references`: every place that links to a document or to one of its headings.
 ---@field workspace string

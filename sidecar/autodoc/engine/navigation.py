@@ -80,13 +80,19 @@ class Navigation(EngineCore):
                 m = _HEADING.match(text)
                 linked, heading = rel, (m[2] if m and len(m[1]) > 1 else "")
             doc_id = sql.live_document_id(conn, ws.id, linked)
-            places = [] if doc_id is None else navigate.references(conn, doc_id, heading or None)
+            places = (
+                [] if doc_id is None else navigate.references(conn, ws, doc_id, heading or None)
+            )
         return LinkReferences(
             workspace=ws.name,
             path=linked,
             heading=heading,
-            places=[LinkPlace(path=p, line=n) for p, n in places],
-        )
+            places=[
+                LinkPlace(path=p.path, line=p.line, start=to_units(p.text, p.start, units),
+                          end=to_units(p.text, p.end, units))
+                for p in places
+            ],
+        )  # fmt: skip
 
     def links_document(self, name: Any, path: Any, opts: Any = None) -> DocumentLinks:
         """Each link the index holds for the document, placed on its text (opts: `text`, the

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from autodoc import store as sql
-from autodoc.files.confine import names_file
+from autodoc.files.confine import names_file, read_inside
 from autodoc.links.dialect import dialect_of
-from autodoc.parse.document import Link, links_on_line
+from autodoc.parse.document import Link, links_on_line, without_inline_code
 from autodoc.store import Store, Workspace
 
 HOVER_LINES = 6  # of the target section, after its heading
@@ -117,15 +117,52 @@ def preview(conn, target: Target) -> str:
     return "\n".join(lines[:HOVER_LINES])
 
 
-def references(conn, doc_id: int, heading: str | None) -> list[tuple[str, int]]:
-    """(path, line) of every link to the document; with `heading`, only those to it (a link
+@dataclass(frozen=True)
+class Place:
+    """A link to a document: its note, its 1-based line, and where on the line it is written
+    (string offsets; 0, 0 where it is not found there: a frontmatter reference, a file changed
+    since it was indexed)."""
+
+    path: str
+    line: int
+    start: int = 0
+    end: int = 0
+    text: str = ""  # the line, for a client's units
+
+
+def references(conn, ws: Workspace, doc_id: int, heading: str | None) -> list[Place]:
+    """Every link to the document, placed on its line; with `heading`, only those to it (a link
     to the document itself counts for its title, `heading` "")."""
-    out = []
     want = anchor_key(heading) if heading else None
-    for path, line, linked in sql.links_into(conn, doc_id):
-        if want is None or wanted_place(linked) == ("heading", want):
-            out.append((path, line))
+    rows = [
+        r for r in sql.link_rows_into(conn, doc_id)
+        if want is None or wanted_place(r[2]) == ("heading", want)
+    ]  # fmt: skip
+    label_first = dialect_of(ws).label_first
+    out, texts = [], {}
+    taken: dict[tuple[object, ...], int] = {}  # such links of a line already placed
+    for path, line, heading_written, kind, target in rows:
+        if path not in texts:
+            texts[path] = _file_lines(ws, path)
+        lines = texts[path]
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        written = (kind, target, heading_written)
+        spans = [(s, e) for s, e, ln in links_on_line(without_inline_code(text), label_first)
+                 if (ln.kind, ln.target, ln.heading) == written]  # fmt: skip
+        n = taken.get((path, line, *written), 0)
+        taken[(path, line, *written)] = n + 1
+        start, end = spans[n] if n < len(spans) else (0, 0)
+        out.append(Place(path, line, start, end, text))
     return out
+
+
+def _file_lines(ws: Workspace, rel: str) -> list[str]:
+    """A note's lines as the file has them now (read the one confined way), [] if unreadable."""
+    try:
+        data, _ = read_inside(ws.root, rel, ws.options["max_file_mb"] * 10**6)
+    except (OSError, ValueError):
+        return []
+    return data.decode("utf-8", "replace").splitlines()
 
 
 def document_links(

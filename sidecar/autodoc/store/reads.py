@@ -398,13 +398,20 @@ def links_on(conn: sqlite3.Connection, doc_id: int, line: int | None = None) -> 
 
 def links_into(conn: sqlite3.Connection, doc_id: int) -> list[tuple[str, int, str]]:
     """(source path, line, heading) of every link from a live document to this one."""
+    return [(r[0], r[1], r[2]) for r in link_rows_into(conn, doc_id)]
+
+
+def link_rows_into(conn: sqlite3.Connection, doc_id: int) -> list[tuple[str, int, str, str, str]]:
+    """(source path, line, heading, kind, target as written) of every link from a live document
+    to this one, by path and line (each link once: two on a line are two rows)."""
     rows = conn.execute(
-        "SELECT d.path, l.line, l.heading FROM links l JOIN documents d ON d.id = l.source_id"
+        "SELECT d.path, l.line, l.heading, l.kind, l.target FROM links l"
+        " JOIN documents d ON d.id = l.source_id"
         " WHERE l.target_id = ? AND d.deleted = 0 AND l.kind != 'record'"
-        " ORDER BY d.path, l.line",
+        " ORDER BY d.path, l.line, l.rowid",
         (doc_id,),
     )
-    return [(r[0], r[1], r[2]) for r in rows]
+    return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
 
 def document_by_key(

@@ -57,8 +57,13 @@ class LinkHover(LinkAt):
 
 @_WIRE
 class LinkPlace(TypedDict):
+    """A link's place: its note, its 1-based line, and its columns on the line in the request's
+    units (0, 0 where it is not on the line as written now: a frontmatter reference)."""
+
     path: str
     line: int
+    start: int
+    end: int
 
 
 @_WIRE

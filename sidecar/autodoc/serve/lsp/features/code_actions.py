@@ -85,7 +85,10 @@ def setup(server: AutodocServer) -> None:
         opts = client_text(ls, doc, args[1])
         at = [doc.workspace, doc.rel, args[1] + 1, args[2], opts]
         found = await ls.call("links.references", at)
-        return [lsp_location(ls, doc.root, p["path"], p["line"]) for p in found["places"]]
+        return [
+            lsp_location(ls, doc.root, p["path"], p["line"], (p["start"], p["end"]))
+            for p in found["places"]
+        ]
 
     def refresh_lenses(workspace: str) -> None:  # on the writer thread, after a run
         caps = server.client_capabilities.workspace

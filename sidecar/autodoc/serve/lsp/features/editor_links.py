@@ -55,7 +55,10 @@ def setup(server: AutodocServer) -> None:
                                  params.position)  # fmt: skip
         if found is None:
             return None
-        return [lsp_location(ls, root, p["path"], p["line"]) for p in found["places"]]
+        return [
+            lsp_location(ls, root, p["path"], p["line"], (p["start"], p["end"]))
+            for p in found["places"]
+        ]
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: AutodocServer, params: types.HoverParams) -> Any:
@@ -223,10 +226,14 @@ def _heading_symbol(h: Any, children: list[types.DocumentSymbol]) -> types.Docum
     )
 
 
-def lsp_location(ls: AutodocServer, root: Path, path: str, line: int) -> types.Location:
-    """A file's line as a location, the file named as the client has it open."""
-    start = types.Position(max(line - 1, 0), 0)
-    return types.Location(uri=ls.documents.uri(root / path), range=types.Range(start, start))
+def lsp_location(
+    ls: AutodocServer, root: Path, path: str, line: int, columns: tuple[int, int] = (0, 0)
+) -> types.Location:
+    """A file's line (and the columns on it, in the client's units) as a location, the file
+    named as the client has it open."""
+    start = types.Position(max(line - 1, 0), columns[0])
+    end = types.Position(max(line - 1, 0), columns[1])
+    return types.Location(uri=ls.documents.uri(root / path), range=types.Range(start, end))
 
 
 def preview_markup(target: Any, preview: str) -> types.MarkupContent:

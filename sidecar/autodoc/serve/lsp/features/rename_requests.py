@@ -24,7 +24,9 @@ from autodoc.serve.lsp.features.editor_links import (
     workspace_edit_caps,
 )
 from autodoc.serve.lsp.file_uris import path_to_uri
+from autodoc.serve.lsp.lsp_framing import rpc_exception
 from autodoc.serve.lsp.lsp_server import AutodocServer
+from autodoc.wire.errors import INVALID_PARAMS, RpcError
 
 log = logging.getLogger("autodoc.server")
 
@@ -42,6 +44,7 @@ MARKDOWN_FILES = types.FileOperationRegistrationOptions(
     ]
 )
 
+COMMAND_RENAME_FILE = "autodoc.renameFile"
 Opened = dict[str, tuple[str, int]]  # root-relative path -> (the client's uri, version)
 # An answer of the dispatcher, the root of its workspace, and that workspace's open documents.
 Answered = tuple[dict[str, Any], Path, Opened]
@@ -68,6 +71,11 @@ def setup(server: AutodocServer) -> None:
         answer = await ls.call("links.rename", [*at, params.new_name, opts])
         log.info("rename: %s links in %s files", answer["links"], answer["files"])
         return _workspace_edit(ls, [(answer, root, opened)], rename_files=True)
+
+    @server.command(COMMAND_RENAME_FILE)
+    async def rename_file(ls: AutodocServer, *args: Any) -> Any:
+        """autodoc.renameFile(uri, new_name): the note's own file renamed from inside it."""
+        return await renamed_file(ls, args)
 
     @server.feature(types.WORKSPACE_WILL_RENAME_FILES, MARKDOWN_FILES)
     async def will_rename_files(ls: AutodocServer, params: types.RenameFilesParams) -> Any:
@@ -185,3 +193,24 @@ def _without_overlaps(
             continue
         kept.append(e)
     return kept
+
+
+async def renamed_file(ls: AutodocServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    """autodoc.renameFile(uri, new_name): the note's own file renamed from inside it (a note
+    not named after its title, as every Dendron note, has no word in it that names its file),
+    every link to it rewritten; the edit is applied through `workspace/applyEdit`. Answers
+    {new_path, links, files, applied}."""
+    if len(args) < 2 or not all(isinstance(a, str) for a in args[:2]):
+        raise rpc_exception(RpcError(INVALID_PARAMS, "autodoc.renameFile takes uri, name"))
+    doc = served_document(ls, args[0])
+    if doc is None:
+        raise rpc_exception(RpcError(INVALID_PARAMS, f"{args[0]} is in no served folder"))
+    opts, opened = _options(ls, doc.workspace)
+    at = [doc.workspace, doc.rel, 1, 0]
+    answer = await ls.call("links.rename", [*at, args[1], {**opts, "subject": "file"}])
+    edit = _workspace_edit(ls, [(answer, doc.root, opened)], rename_files=True)
+    applied = await ls.workspace_apply_edit_async(
+        types.ApplyWorkspaceEditParams(edit=edit, label=f"Rename {doc.rel}")
+    )
+    return {"new_path": answer["new_path"], "links": answer["links"],
+            "files": answer["files"], "applied": applied.applied}  # fmt: skip
