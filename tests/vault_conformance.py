@@ -167,7 +167,11 @@ class Oracle:
             return before if self.dialect == "dendron" else after
 
         heading = re.sub(r"\[\[([^\[\]]+)\]\]", label, heading)
-        heading = re.sub(r"<[^>\n]+>", "", heading)  # inline HTML (`<a name="x"></a>`) shows none
+        # inline HTML (`<a name="x"></a>`) shows nothing; in a code span it is text
+        heading = "".join(
+            part if part.startswith("`") else re.sub(r"<[^>\n]+>", "", part)
+            for part in re.split(r"(`+[^`]*`+)", heading)
+        )
         return re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)
 
 
