@@ -5,6 +5,7 @@ the bundled model, and by names and links without one."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 
@@ -358,10 +359,10 @@ def test_little_typed_the_paragraphs_meaning_orders_the_notes(meaning):
         meaning.call("workspace.configure", ["v", {"embedding": {"provider": "bundled"}}])
 
 
-def test_a_slow_or_failing_model_embeds_only_the_paragraph_being_written(tmp_path):
-    """Each paragraph's embedding is one request to the provider: one asked for while another
-    is being embedded replaces the one waiting (a writer who moved on), and one the provider
-    failed on is not asked again at each keystroke."""
+@contextlib.contextmanager
+def over_a_provider(tmp_path):
+    """(dispatcher, provider): the example vault indexed through a local OpenAI-protocol
+    server (tests/fake_openai.py) whose mode and delay a test sets."""
     from autodoc.serve.dispatcher import Dispatcher
 
     root = tmp_path / "vault"
@@ -370,43 +371,42 @@ def test_a_slow_or_failing_model_embeds_only_the_paragraph_being_written(tmp_pat
         rpc = Dispatcher(fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url))
         try:
             rpc.call("index.run", ["v"])
-
-            def asked(word: str) -> int:
-                return sum(word in str(r["body"]["input"]) for r in server.requests)
-
-            server.mode = "slow"  # 2 s a request
-            for word in ("alpha", "bravo", "charlie", "delta"):
-                assert complete(rpc, f"About {word} things. See [[")["incomplete"] is True
-            got = by_meaning(rpc, "About delta things. See [[")
-            assert got["ranked_by"] == "meaning" and got["incomplete"] is False
-            assert [asked(w) for w in ("alpha", "bravo", "charlie", "delta")] == [1, 0, 0, 1]
-            server.mode = "fail"
-            for _ in range(5):
-                got = complete(rpc, "About echo things. See [[")
-                time.sleep(0.05)
-            assert (got["ranked_by"], got["incomplete"]) == ("links", False)  # names alone
-            assert asked("echo") == 1
+            yield rpc, server
         finally:
             rpc.engine.close()
+
+
+def test_a_slow_or_failing_model_embeds_only_the_paragraph_being_written(tmp_path):
+    """Each paragraph's embedding is one request to the provider: one asked for while another
+    is being embedded replaces the one waiting (a writer who moved on), and one the provider
+    failed on is not asked again at each keystroke."""
+    with over_a_provider(tmp_path) as (rpc, server):
+
+        def asked(word: str) -> int:
+            return sum(word in str(r["body"]["input"]) for r in server.requests)
+
+        server.mode = "slow"  # 2 s a request
+        for word in ("alpha", "bravo", "charlie", "delta"):
+            assert complete(rpc, f"About {word} things. See [[")["incomplete"] is True
+        got = by_meaning(rpc, "About delta things. See [[")
+        assert got["ranked_by"] == "meaning" and got["incomplete"] is False
+        assert [asked(w) for w in ("alpha", "bravo", "charlie", "delta")] == [1, 0, 0, 1]
+        server.mode = "fail"
+        for _ in range(5):
+            got = complete(rpc, "About echo things. See [[")
+            time.sleep(0.05)
+        assert (got["ranked_by"], got["incomplete"]) == ("links", False)  # names alone
+        assert asked("echo") == 1
 
 
 def test_a_lone_wiki_opener_waits_for_the_paragraphs_notes(tmp_path):
     """At `[[` with nothing typed the first answer is ranked by the paragraph's meaning when the
     model answers within the longer wait (a provider taking 100 ms); a letter typed after it
     waits no longer than a keystroke may (20 ms)."""
-    from autodoc.serve.dispatcher import Dispatcher
-
-    root = tmp_path / "vault"
-    shutil.copytree(EXAMPLE_VAULT, root)
-    with FakeOpenAI(dim=32) as server:
-        rpc = Dispatcher(fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url))
-        try:
-            rpc.call("index.run", ["v"])
-            server.delay = 0.1
-            got = complete(rpc, "About lease recovery after a crash. See [[")
-            assert (got["ranked_by"], got["incomplete"]) == ("meaning", False)
-            started = time.monotonic()
-            got = complete(rpc, "About search ranking and fusion. See [[s")
-            assert got["incomplete"] is True and time.monotonic() - started < 0.09
-        finally:
-            rpc.engine.close()
+    with over_a_provider(tmp_path) as (rpc, server):
+        server.delay = 0.1
+        got = complete(rpc, "About lease recovery after a crash. See [[")
+        assert (got["ranked_by"], got["incomplete"]) == ("meaning", False)
+        started = time.monotonic()
+        got = complete(rpc, "About search ranking and fusion. See [[s")
+        assert got["incomplete"] is True and time.monotonic() - started < 0.09
