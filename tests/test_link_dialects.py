@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from autodoc.links.dialect import Dialect
-from autodoc.links.vault_markers import decide, from_markers
+from autodoc.links.vault_markers import decide, from_links, from_markers
 from autodoc.parse.document import wiki_parts
 
 from .conftest import lexical_workspace, write
@@ -268,3 +268,148 @@ def test_a_note_not_named_after_its_title_renames_its_file_from_inside(dendron):
     assert answer["links"] == 4
     with pytest.raises(Exception, match="subject must be"):
         rpc.call("links.prepare_rename", ["v", "notes/changelog.md", 1, 0, {"subject": "title"}])
+
+
+# -- the dialect's own rules, one by one -------------------------------------------------------
+
+PATH, STEM, SUFFIX, TITLE = 1 << 0, 1 << 1, 1 << 6, 1 << 2
+DENDRON = Dialect("dendron", "dendron.yml", (("notes", "team.notes"), ("more/vault", "More")))
+OBSIDIAN = Dialect("obsidian", ".obsidian/app.json")
+
+
+def _files(*present: str):
+    return lambda rel: rel in present
+
+
+@pytest.mark.parametrize(
+    ("dialect", "source", "kind", "target", "is_file", "key", "reach"),
+    [
+        # Dendron: a hierarchy name; a vault it holds keeps its name; one it does not, too
+        (DENDRON, "notes/a.md", "wiki", "Dendron.Topic", None, "dendron.topic", PATH | STEM),
+        (
+            DENDRON,
+            "notes/a.md",
+            "wiki",
+            "dendron://Team.Notes/a.B",
+            None,
+            "dendron://team.notes/a.b",
+            PATH | STEM,
+        ),
+        (
+            DENDRON,
+            "notes/a.md",
+            "wiki",
+            "dendron://other/a.b",
+            None,
+            "dendron://other/a.b",
+            PATH | STEM,
+        ),
+        (
+            Dialect("dendron", "links"),
+            "a.md",
+            "wiki",
+            "dendron://any/a.b",
+            None,
+            "a.b",
+            PATH | STEM,
+        ),  # no vaults known: the name alone
+        # Obsidian: a path's end, the root (`/`), relative to the note; a Markdown link by name
+        (OBSIDIAN, "x/a.md", "wiki", "Folder/Note.md", None, "folder/note", PATH | SUFFIX | STEM),
+        (OBSIDIAN, "x/a.md", "wiki", "/Top/Note", None, "top/note", PATH),
+        (OBSIDIAN, "x/a.md", "wiki", "../y/Note", None, "y/note", PATH),
+        (OBSIDIAN, "x/a.md", "md", "Note.md", _files(), "note", PATH | SUFFIX | STEM),
+        (OBSIDIAN, "x/a.md", "md", "Note.md", _files("x/Note.md"), "x/note", PATH),
+        (OBSIDIAN, "x/a.md", "md", "./Note.md", _files(), "x/note", PATH),
+        (OBSIDIAN, "x/a.md", "md", "Note", _files("x/Note.md"), "x/note", PATH),
+        # plain Markdown: a wiki link by any name but a path's end; a Markdown link by its path
+        (Dialect(), "x/a.md", "wiki", "Some Title", None, "some title", -1 & ~SUFFIX),
+        (Dialect(), "x/a.md", "md", "../b.md", None, "b", PATH),
+        (Dialect(), "x/a.md", "meta", "b.md", None, "x/b", PATH),
+        (Dialect(), "x/a.md", "meta", "Bee", None, "bee", -1 & ~SUFFIX),
+        (Dialect(), "adr/a.md", "record", "32", None, "adr/#32", -1),
+    ],
+)
+def test_a_link_key_and_the_names_it_may_find(dialect, source, kind, target, is_file, key, reach):
+    assert dialect.key(source, kind, target, is_file) == (key, reach)
+
+
+def test_the_names_a_note_answers_to_in_each_dialect():
+    plain = set(Dialect().names("a/b/c.md", "Title", ["Alias"]))
+    assert {("a/b/c", 0), ("c", 1), ("title", 2), ("alias", 3)} <= plain
+    assert set(OBSIDIAN.names("a/b/c.md", "Title", [])) - plain == {("b/c", 6)}
+    in_vault = set(DENDRON.names("more/vault/x.y.md", "Y", []))
+    assert in_vault - set(Dialect().names("more/vault/x.y.md", "Y", [])) == {
+        ("dendron://more/x.y", 0)
+    }
+    assert set(DENDRON.names("elsewhere/x.md", "X", [])) == set(Dialect().names(
+        "elsewhere/x.md", "X", []))  # fmt: skip
+    assert DENDRON.vault_of("more/vault/x.md") == ("more/vault", "More")
+    assert DENDRON.vault_of("notes/x.md") == ("notes", "team.notes")
+    assert DENDRON.vault_of("morex/x.md") is None
+    assert Dialect("dendron", "x", ((".", "root"),)).vault_of("any/x.md") == (".", "root")
+    assert DENDRON.vault_named("dendron://more/x") == ("more/vault", "More")
+    assert DENDRON.vault_named("dendron://nowhere/x") is None and DENDRON.vault_named("x") is None
+    assert DENDRON.note_name("dendron://More/a.b") == "a.b" and DENDRON.note_name("a.b") == "a.b"
+    assert OBSIDIAN.note_name("dendron://x/y") == "dendron://x/y"
+    assert Dialect.from_json(DENDRON.to_json()) == DENDRON and Dialect.from_json("") == Dialect()
+    assert DENDRON.fingerprint == "dialect=dendron[notes=team.notes;more/vault=More]"
+    assert OBSIDIAN.fingerprint == "dialect=obsidian" and not OBSIDIAN.label_first
+
+
+def test_obsidian_settings_and_dendron_vaults_read_from_their_files(tmp_path: Path):
+    write(tmp_path, "o/.obsidian/app.json",
+          '{"useMarkdownLinks": true, "newLinkFormat": "relative"}')  # fmt: skip
+    assert from_markers(tmp_path / "o") == Dialect("obsidian", ".obsidian/app.json", (), True,
+                                                   "relative")  # fmt: skip
+    write(tmp_path, "p/.obsidian/app.json", '{"useMarkdownLinks": 1, "newLinkFormat": "odd"}')
+    assert from_markers(tmp_path / "p") == Dialect("obsidian", ".obsidian/app.json")
+    write(tmp_path, "q/.obsidian/app.json", "[not an object]")
+    assert from_markers(tmp_path / "q") == Dialect("obsidian", ".obsidian/app.json")
+    (tmp_path / "r" / ".obsidian").mkdir(parents=True)  # a vault Obsidian opened, no settings
+    assert from_markers(tmp_path / "r") == Dialect("obsidian", ".obsidian")
+    write(tmp_path, "d/dendron.yml", "workspace:\n  vaults:\n    - fsPath: ./notes/\n"
+          "    - fsPath: ../outside\n    - {fsPath: 'sub\\\\v', name: ''}\n    - 7\n")  # fmt: skip
+    vaults = (("notes", "notes"), ("sub/v", "v"))
+    assert from_markers(tmp_path / "d") == Dialect("dendron", "dendron.yml", vaults)
+    write(tmp_path, "e/dendron.yml", ": not yaml : [")
+    assert from_markers(tmp_path / "e") == Dialect("dendron", "dendron.yml")
+    write(tmp_path, "f/.dendron.yml", "- a list\n")
+    assert from_markers(tmp_path / "f") == Dialect("dendron", ".dendron.yml")
+    assert from_markers(tmp_path / "none") is None
+
+
+def test_the_dialect_decided_by_the_option_then_the_markers_then_what_links_said(tmp_path: Path):
+    write(tmp_path, "dendron.yml", DENDRON_YML)
+    learned = Dialect("dendron", "links")
+    assert decide(tmp_path, "auto", Dialect()) == Dialect("dendron", "dendron.yml",
+                                                          (("notes", "team.notes"),))  # fmt: skip
+    forced = decide(tmp_path, "dendron", Dialect())
+    assert (forced.source, forced.vaults) == ("option", (("notes", "team.notes"),))
+    assert decide(tmp_path, "markdown", learned) == Dialect("markdown", "option")
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    assert decide(bare, "auto", learned) == learned  # what the links said stays
+    assert decide(bare, "auto", Dialect("obsidian", ".obsidian")) == Dialect()  # marker gone
+    with pytest.raises(ValueError):
+        decide(bare, "roam", Dialect())
+
+
+@pytest.mark.parametrize(
+    ("target_first", "label_first", "decided"),
+    [
+        (0, 5, True),
+        (0, 4, False),
+        (3, 8, True),
+        (3, 5, False),
+        (4, 9, True),
+        (4, 8, False),
+        (5, 9, False),
+    ],
+)
+def test_the_links_decide_only_by_a_clear_lead(target_first, label_first, decided):
+    """`[[a|b]]`: label first wins with at least 5 more links resolved, and twice as many."""
+    pairs = [("n.md", f"t{i}", "nowhere") for i in range(target_first)]
+    pairs += [("n.md", "nowhere", f"l{i}") for i in range(label_first)]
+    known = {f"t{i}" for i in range(target_first)} | {f"l{i}" for i in range(label_first)}
+    found = from_links(pairs, lambda keys: set(keys) & known, Dialect())
+    assert (found == Dialect("dendron", "links")) is decided
