@@ -81,8 +81,11 @@ class WriterLease:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise StoreBusyError(str(self.path), **parse_record(record)) from None
             raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, holder_record().encode(), 0)
+        record = holder_record().encode()
+        # written over the last holder's record, then cut to its length: a process that reads
+        # it meanwhile finds a whole first line, never an empty file
+        os.pwrite(fd, record, 0)
+        os.ftruncate(fd, len(record))
         self.fd = fd
 
     def held_elsewhere(self) -> bool:
