@@ -81,11 +81,11 @@ class WriterLease:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise StoreBusyError(str(self.path), **parse_record(record)) from None
             raise
-        record = holder_record().encode()
+        mine = holder_record().encode()
         # written over the last holder's record, then cut to its length: a process that reads
         # it meanwhile finds a whole first line, never an empty file
-        os.pwrite(fd, record, 0)
-        os.ftruncate(fd, len(record))
+        os.pwrite(fd, mine, 0)
+        os.ftruncate(fd, len(mine))
         self.fd = fd
 
     def held_elsewhere(self) -> bool:
