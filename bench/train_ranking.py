@@ -198,8 +198,9 @@ def load_sets(work: Path) -> list[SetCapture]:
             for c in caps:
                 x = np.zeros((len(c.x), len(ranking.FEATURES)))
                 for j, name in enumerate(ranking.BASE_FEATURES):
-                    x[:, j] = c.x[:, names.index(name)]
-                c.x = ranking.derive(x)
+                    if name in names:  # a capture from before a feature existed: 0
+                        x[:, j] = c.x[:, names.index(name)]
+                c.x = ranking.derive(x, c.doc)
     return sets
 
 
@@ -430,6 +431,7 @@ def model_file(
     low: float,
     high: float,
     trained_on: list[str],
+    document: dict[str, float],
 ) -> dict[str, Any]:
     """The JSON the sidecar reads: every stage set's weights over one feature list."""
     feats = list(ranking.FEATURES)
@@ -448,6 +450,7 @@ def model_file(
         "models": out,
         "floor": floor,
         "confidence": {"low": low, "high": high},
+        "document": document,
         "trained_on": trained_on,
     }
 
@@ -495,8 +498,55 @@ def choose_floor(sets, preds, loss: float) -> float:
     return round(float(kept[int(loss * len(kept))]) * 0.999, 4) if kept else 0.0
 
 
-def choose_confidence(sets, preds, doubt: float, dismiss: float):
-    """From the golden sets' left-out top probabilities: `high` at or above the value that
+def document_rows(c: Captured, p: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(each candidate document, the logit of its best candidate's probability, log2 of how
+    many of its chunks are candidates): the document calibration's inputs."""
+    best: dict[str, float] = {}
+    hits: dict[str, int] = {}
+    for d, v in zip(c.doc, p.tolist(), strict=True):
+        best[d] = max(best.get(d, 0.0), v)
+        hits[d] = hits.get(d, 0) + 1
+    docs = list(best)
+    b = np.clip(np.array([best[d] for d in docs]), 1e-6, 1 - 1e-6)
+    return docs, np.log(b / (1 - b)), np.log2(np.array([hits[d] for d in docs], dtype=float))
+
+
+def fit_document_calibration(sets, preds) -> dict[str, float]:
+    """P(a document answers) from its candidates' left-out probabilities: a logistic over the
+    logit of its best candidate's and log2 of its candidate count, every set weighing the square
+    root of its queries (as the ranking model's training), negatives' documents answering none."""
+    from sklearn.linear_model import LogisticRegression
+
+    xs, ys, ws = [], [], []
+    for sc in sets:
+        caps = [(c, p) for c, p in zip(sc.queries["hybrid"], preds[sc.name], strict=True)
+                if len(c.x)]  # fmt: skip
+        per_query = math.sqrt(len(caps)) / max(len(caps), 1)
+        for c, p in caps:
+            docs, logit, hits = document_rows(c, p)
+            xs.append(np.column_stack([logit, hits]))
+            ys.append(np.array([int(d in c.grade and not c.negative) for d in docs]))
+            ws.append(np.full(len(docs), per_query / len(docs)))
+    x, y, w = np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
+    model = LogisticRegression(max_iter=2000).fit(x, y, sample_weight=w / w.mean())
+    a, b = model.coef_[0].tolist()
+    c = float(model.intercept_[0])
+    return {"best": round(a, 6), "hits": round(b, 6), "intercept": round(c, 6)}
+
+
+def top_document_probability(c: Captured, p: np.ndarray, calib: dict[str, float]) -> float:
+    """The calibrated probability that the document of the query's top listed hit answers."""
+    if not len(p):
+        return 0.0
+    docs, logit, hits = document_rows(c, p)
+    top = c.doc[order(c, p)[0]]
+    z = calib["best"] * logit + calib["hits"] * hits + calib["intercept"]
+    return float(1 / (1 + np.exp(-z[docs.index(top)])))
+
+
+def choose_confidence(sets, preds, doubt: float, dismiss: float, calib: dict[str, float]):
+    """From the golden sets' left-out top document probabilities (`calib`: the document
+    calibration): `high` at or above the value that
     leaves at most `doubt` of the answerable queries below it, `none` below the value that
     leaves at most `dismiss` of them below it (`low` between); and the figures that chose
     them: each negative query's top probability and whether `missing` names a word of it."""
@@ -505,7 +555,7 @@ def choose_confidence(sets, preds, doubt: float, dismiss: float):
         if sc.kind != "golden":
             continue
         for c, p in zip(sc.queries["hybrid"], preds[sc.name], strict=True):
-            top = float(max(p)) if len(p) else 0.0
+            top = top_document_probability(c, p, calib)
             missing = bool(len(c.x)) and c.x[0, ranking.FEATURES.index("q_missing")] > 0
             (negative if c.negative else answerable).append((top, missing, c.query))
     tops = sorted(t for t, _, _ in answerable)
@@ -542,16 +592,17 @@ def cmd_ship(args: argparse.Namespace) -> None:
     preds = fold_predictions(sets, "hybrid", fam, fs, sw)
     print("\n".join(calibration(sets, preds)))
     floor = choose_floor(sets, preds, args.floor_loss)
-    low, high, notes = choose_confidence(sets, preds, args.doubt, args.dismiss)
+    calib = fit_document_calibration(sets, preds)
+    low, high, notes = choose_confidence(sets, preds, args.doubt, args.dismiss, calib)
     print("\n".join(notes))
-    print(f"floor {floor}, confidence low {low}, high {high}")
+    print(f"floor {floor}, document calibration {calib}, confidence low {low}, high {high}")
     if args.fold_models:
         args.fold_models.mkdir(parents=True, exist_ok=True)
         for s in sets:
             rest = [t for t in sets if t.name != s.name]
-            data = model_file(fitted(rest), floor, low, high, [t.name for t in rest])
+            data = model_file(fitted(rest), floor, low, high, [t.name for t in rest], calib)
             (args.fold_models / f"without-{s.name}.json").write_text(json.dumps(data, indent=1))
-    data = model_file(fitted(sets), floor, low, high, names)
+    data = model_file(fitted(sets), floor, low, high, names, calib)
     target = REPO / "sidecar" / "autodoc" / "query" / ranking.MODEL_FILE
     target.write_text(json.dumps(data, indent=1) + "\n")
     print(f"wrote {target}", file=sys.stderr)

@@ -76,7 +76,7 @@ def test_probability_rises_with_each_stages_evidence():
     x[0, col["sem_cos"]], x[1, col["sem_cos"]] = 0.3, 0.6
     x[0, col["sem_gap"]], x[1, col["sem_gap"]] = 0.3, 0.0
     x[:, col["lex_norm"]] = 0.5
-    ranking.derive(x)
+    ranking.derive(x, [1, 2])  # two documents
     p = model.probability(x)
     assert p[1] > p[0]
 

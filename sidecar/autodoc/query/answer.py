@@ -87,13 +87,16 @@ def build_answer(ctx: QueryContext) -> protocol.Answer:
 
 
 def _relevance(ctx: QueryContext, fused: list[fusion.Fused]) -> list[float]:
-    """Each hit's relevance, never above the one before it: under `learned` fusion its
-    probability of answering, else its share of first place in every stage; an exact title or
-    alias 1.0."""
+    """Each hit's relevance, never above the one before it: under `learned` fusion the
+    calibrated probability that its document answers (a section's own probability is low
+    wherever several sections share the answer, and a person reads 0.1 as a poor match), else
+    its share of first place in every stage; an exact title or alias 1.0."""
     record = ctx.fusion
     assert record is not None
     if record["method"] == "learned":
-        raw = [1.0 if "exact" in f.via else f.score for f in fused]
+        raw = [
+            1.0 if "exact" in f.via else ctx.document_p.get(f.document_id, f.score) for f in fused
+        ]
     else:
         active = sum(w for s, w in record["weights"].items() if s in ctx.performed)
         raw = [

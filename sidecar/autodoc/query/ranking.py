@@ -19,13 +19,14 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from autodoc.parse.chunking import BREADCRUMB_SEP
 from autodoc.query.intent import LEXICAL_FIRST
 from autodoc.wire.protocol import ConfidenceLevel
 
@@ -61,6 +62,8 @@ BASE_FEATURES: tuple[str, ...] = (
     "links",  # min(1, log2(1 + inbound links) / 5)
     "outlinks",  # the same of the links the document holds: an index page holds many
     "tag",  # a tag of the document among the query's words
+    "position",  # its place among its document's chunks, 0 (the first) .. 1 (the last)
+    "depth",  # how deep its heading sits: min(1, (breadcrumb parts - 1) / 4)
 )
 # Read from the whole candidate list, so computed from the base columns (`derive`): where a hit
 # stands among this query's candidates, and how much the two stages agree.
@@ -69,6 +72,13 @@ LIST_FEATURES: tuple[str, ...] = (
     "lex_z",  # the same for the normalised BM25 of the hits the words found
     "q_agree",  # share of candidates both stages found
     "q_sem_spread",  # best cosine - the candidates' mean cosine
+    # Its standing in its document (the section that answers, not only the document): the
+    # first of its document in the stages' order, how many of its document's chunks are
+    # candidates, and its cosine and BM25 below its document's best candidate's.
+    "doc_first",
+    "doc_hits",  # min(1, log2(its document's candidates) / 3)
+    "doc_sem_gap",
+    "doc_lex_gap",
 )
 # The least spread a standardisation divides by: a few candidates of nearly equal score (a small
 # vault, two notes that say the same) stay near-equal, not a standard deviation apart.
@@ -126,16 +136,35 @@ class LinearModel:
 
 
 @dataclass(frozen=True)
+class DocumentCalibration:
+    """The probability that a *document* answers, from its candidates' (the relevance a person
+    reads: a chunk's own probability is low wherever several sections share an answer): a
+    logistic over the logit of its best candidate's probability and how many of its chunks are
+    candidates, fitted on the left-out folds' predictions (bench/train_ranking.py)."""
+
+    best: float
+    hits: float
+    intercept: float
+
+    def probabilities(self, best: np.ndarray, hits: np.ndarray) -> np.ndarray:
+        p = np.clip(best, 1e-6, 1 - 1e-6)
+        z = self.best * np.log(p / (1 - p)) + self.hits * np.log2(hits) + self.intercept
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+
+
+@dataclass(frozen=True)
 class RankingModel:
     """The shipped model file: a version, one logistic model per stage set (`hybrid`,
-    `lexical`, `semantic`), the floor under which a hit is not listed, and the top
-    probabilities that make an answer's confidence `low` or `high`."""
+    `lexical`, `semantic`), the floor under which a hit is not listed, the document
+    calibration (None in a file from before it), and the top document probabilities that make
+    an answer's confidence `low` or `high` (a file without the calibration: the top hit's)."""
 
     version: str
     models: dict[str, LinearModel]
     floor: float
     confident: float  # top probability at or above: `high`
     doubtful: float  # below: `none` (between: `low`)
+    document: DocumentCalibration | None = None
 
     def for_stages(self, stages: Sequence[str]) -> LinearModel:
         key = "hybrid" if len(stages) > 1 else (stages[0] if stages else "hybrid")
@@ -155,13 +184,39 @@ def parse_model(data: dict[str, Any]) -> RankingModel:
         for name, value in zip(names, spec["coef"], strict=True):
             w[_INDEX[name]] = value
         models[key] = LinearModel(w, float(spec["intercept"]))
+    doc = data.get("document")
+    calibration = (
+        DocumentCalibration(float(doc["best"]), float(doc["hits"]), float(doc["intercept"]))
+        if doc
+        else None
+    )
     return RankingModel(
         version=str(data["version"]),
         models=models,
         floor=float(data["floor"]),
         confident=float(data["confidence"]["high"]),
         doubtful=float(data["confidence"]["low"]),
+        document=calibration,
     )
+
+
+def document_probabilities(
+    model: RankingModel, scores: Sequence[float], docs: Sequence[int]
+) -> dict[int, float]:
+    """{document: the probability that it answers} from its candidates' probabilities (every
+    candidate of the query, listed or not); without a calibration, its best candidate's."""
+    best: dict[int, float] = {}
+    hits: dict[int, int] = {}
+    for d, p in zip(docs, scores, strict=True):
+        best[d] = max(best.get(d, 0.0), p)
+        hits[d] = hits.get(d, 0) + 1
+    if model.document is None or not best:
+        return best
+    keys = list(best)
+    found = model.document.probabilities(
+        np.array([best[d] for d in keys]), np.array([hits[d] for d in keys], dtype=float)
+    )
+    return dict(zip(keys, found.tolist(), strict=True))
 
 
 MODEL_FILE = "ranking_model.json"
@@ -201,6 +256,7 @@ class Evidence:
     inbound: dict[int, int]
     outbound: dict[int, int]
     tagged: set[int]
+    structure: dict[int, tuple[int, int, str]] = field(default_factory=dict)  # chunk_structure
 
 
 def candidate_features(fused: list[Fused], ev: Evidence) -> np.ndarray:
@@ -235,14 +291,29 @@ def candidate_features(fused: list[Fused], ev: Evidence) -> np.ndarray:
     held = np.array([ev.outbound.get(d, 0) for d in docs.tolist()], dtype=float)
     x[:, col["outlinks"]] = np.minimum(1.0, np.log2(1 + held) / 5)
     x[:, col["tag"]] = np.isin(docs, list(ev.tagged)) if ev.tagged else 0.0
-    return derive(x)
+    if ev.structure:
+        _structure_columns(ev.structure, [f.chunk_id for f in fused], x)
+    return derive(x, docs.tolist())
 
 
-def derive(x: np.ndarray) -> np.ndarray:
-    """Fill the LIST_FEATURES and INTERACTIONS columns from the base ones (in place; returned):
-    training recomputes them from captured base columns."""
+def _structure_columns(
+    structure: dict[int, tuple[int, int, str]], chunk_ids: list[int], x: np.ndarray
+) -> None:
+    """`position` and `depth` from each candidate's place in its document."""
+    col = _INDEX
+    for i, cid in enumerate(chunk_ids):
+        ordinal, count, crumb = structure.get(cid, (0, 1, ""))
+        x[i, col["position"]] = ordinal / (count - 1) if count > 1 else 0.0
+        x[i, col["depth"]] = min(1.0, crumb.count(BREADCRUMB_SEP) / 4)
+
+
+def derive(x: np.ndarray, docs: Sequence[Any]) -> np.ndarray:
+    """Fill the LIST_FEATURES and INTERACTIONS columns from the base ones and each candidate's
+    document (`docs`, in the candidates' order: the stages' plain RRF order), in place;
+    returned: training recomputes them from captured base columns."""
     col = _INDEX
     if len(x):
+        _document_columns(x, docs)
         sem = x[:, col["sem_cos"]]
         if x[:, col["sem_found"]].any():
             x[:, col["sem_z"]] = (sem - sem.mean()) / max(sem.std(), MIN_COSINE_SPREAD)
@@ -256,6 +327,22 @@ def derive(x: np.ndarray) -> np.ndarray:
     for q, s in INTERACTIONS:
         x[:, col[f"{q}_x_{s}"]] = x[:, col[q]] * x[:, col[s]]
     return x
+
+
+def _document_columns(x: np.ndarray, docs: Sequence[Any]) -> None:
+    """Each candidate against the other candidates of its document (the list is short: a few
+    hundred rows at most, grouped once)."""
+    col = _INDEX
+    groups: dict[Any, list[int]] = {}
+    for i, d in enumerate(docs):
+        groups.setdefault(d, []).append(i)
+    sem, lex = x[:, col["sem_cos"]], x[:, col["lex_norm"]]
+    for rows in groups.values():
+        at = np.asarray(rows)
+        x[at[0], col["doc_first"]] = 1.0
+        x[at, col["doc_hits"]] = min(1.0, math.log2(len(rows)) / 3)
+        x[at, col["doc_sem_gap"]] = sem[at] - sem[at].max()
+        x[at, col["doc_lex_gap"]] = lex[at] - lex[at].max()
 
 
 def _rank_feature(ranks: np.ndarray) -> np.ndarray:

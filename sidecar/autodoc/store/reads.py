@@ -52,6 +52,19 @@ def boost_facts(
     return {r[0]: (r[1], r[2], r[3]) for r in Store.rows(conn, sql, list(ids))}
 
 
+def chunk_structure(
+    conn: sqlite3.Connection, ids: Sequence[int]
+) -> dict[int, tuple[int, int, str]]:
+    """{chunk id: (its ordinal, how many visible chunks its document has, its breadcrumb)}:
+    where a candidate stands in its document, for the ranking's section features."""
+    sql = (
+        "SELECT c.id, c.ordinal, (SELECT count(*) FROM chunks o WHERE o.document_id ="
+        f" c.document_id AND o.state = {LIVE}), c.breadcrumb FROM chunks c"
+        " WHERE c.id IN ({marks})"
+    )
+    return {r[0]: (r[1], r[2], r[3]) for r in Store.rows(conn, sql, list(ids))}
+
+
 def chunk_place(row: sqlite3.Row) -> tuple[int, list[tuple[int, str]]]:
     """A `chunk_rows` row's line to show (the heading its breadcrumb ends with; `line_start`
     where the store does not know it) and the headings its span holds, (line, text)."""

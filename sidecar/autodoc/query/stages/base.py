@@ -94,6 +94,7 @@ class QueryContext:
     fused: list[fusion.Fused] = field(default_factory=list)
     moved: dict[int, int] = field(default_factory=dict)  # chunk id -> successor document id
     below_floor: int = 0  # candidates the learned ranking left out as implausible
+    document_p: dict[int, float] = field(default_factory=dict)  # document -> P(it answers)
     fusion: protocol.FusionRecord | None = None
     rows: dict[int, sqlite3.Row] = field(default_factory=dict)  # chunk id -> its row
     successor_paths: dict[int, str] = field(default_factory=dict)

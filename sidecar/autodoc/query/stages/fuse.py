@@ -45,6 +45,7 @@ class FuseStage(StageDefaults):
             outbound = {d: held for d, (_, _, held) in info.items() if held}
             terms = tap is not None or model.for_stages(stages).reads_terms
             evidence = _evidence(ctx, fused, inbound, outbound, tagged, terms=terms)
+            evidence.structure = store.chunk_structure(conn, [f.chunk_id for f in fused])
             x = ranking.candidate_features(fused, evidence)
             if tap is not None:  # training captures the candidates (bench/train_ranking.py)
                 tap(ctx, conn, fused, x)
@@ -85,6 +86,9 @@ class FuseStage(StageDefaults):
         found."""
         for f, p in zip(fused, model.for_stages(stages).probability(x).tolist(), strict=True):
             f.score = p
+        ctx.document_p = ranking.document_probabilities(
+            model, [f.score for f in fused], [f.document_id for f in fused]
+        )
         ctx.fusion = protocol.FusionRecord(
             method="learned",
             k=0,
