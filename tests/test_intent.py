@@ -10,6 +10,7 @@ from autodoc.query.intent import (
     INTENTS,
     LEXICAL_FIRST,
     code_words,
+    definition_term,
     detect,
     number_words,
 )
@@ -107,3 +108,25 @@ def test_a_name_holds_a_codes_number_only_for_a_record_number(title, indexed):
     """The index reads a title's numbers by the query's definition: a query for record 2 and
     a title naming record 2 agree that `S2` is neither."""
     assert name_words(title) == indexed
+
+
+@pytest.mark.parametrize(
+    "text, term",
+    [
+        ("what is a vault", "vault"),
+        ("What are Pods?", "pods"),
+        ("what's the stub", "stub"),
+        ("whats a backlink", "backlink"),
+        ("who is the writer", "writer"),
+        ("define hierarchy", "hierarchy"),
+        ("meaning of frontmatter", "frontmatter"),
+        ("what does stub mean", "stub"),
+        ("schema definition", "schema"),
+        ("what is wrong with using the user home property", None),  # a sentence, not a term
+        ("how is a vault made", None),
+        ("what is", None),
+        ("vault", None),
+    ],
+)
+def test_a_definition_question_names_its_term(text, term):
+    assert definition_term(parse_query(text)) == term

@@ -72,3 +72,45 @@ def test_a_title_holding_a_letter_and_digit_is_not_that_records(places):
     names pass (required: 2 in a title or path) does not list it."""
     answer = search(places, "places", "adr 2", stages=["lexical"])
     assert "geo/s2-geometry.md" not in paths(answer)
+
+
+def test_a_prefix_keeps_first_the_note_whose_name_it_completes(rpc, tmp_path):
+    """`looku*`: a reference note's many short command sections (`lookup: enable`, …) and a
+    glossary line crowded out the note titled Lookup, which lexical and RRF rank first."""
+    root = tmp_path / "ref"
+    commands = "".join(
+        f"## lookup: {verb}\n\nRun lookup {verb}.\n\n"
+        for verb in ("enable", "disable", "reset", "show", "hide", "toggle", "focus", "clear")
+    )
+    write(root, "reference/commands.md", "# Commands\n\n" + commands)
+    write(root, "reference/glossary.md", "# Glossary\n\n- lookup: the palette.\n- vault: a "
+          "folder of notes.\n")  # fmt: skip
+    write(root, "lookup.md", "# Lookup\n\nThe palette finds a note by its name as you type, "
+          "creates one when none matches, and opens several at once with a modifier.\n\n"
+          "## Modifiers\n\nEach modifier changes which notes the palette shows.\n")  # fmt: skip
+    for n in range(6):
+        write(root, f"journal/day-{n}.md", f"# Day {n}\n\nNothing much happened on day {n}.\n")
+    indexed(rpc, root, "ref")
+    answer = search(rpc, "ref", "looku*")
+    assert answer["fusion"]["intent"] == "prefix"
+    assert paths(answer)[0] == "lookup.md"
+    # the promise keeps the column honest: the first hit reads at least as relevant as any
+    assert answer["hits"][0]["relevance"] == max(h["relevance"] for h in answer["hits"])
+
+
+def test_a_definition_question_prefers_the_note_its_term_titles(rpc, tmp_path):
+    """`what is a vault`: a section that matched `what … this` was listed above the note
+    titled Vault."""
+    root = tmp_path / "kb"
+    write(root, "vault.md", "# Vault\n\nA folder of notes with its own settings; a workspace "
+          "holds one or more.\n")  # fmt: skip
+    write(root, "sync.md", "# Sync\n\n## What this is\n\nWhat is a vault sync? This is what "
+          "runs when you save: this copies a vault to the remote.\n")  # fmt: skip
+    write(root, "faq.md", "# FAQ\n\n## What is this?\n\nThis is what a vault looks like to "
+          "this tool: what you see is what it is.\n")  # fmt: skip
+    for n in range(6):
+        write(root, f"journal/day-{n}.md", f"# Day {n}\n\nNothing much happened on day {n}.\n")
+    indexed(rpc, root, "kb")
+    for query in ("what is a vault", "What's a vault?", "define vault", "what are vaults"):
+        answer = search(rpc, "kb", query)
+        assert paths(answer)[0] == "vault.md", query

@@ -78,3 +78,27 @@ def number_words(query: ParsedQuery) -> list[str]:
     """The query's record numbers (`42`, `adr-0042`, `#42`, `C4996`; not `S2`, `v1`, `x86`),
     as typed: a short query holding one is a `number` query."""
     return record_numbers(_plain_words(query))
+
+
+# A question that asks what a thing is: `what is a vault`, `what are pods`, `what's a
+# backlink`, `define hierarchy`, `meaning of frontmatter`, `what does stub mean`, `schema
+# definition`. Its term, when a note is titled or aliased by it, names that note.
+_DEFINITION = re.compile(
+    r"""(?ix)^(?:
+        (?:what|who)(?:\s+(?:is|are|was|were)|['’]s|s)\s+(?:an?\s+|the\s+)?(?P<what>.+?)
+      | (?:define|definition\s+of|meaning\s+of)\s+(?:an?\s+|the\s+)?(?P<define>.+?)
+      | what\s+does\s+(?:an?\s+|the\s+)?(?P<mean>.+?)\s+mean
+      | (?P<term>.+?)\s+(?:meaning|definition)
+    )\s*[?.!]*$"""
+)
+
+
+def definition_term(query: ParsedQuery) -> str | None:
+    """The term a definition question asks about, lower-cased (`what is a vault?`: `vault`);
+    None for any other query, and for a term of more than SHORT_WORDS words (a sentence, not
+    a name)."""
+    m = _DEFINITION.match(" ".join(query.text.split()))
+    if m is None:
+        return None
+    term = next(g for g in m.groups() if g is not None).lower()
+    return term if len(term.split()) <= SHORT_WORDS else None

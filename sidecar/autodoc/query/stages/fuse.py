@@ -18,6 +18,7 @@ from autodoc import store
 from autodoc.bm25.analyzer import analyze
 from autodoc.query import confidence, fusion, ranking
 from autodoc.query.intent import LEXICAL_FIRST
+from autodoc.query.named_documents import named_documents
 from autodoc.query.stages.base import Phase, QueryContext, Skip, StageDefaults
 from autodoc.wire import protocol
 
@@ -48,8 +49,11 @@ class FuseStage(StageDefaults):
             x = ranking.candidate_features(fused, evidence)
             if tap is not None:  # training captures the candidates (bench/train_ranking.py)
                 tap(ctx, conn, fused, x)
+        named: set[int] = set()  # documents the query names by their name (a prefix's, a term's)
         if ctx.options.fusion == "learned":
-            fused = self._learned(ctx, fused, x, stages, model)
+            if "lexical" in stages:
+                named = named_documents(conn, ctx.ws.id, ctx.query, ctx.intent)
+            fused = self._learned(ctx, fused, x, stages, model, named)
         else:
             fused = self._by_rule(ctx, fused, stages, inbound, tagged)
         if ctx.options.recency is not None:  # off: no score is touched, no order changes
@@ -78,11 +82,12 @@ class FuseStage(StageDefaults):
         x: np.ndarray,
         stages: list[str],
         model: ranking.RankingModel,
+        named_docs: set[int],
     ) -> list[fusion.Fused]:
         """Each candidate's probability of answering (query/ranking.py) as its score, best
-        first within the promises `ranking.tiers` keeps: what a number or a code names first,
-        and under a query that names its words, what the words found before what only meaning
-        found."""
+        first within the promises `ranking.tiers` keeps: what a number or a code names and the
+        best hit of each document the query names by its name (`named_docs`) first, and under
+        a query that names its words, what the words found before what only meaning found."""
         for f, p in zip(fused, model.for_stages(stages).probability(x).tolist(), strict=True):
             f.score = p
         ctx.fusion = protocol.FusionRecord(
@@ -99,7 +104,7 @@ class FuseStage(StageDefaults):
             cid
             for (cid, _), kind in zip(ctx.ranked[at][1], ctx.lexical_passes, strict=True)
             if kind == ranking.NAMES_PASS
-        }
+        } | best_hits(fused, named_docs)
         tier = ranking.tiers(
             named,
             [f.chunk_id for f in fused],
@@ -107,6 +112,13 @@ class FuseStage(StageDefaults):
             ctx.intent in LEXICAL_FIRST,
         )
         order = sorted(range(len(fused)), key=lambda i: (tier[i], *fused[i].tie_key))
+        # A hit a promise lists first reads as relevant as the best it was put above: the
+        # column never drops below it, and the answer's confidence is the best hit's.
+        best = max((f.score for f in fused), default=0.0)
+        for i in order:
+            if tier[i]:
+                break
+            fused[i].score = max(fused[i].score, best)
         return [fused[i] for i in order]
 
     def _by_rule(
@@ -155,6 +167,19 @@ class FuseStage(StageDefaults):
 
 
 _tie_key = operator.attrgetter("tie_key")
+
+
+def best_hits(fused: list[fusion.Fused], documents: set[int]) -> set[int]:
+    """The best-scored candidate (ties: `tie_key`) of each of `documents` that has one."""
+    if not documents:
+        return set()
+    best: dict[int, fusion.Fused] = {}
+    for f in fused:
+        if f.document_id in documents:
+            held = best.get(f.document_id)
+            if held is None or f.tie_key < held.tie_key:
+                best[f.document_id] = f
+    return {f.chunk_id for f in best.values()}
 
 
 def _evidence(
