@@ -5,9 +5,13 @@ learned floor never hides a retriever's own first documents."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+
+from autodoc.query import ranking
+from autodoc.query.stages.fuse import SPARED_DOCUMENTS
 
 from .conftest import write
 
@@ -114,3 +118,31 @@ def test_a_definition_question_prefers_the_note_its_term_titles(rpc, tmp_path):
     for query in ("what is a vault", "What's a vault?", "define vault", "what are vaults"):
         answer = search(rpc, "kb", query)
         assert paths(answer)[0] == "vault.md", query
+
+
+@pytest.fixture
+def strict_floor(monkeypatch, tmp_path):
+    """The shipped model with a floor no hit reaches: what is listed is what the floor spares."""
+    data = json.loads((Path(ranking.__file__).parent / ranking.MODEL_FILE).read_text("utf-8"))
+    data["floor"] = 0.999999
+    path = tmp_path / "strict-floor.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    monkeypatch.setenv(ranking.MODEL_ENV, str(path))
+
+
+def test_the_floor_never_hides_a_retrievers_first_documents(places, strict_floor):
+    """A record only the words found, third there, dropped out of the top 20: the floor now
+    spares each stage's best hit of each of its first SPARED_DOCUMENTS documents, and only
+    those when no hit reaches it."""
+    query = "postgres kafka cells release decisions"
+    firsts = {}
+    for stage in ("lexical", "semantic"):  # no links, tags or successors: plain RRF of one
+        # stage is its own order
+        own = search(places, "places", query, stages=[stage], fusion="rrf")
+        firsts[stage] = list(dict.fromkeys(paths(own)))[:SPARED_DOCUMENTS]
+    assert len(firsts["lexical"]) == SPARED_DOCUMENTS
+    answer = search(places, "places", query, stages=["lexical"])
+    assert set(paths(answer)) == set(firsts["lexical"])
+    assert answer["below_floor"] > 0
+    answer = search(places, "places", query)
+    assert set(paths(answer)) == set(firsts["lexical"]) | set(firsts["semantic"])

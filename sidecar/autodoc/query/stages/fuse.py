@@ -59,6 +59,8 @@ class FuseStage(StageDefaults):
         if ctx.options.recency is not None:  # off: no score is touched, no order changes
             facts = store.recency_facts(conn, docs)
             fused = fusion.apply_recency(fused, facts, ctx.options.recency, time.time())
+        if ctx.options.fusion == "learned":  # before the cap: a hit it leaves out takes no place
+            fused = self._floor(ctx, fused, model.floor, named)
         fused = fusion.cap_per_document(fused)
         demote = ctx.options.demote_superseded
         if demote is None:
@@ -68,12 +70,18 @@ class FuseStage(StageDefaults):
             successor = {o: n for o, n in pairs if n in info}
             # a query that names a document (its number, a quoted phrase) gets that document
             ctx.moved = fusion.demote_superseded(fused, successor, ctx.intent not in LEXICAL_FIRST)
-        if ctx.options.fusion == "learned":
-            kept = [f for f in fused if f.score >= model.floor]
-            ctx.below_floor = len(fused) - len(kept)
-            fused = kept
         ctx.fused = fused
         return None
+
+    def _floor(
+        self, ctx: QueryContext, fused: list[fusion.Fused], floor: float, named: set[int]
+    ) -> list[fusion.Fused]:
+        """The hits the learned floor keeps: those that reach it, each stage's first documents'
+        (`stage_leaders`) and the best hit of each document the query names."""
+        spared = stage_leaders(ctx.ranked, SPARED_DOCUMENTS) | best_hits(fused, named)
+        kept = [f for f in fused if f.score >= floor or f.chunk_id in spared]
+        ctx.below_floor = len(fused) - len(kept)
+        return kept
 
     def _learned(
         self,
@@ -167,6 +175,25 @@ class FuseStage(StageDefaults):
 
 
 _tie_key = operator.attrgetter("tie_key")
+
+# The learned floor leaves out the implausible, but never a retriever's own first few: each
+# stage's best hit of each of its first SPARED_DOCUMENTS documents is listed whatever its
+# probability (a record only the words found, third there, dropped out of the top 20).
+SPARED_DOCUMENTS = 3
+
+
+def stage_leaders(ranked: list[tuple[str, list[tuple[int, int]]]], documents: int) -> set[int]:
+    """Each stage's best chunk of each of its first `documents` documents."""
+    out: set[int] = set()
+    for _, hits in ranked:
+        seen: set[int] = set()
+        for chunk_id, document_id in hits:
+            if len(seen) == documents:
+                break
+            if document_id not in seen:
+                seen.add(document_id)
+                out.add(chunk_id)
+    return out
 
 
 def best_hits(fused: list[fusion.Fused], documents: set[int]) -> set[int]:
