@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from autodoc.bm25.analyzer import name_words
 from autodoc.parse.query_parser import parse_query
 from autodoc.query.intent import (
     INTENTS,
     LEXICAL_FIRST,
     code_words,
+    definition_term,
     detect,
     number_words,
 )
@@ -21,6 +23,19 @@ CASES = [
     ("C4996", "number", ["C4996"]),
     ("lnk2019 unresolved external", "number", ["lnk2019"]),
     ("#42", "number", ["#42"]),
+    ("42", "number", ["42"]),
+    ("0042", "number", ["0042"]),
+    ("RFC 7231", "number", ["7231"]),
+    ("rfc7231", "number", ["rfc7231"]),
+    ("C4996:", "number", ["C4996:"]),
+    # A letter and a digit or a few name a thing, not a record: `S2` is not record 2.
+    ("S2 cells level", "words", []),
+    ("cometbft v1 internalize go", "words", []),
+    ("L2 cache size", "words", []),
+    ("p53 binding", "words", []),
+    ("sha256 digest", "words", []),
+    ("x86 build", "words", []),
+    ("chacha20 poly1305 aead", "words", []),
     ("strcpy_s", "identifier", []),
     ("CWnd::OnPaint", "identifier", []),
     ("/permissive-", "identifier", []),
@@ -39,7 +54,7 @@ CASES = [
     ("ADRs and RFCs", "words", []),
     ("one two three four 5 six", "words", ["5"]),  # a number among many words is a word
     # A sentence holding a name, a quote or a number is not a lookup (claims, agents' requests).
-    ("How to configure the IPv6 connection settings?", "question", ["IPv6"]),
+    ("How to configure the IPv6 connection settings?", "question", []),
     ("1 in 5 million in UK have abnormal PrP positivity.", "words", ["1", "5"]),
     ('we want "one phrase" found in a long request', "words", []),
     ("we are building a robot for hopping arou*", "words", []),
@@ -71,7 +86,47 @@ def test_the_intents_are_the_wires_and_lexical_first_is_the_named_ones():
         ("fix CA1062 and MSB3073 in the build", ["CA1062", "MSB3073"]),
         ("moving from python3 to ipv6 in 2019", []),  # 6 letters, 1 digit, a bare number
         ('the "C4996" warning', []),  # inside a phrase: the phrase's
+        ("why did adr 42 choose kafka", ["adr 42"]),  # a lone number after a series' name
+        ("what does RFC 7231 say about caching", ["RFC 7231"]),
+        ("is S2 faster than v1 on x86 and L2", []),
     ],
 )
 def test_a_code_inside_a_longer_query_is_a_code(text, codes):
     assert code_words(parse_query(text)) == codes
+
+
+@pytest.mark.parametrize(
+    "title, indexed",
+    [
+        ("Compiler Warning C4996", "Compiler Warning C4996 4996"),  # `warning 4996` finds it
+        ("LNK2019 and rfc7231", "LNK2019 and rfc7231 2019 7231"),
+        ("S2 geometry on x86 with sha256", "S2 geometry on x86 with sha256"),  # no record 2
+        ("ADR-0042 Use Kafka", "ADR-42 Use Kafka"),  # the dash splits: 42 is a word already
+    ],
+)
+def test_a_name_holds_a_codes_number_only_for_a_record_number(title, indexed):
+    """The index reads a title's numbers by the query's definition: a query for record 2 and
+    a title naming record 2 agree that `S2` is neither."""
+    assert name_words(title) == indexed
+
+
+@pytest.mark.parametrize(
+    "text, term",
+    [
+        ("what is a vault", "vault"),
+        ("What are Pods?", "pods"),
+        ("what's the stub", "stub"),
+        ("whats a backlink", "backlink"),
+        ("who is the writer", "writer"),
+        ("define hierarchy", "hierarchy"),
+        ("meaning of frontmatter", "frontmatter"),
+        ("what does stub mean", "stub"),
+        ("schema definition", "schema"),
+        ("what is wrong with using the user home property", None),  # a sentence, not a term
+        ("how is a vault made", None),
+        ("what is", None),
+        ("vault", None),
+    ],
+)
+def test_a_definition_question_names_its_term(text, term):
+    assert definition_term(parse_query(text)) == term

@@ -17,6 +17,7 @@ import tantivy
 from tantivy import Filter, TextAnalyzerBuilder, Tokenizer
 
 from autodoc.parse.query_parser import ParsedQuery
+from autodoc.parse.record_numbers import joined_numbers, number_of
 
 ANALYZER_NAME = "autodoc_en"
 
@@ -65,7 +66,7 @@ SYNTAX_FIELD, SYNTAX_ANALYZER, SYNTAX_WEIGHT = "syntax", "autodoc_syntax", 1.0
 _SYNTAX_RUN = re.compile(r"[^\w\s]{2,}")
 _SAME_CHAR = re.compile(r"([^\w\s])\1*")
 # Bumped when what is indexed changes; a writer rebuilds an index of another format from SQLite.
-LEXICAL_FORMAT = "8"
+LEXICAL_FORMAT = "9"
 # A word that may be a short commit hash: a prefix finds the full one.
 HEX_WORD = re.compile(r"^(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}$")
 
@@ -136,16 +137,16 @@ def analyze(text: str) -> list[str]:
     return STEMMED.analyze(normalise_numbers(text))
 
 
-# A code joined to its letters (`C4996`, `LNK2019`) is also its number, in a name: "warning
-# 4996" finds the page titled C4996. A date in a file name is one word and its year, so that a
-# record's number does not meet the day of the month (`2022-03-17_017-udp.md` is record 17).
-_CODE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{1,5}0*(\d+)(?![A-Za-z0-9])")
+# A code joined to its letters (`C4996`, `LNK2019`; not `S2`: `parse/record_numbers.py`) is
+# also its number, in a name: "warning 4996" finds the page titled C4996. A date in a file name
+# is one word and its year, so that a record's number does not meet the day of the month
+# (`2022-03-17_017-udp.md` is record 17).
 _DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 
 
 def name_words(text: str) -> str:
     """A title's or alias's text for the index: numbers without their zeros, codes' numbers."""
-    tails = _CODE.findall(text)
+    tails = joined_numbers(text)
     text = normalise_numbers(text)
     return f"{text} {' '.join(tails)}" if tails else text
 
@@ -165,7 +166,7 @@ def naming_words(
     if whole:
         digits = {t for w in numbers for t in analyze(w)}
     else:
-        digits = {str(int(m[-1])) for w in numbers if (m := re.findall(r"\d+", w))}
+        digits = {n for w in numbers if (n := number_of(w))}
     if not digits:
         return None
     return digits, {t for item in query.items for t in analyze(item.text)} - digits

@@ -13,6 +13,7 @@ import re
 from typing import get_args
 
 from autodoc.parse.query_parser import ParsedQuery
+from autodoc.parse.record_numbers import lettered_numbers, record_numbers
 from autodoc.wire.protocol import Intent
 
 INTENTS: tuple[Intent, ...] = get_args(Intent)  # the wire's, in the order `detect` tries them
@@ -20,8 +21,6 @@ INTENTS: tuple[Intent, ...] = get_args(Intent)  # the wire's, in the order `dete
 LEXICAL_FIRST: frozenset[Intent] = frozenset({"number", "identifier", "path", "phrase", "prefix"})
 
 SHORT_WORDS = 4  # "tendermint adr 42", "CWnd SetTimer elapse units": a name and a few words
-# A record's or a code's number: `42`, `0042`, `ADR-42`, `adr_0042`, `C4996`, `LNK2019`, `#42`.
-_NUMBER = re.compile(r"^#?(?:[A-Za-z]{1,5}[-_]?)?\d+[.:]?$")
 _IDENTIFIER = re.compile(
     r"""(?x)
       [A-Za-z0-9]_[A-Za-z0-9] | ^_+\w     # snake_case, _private, __dunder
@@ -45,7 +44,7 @@ def detect(query: ParsedQuery) -> Intent:
     items = query.items
     if not items:
         return "words"
-    words = [w for i in items if not i.phrase for w in i.text.split()]
+    words = _plain_words(query)
     asks = bool(_QUESTION.match(query.text)) or query.raw.rstrip().endswith("?")
     if len(words) <= SHORT_WORDS:
         if any(i.phrase for i in items):
@@ -61,19 +60,45 @@ def detect(query: ParsedQuery) -> Intent:
     return "question" if asks else "words"
 
 
-# A code typed inside a longer query, one that names a page or a record: one to three letters
-# and four digits, the shape of compiler, linker and lint codes (`c1083`, `LNK2019`, `CA1062`),
-# or a record's prefix, a dash and digits (`adr-42`). Not a bare number, and not a name with
-# digits in it (`sha256`, `ed25519`, `p53`, `CD28`, `IL-6`): those name things a page is about,
-# and a title holding one is no sign of the answer (ADR golden set, SciFact).
-_CODE = re.compile(r"^#?(?:[A-Za-z]{1,3}\d{4}|(?:adr|rfc|dr|kep|pep|rfd)[-_]\d+)[.:]?$", re.I)
+def _plain_words(query: ParsedQuery) -> list[str]:
+    """The query's words outside its phrases, as typed."""
+    return [w for i in query.items if not i.phrase for w in i.text.split()]
 
 
 def code_words(query: ParsedQuery) -> list[str]:
-    """The words of the query that are codes (`c1083`, `LNK2019`, `ADR-42`), as typed."""
-    return [w for i in query.items if not i.phrase for w in i.text.split() if _CODE.match(w)]
+    """The record numbers of a longer query that name a page wherever they stand (a compiler's
+    or linker's code, `c1083`, `LNK2019`; a record's, `adr-42`, `adr 42`), as typed. Not a bare
+    number, and not a name with digits in it (`sha256`, `ed25519`, `p53`, `CD28`, `IL-6`):
+    those name things a page is about, and a title holding one is no sign of the answer (ADR
+    golden set, SciFact). One definition: `parse/record_numbers.py`."""
+    return lettered_numbers(_plain_words(query))
 
 
 def number_words(query: ParsedQuery) -> list[str]:
-    """The words of the query that are numbers (`42`, `adr-0042`, `C4996`), as typed."""
-    return [w for i in query.items if not i.phrase for w in i.text.split() if _NUMBER.match(w)]
+    """The query's record numbers (`42`, `adr-0042`, `#42`, `C4996`; not `S2`, `v1`, `x86`),
+    as typed: a short query holding one is a `number` query."""
+    return record_numbers(_plain_words(query))
+
+
+# A question that asks what a thing is: `what is a vault`, `what are pods`, `what's a
+# backlink`, `define hierarchy`, `meaning of frontmatter`, `what does stub mean`, `schema
+# definition`. Its term, when a note is titled or aliased by it, names that note.
+_DEFINITION = re.compile(
+    r"""(?ix)^(?:
+        (?:what|who)(?:\s+(?:is|are|was|were)|['’]s|s)\s+(?:an?\s+|the\s+)?(?P<what>.+?)
+      | (?:define|definition\s+of|meaning\s+of)\s+(?:an?\s+|the\s+)?(?P<define>.+?)
+      | what\s+does\s+(?:an?\s+|the\s+)?(?P<mean>.+?)\s+mean
+      | (?P<term>.+?)\s+(?:meaning|definition)
+    )\s*[?.!]*$"""
+)
+
+
+def definition_term(query: ParsedQuery) -> str | None:
+    """The term a definition question asks about, lower-cased (`what is a vault?`: `vault`);
+    None for any other query, and for a term of more than SHORT_WORDS words (a sentence, not
+    a name)."""
+    m = _DEFINITION.match(" ".join(query.text.split()))
+    if m is None:
+        return None
+    term = next(g for g in m.groups() if g is not None).lower()
+    return term if len(term.split()) <= SHORT_WORDS else None

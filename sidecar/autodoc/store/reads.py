@@ -14,7 +14,14 @@ from typing import Any
 
 from autodoc.parse.frontmatter_schema import EMPTY, Schema, schema_of
 from autodoc.store.db import Store
-from autodoc.store.schema import LIVE, NAME_ALIAS, NAME_LISTED, NAME_TITLE, REACH_ALL
+from autodoc.store.schema import (
+    LIVE,
+    NAME_ALIAS,
+    NAME_LISTED,
+    NAME_STEM,
+    NAME_TITLE,
+    REACH_ALL,
+)
 
 
 def document_paths(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str]:
@@ -89,6 +96,21 @@ def documents_named(conn: sqlite3.Connection, ws_id: int, key: str) -> list[int]
         " ORDER BY n.rank, d.path",
         (ws_id, key, NAME_TITLE, NAME_ALIAS, NAME_LISTED),
     ).fetchall()
+    return [r[0] for r in rows]
+
+
+def documents_completed(conn: sqlite3.Connection, ws_id: int, prefix: str, limit: int) -> list[int]:
+    """Live documents with a name `prefix` completes: a title, an alias, a name the title lists
+    or a file stem (lower-cased) that is `prefix` and the rest of its last word (`looku`
+    completes `lookup` and `lookups`, `lame du` completes `lame duck`; not `lookup schemas`
+    or `lookup.create`). Read in the names' order, at most `limit` names."""
+    rows = conn.execute(
+        "SELECT DISTINCT n.document_id FROM names n JOIN documents d ON d.id = n.document_id"
+        " WHERE n.workspace_id = ? AND n.key >= ? AND n.key < ? AND n.rank IN (?, ?, ?, ?)"
+        " AND substr(n.key, ?) NOT GLOB '*[ ./_:(,-]*' AND d.deleted = 0 LIMIT ?",
+        (ws_id, prefix, prefix + "\U0010ffff", NAME_STEM, NAME_TITLE, NAME_ALIAS, NAME_LISTED,
+         len(prefix) + 1, limit),
+    ).fetchall()  # fmt: skip
     return [r[0] for r in rows]
 
 

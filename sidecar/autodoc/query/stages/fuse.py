@@ -18,6 +18,7 @@ from autodoc import store
 from autodoc.bm25.analyzer import analyze
 from autodoc.query import confidence, fusion, ranking
 from autodoc.query.intent import LEXICAL_FIRST
+from autodoc.query.named_documents import named_documents
 from autodoc.query.stages.base import Phase, QueryContext, Skip, StageDefaults
 from autodoc.wire import protocol
 
@@ -49,13 +50,18 @@ class FuseStage(StageDefaults):
             x = ranking.candidate_features(fused, evidence)
             if tap is not None:  # training captures the candidates (bench/train_ranking.py)
                 tap(ctx, conn, fused, x)
+        named: set[int] = set()  # documents the query names by their name (a prefix's, a term's)
         if ctx.options.fusion == "learned":
-            fused = self._learned(ctx, fused, x, stages, model)
+            if "lexical" in stages:
+                named = named_documents(conn, ctx.ws.id, ctx.query, ctx.intent)
+            fused = self._learned(ctx, fused, x, stages, model, named)
         else:
             fused = self._by_rule(ctx, fused, stages, inbound, tagged)
         if ctx.options.recency is not None:  # off: no score is touched, no order changes
             facts = store.recency_facts(conn, docs)
             fused = fusion.apply_recency(fused, facts, ctx.options.recency, time.time())
+        if ctx.options.fusion == "learned":  # before the cap: a hit it leaves out takes no place
+            fused = self._floor(ctx, fused, model.floor, named)
         fused = fusion.cap_per_document(fused)
         demote = ctx.options.demote_superseded
         if demote is None:
@@ -65,12 +71,18 @@ class FuseStage(StageDefaults):
             successor = {o: n for o, n in pairs if n in info}
             # a query that names a document (its number, a quoted phrase) gets that document
             ctx.moved = fusion.demote_superseded(fused, successor, ctx.intent not in LEXICAL_FIRST)
-        if ctx.options.fusion == "learned":
-            kept = [f for f in fused if f.score >= model.floor]
-            ctx.below_floor = len(fused) - len(kept)
-            fused = kept
         ctx.fused = fused
         return None
+
+    def _floor(
+        self, ctx: QueryContext, fused: list[fusion.Fused], floor: float, named: set[int]
+    ) -> list[fusion.Fused]:
+        """The hits the learned floor keeps: those that reach it, each stage's first documents'
+        (`stage_leaders`) and the best hit of each document the query names."""
+        spared = stage_leaders(ctx.ranked, SPARED_DOCUMENTS) | best_hits(fused, named)
+        kept = [f for f in fused if f.score >= floor or f.chunk_id in spared]
+        ctx.below_floor = len(fused) - len(kept)
+        return kept
 
     def _learned(
         self,
@@ -79,11 +91,12 @@ class FuseStage(StageDefaults):
         x: np.ndarray,
         stages: list[str],
         model: ranking.RankingModel,
+        named_docs: set[int],
     ) -> list[fusion.Fused]:
         """Each candidate's probability of answering (query/ranking.py) as its score, best
-        first within the promises `ranking.tiers` keeps: what a number or a code names first,
-        and under a query that names its words, what the words found before what only meaning
-        found."""
+        first within the promises `ranking.tiers` keeps: what a number or a code names and the
+        best hit of each document the query names by its name (`named_docs`) first, and under
+        a query that names its words, what the words found before what only meaning found."""
         for f, p in zip(fused, model.for_stages(stages).probability(x).tolist(), strict=True):
             f.score = p
         ctx.document_p = ranking.document_probabilities(
@@ -103,7 +116,7 @@ class FuseStage(StageDefaults):
             cid
             for (cid, _), kind in zip(ctx.ranked[at][1], ctx.lexical_passes, strict=True)
             if kind == ranking.NAMES_PASS
-        }
+        } | best_hits(fused, named_docs)
         tier = ranking.tiers(
             named,
             [f.chunk_id for f in fused],
@@ -111,6 +124,13 @@ class FuseStage(StageDefaults):
             ctx.intent in LEXICAL_FIRST,
         )
         order = sorted(range(len(fused)), key=lambda i: (tier[i], *fused[i].tie_key))
+        # A hit a promise lists first reads as relevant as the best it was put above: the
+        # column never drops below it, and the answer's confidence is the best hit's.
+        best = max((f.score for f in fused), default=0.0)
+        for i in order:
+            if tier[i]:
+                break
+            fused[i].score = max(fused[i].score, best)
         return [fused[i] for i in order]
 
     def _by_rule(
@@ -159,6 +179,38 @@ class FuseStage(StageDefaults):
 
 
 _tie_key = operator.attrgetter("tie_key")
+
+# The learned floor leaves out the implausible, but never a retriever's own first few: each
+# stage's best hit of each of its first SPARED_DOCUMENTS documents is listed whatever its
+# probability (a record only the words found, third there, dropped out of the top 20).
+SPARED_DOCUMENTS = 3
+
+
+def stage_leaders(ranked: list[tuple[str, list[tuple[int, int]]]], documents: int) -> set[int]:
+    """Each stage's best chunk of each of its first `documents` documents."""
+    out: set[int] = set()
+    for _, hits in ranked:
+        seen: set[int] = set()
+        for chunk_id, document_id in hits:
+            if len(seen) == documents:
+                break
+            if document_id not in seen:
+                seen.add(document_id)
+                out.add(chunk_id)
+    return out
+
+
+def best_hits(fused: list[fusion.Fused], documents: set[int]) -> set[int]:
+    """The best-scored candidate (ties: `tie_key`) of each of `documents` that has one."""
+    if not documents:
+        return set()
+    best: dict[int, fusion.Fused] = {}
+    for f in fused:
+        if f.document_id in documents:
+            held = best.get(f.document_id)
+            if held is None or f.tie_key < held.tie_key:
+                best[f.document_id] = f
+    return {f.chunk_id for f in best.values()}
 
 
 def _evidence(
