@@ -89,7 +89,7 @@ def build_answer(ctx: QueryContext) -> protocol.Answer:
 def _relevance(ctx: QueryContext, fused: list[fusion.Fused]) -> list[float]:
     """Each hit's relevance, never above the one before it: under `learned` fusion its
     probability of answering, else its share of first place in every stage; an exact title or
-    alias 1.0."""
+    alias 1.0; a superseded hit below its successor's, never the same."""
     record = ctx.fusion
     assert record is not None
     if record["method"] == "learned":
@@ -100,7 +100,8 @@ def _relevance(ctx: QueryContext, fused: list[fusion.Fused]) -> list[float]:
             1.0 if "exact" in f.via else fusion.relevance(f.score, active, record["k"])
             for f in fused
         ]
-    return [round(r, 4) for r in ranking.non_increasing(raw)]
+    shown = fusion.below_successors(ranking.non_increasing(raw), fused, ctx.moved)
+    return [round(r, 4) for r in shown]
 
 
 class _Confidence(TypedDict):

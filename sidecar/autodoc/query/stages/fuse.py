@@ -56,6 +56,10 @@ class FuseStage(StageDefaults):
             facts = store.recency_facts(conn, docs)
             fused = fusion.apply_recency(fused, facts, ctx.options.recency, time.time())
         fused = fusion.cap_per_document(fused)
+        if ctx.options.fusion == "learned":  # before demotion, which lowers scores: a demoted
+            kept = [f for f in fused if f.score >= model.floor]  # hit stays listed
+            ctx.below_floor = len(fused) - len(kept)
+            fused = kept
         demote = ctx.options.demote_superseded
         if demote is None:
             demote = ctx.ws.options["demote_superseded"]
@@ -64,10 +68,6 @@ class FuseStage(StageDefaults):
             successor = {o: n for o, n in pairs if n in info}
             # a query that names a document (its number, a quoted phrase) gets that document
             ctx.moved = fusion.demote_superseded(fused, successor, ctx.intent not in LEXICAL_FIRST)
-        if ctx.options.fusion == "learned":
-            kept = [f for f in fused if f.score >= model.floor]
-            ctx.below_floor = len(fused) - len(kept)
-            fused = kept
         ctx.fused = fused
         return None
 
