@@ -324,20 +324,36 @@ ADR = """
 def test_stub_sections_merge_forward_into_the_section_that_answers():
     data, chunks = chunks_of(ADR)
     assert_spans_exact(data, chunks)
-    assert [c.breadcrumb for c in chunks] == ["7. Use Kafka › Context", "7. Use Kafka › Decision"]
+    # The first chunk holds the text under the title (the date), the status and the context:
+    # the section that holds all of it is the title's, so that is its label (issue 55: it was
+    # `7. Use Kafka › Context`, a label the date and the status do not sit under).
+    assert [c.breadcrumb for c in chunks] == ["7. Use Kafka", "7. Use Kafka › Decision"]
     first = chunks[0]
     # the title, the date and the status stay in the text: they are what the stub said
     assert first.text.startswith("# 7. Use Kafka\n\nDate: 2019-01-08\n\n## Status\n\nAccepted")
     assert "durable log" in first.text and first.line_start == 1
     assert "Kafka, because" not in first.text
-    # The row's line is the heading its label ends with, not the stub's first line; the
-    # headings the span holds are all named, so the stubs' stay visible.
-    assert first.line == 9 and first.headings == [
+    # The row's line is the heading its label ends with; the headings the span holds are all
+    # named, so the stubs' stay visible.
+    assert first.line == 1 and first.headings == [
         (1, "7. Use Kafka"),
         (5, "Status"),
         (9, "Context"),
     ]
     assert (chunks[1].line, chunks[1].headings) == (chunks[1].line_start, [(13, "Decision")])
+
+
+def test_a_stub_merged_into_a_sibling_is_named_in_the_label():
+    """No section holds both a `## Status` stub and the `## Context` it joins but the title's,
+    which has no text of its own here: the label lists both after it, and the row's line is
+    the heading of the section that answers, the one the stub joined."""
+    data, chunks = chunks_of(ADR.replace("Date: 2019-01-08\n\n    ", ""))
+    assert_spans_exact(data, chunks)
+    assert [c.breadcrumb for c in chunks] == [
+        "7. Use Kafka › Status · Context",
+        "7. Use Kafka › Decision",
+    ]
+    assert chunks[0].line == 7 and chunks[0].text.startswith("## Status\n\nAccepted\n\n## Context")
 
 
 def test_trailing_stubs_merge_back_into_the_last_section():
@@ -380,7 +396,9 @@ def test_a_document_of_metadata_only_keeps_its_chunks_under_the_first_stubs_crum
     assert "2021-08-11" in chunks[0].text and "Deprecated" in chunks[0].text
     data, small = chunks_of(text, tokens=10)  # over the budget: cut like any section
     assert_spans_exact(data, small)
-    assert len(small) > 1 and {c.breadcrumb for c in small} == {"Note"}
+    # each piece labelled by the section its text is under
+    assert len(small) > 1 and [c.breadcrumb for c in small][-1] == "Note › Status"
+    assert {c.breadcrumb for c in small if "Deprecated" not in c.text} == {"Note"}
     # a piece after the first does not hold the heading: it is shown at its own first line
     assert small[0].line == 1 and all(c.line == c.line_start for c in small[1:])
     assert [h for c in small for h in c.headings] == [(1, "Note"), (7, "Status")]
@@ -438,7 +456,12 @@ def test_a_stub_bigger_than_the_budget_splits_like_any_section():
     body = "\n".join(f"Date: 2019-01-{n:02}" for n in range(1, 12))
     data, chunks = chunks_of(f"# T\n\n{body}\n\n## Context\n\n" + "word " * 200, tokens=40)
     assert_spans_exact(data, chunks)
-    assert chunks[0].line_start == 1 and all(c.breadcrumb == "T › Context" for c in chunks)
+    assert chunks[0].line_start == 1
+    # a piece is labelled by the section that holds its text: the title's for the dates
+    # (and a piece holding both), Context for the words
+    for c in chunks:
+        assert c.breadcrumb == ("T" if "Date:" in c.text else "T › Context"), c.text
+    assert {c.breadcrumb for c in chunks} == {"T", "T › Context"}
     assert "".join(c.text for c in chunks).count("Date:") == 11
 
 
@@ -473,3 +496,137 @@ def test_every_headings_words_are_in_a_chunk():
     # A heading whose children carry it is not repeated as a chunk of its own.
     _, nested = chunks_of("# T\n\n## Parent\n\n### Child\n\nbody\n")
     assert [c.breadcrumb for c in nested if c.kind == "section"] == ["T › Parent › Child"]
+
+
+# -- every chunk labelled by the heading its text sits under (issue 55) ---------------------
+
+# cometbft's docs/references/architecture/README.md: its title, then lines 36-75, the lists of
+# ADRs (`### Deprecated` has no text; `### Rejected` and the two before it hold links only).
+COMETBFT_TOC = """\
+# Architecture Decision Records (ADR)
+
+Intro text.
+
+## Table of Contents
+
+The following ADRs are exclusively relevant to CometBFT. For historical ADRs
+relevant to Tendermint Core as well, please see [this list](./tendermint-core/).
+To distinguish CometBFT ADRs from historical ones from Tendermint Core, we start
+numbering our ADRs from 100 onwards.
+
+### Proposed
+
+- [ADR-113: Modular transaction hashing](adr-113-modular-transaction-hashing.md)
+
+### Accepted
+
+- [ADR-101: Data companion pull API](adr-101-data-companion-pull-api.md)
+- [ADR-102: RPC Companion](adr-102-rpc-companion.md)
+- [ADR-103: Protobuf definition versioning](adr-103-proto-versioning.md)
+- [ADR-104: State sync from local snapshot](adr-104-out-of-band-state-sync.md)
+- [ADR-105: Refactor list of senders in mempool](adr-105-refactor-mempool-senders.md)
+- [ADR-106: gRPC API](adr-106-grpc-api)
+- [ADR-107: Rename protobuf versions of 0.x releases to pre-v1 betas](adr-107-betaize-proto-versions.md)
+- [ADR-109: Reduce CometBFT Go API Surface Area](adr-109-reduce-go-api-surface.md)
+- [ADR-111: `nop` Mempool](adr-111-nop-mempool.md)
+- [ADR-112: Proposer-Based Timestamps](adr-112-proposer-based-timestamps.md)
+- [ADR-114: Partly Undo ADR 109](adr-114-undo-109.md)
+- [ADR-115: Predictable Block Times](adr-115-predictable-block-times.md)
+- [ADR-118: Mempool Lanes](adr-118-mempool-lanes.md)
+- [ADR-119: Dynamic Optimal Graph (DOG) gossip protocol](adr-119-dog-mempool-gossip.md)
+
+### Accepted but Not (Yet) Implemented
+
+- [ADR-102: RPC Companion](adr-102-rpc-companion.md)
+- [ADR-104: State sync from local snapshot](adr-104-out-of-band-state-sync.md)
+- [ADR-105: Refactor list of senders in mempool](adr-105-refactor-mempool-senders.md)
+
+### Deprecated
+
+### Rejected
+
+- [ADR-100: Data companion push API](adr-100-data-companion-push-api.md)
+- [ADR-110: Remote mempool](adr-110-remote-mempool.md)
+"""  # noqa: E501
+
+# decentraland's ADR-48-locking-collections-in-the-builder.md: its title, lines 24-27 and 56-83
+# (`## Implementation`, two links, after `### What's being locked`, the last part of `## Problem`).
+DECENTRALAND_48 = """\
+---
+title: Locking Collections in the builder
+---
+
+## Problem
+
+Publishing is done by sending a transaction. This means that the user will craft a transaction and send it to our server where it will ultimately be sent to the corresponding Polygon network to be processed.
+This process is usually pretty quick, but it can still take a while. It's a combination of a remote request to our server, and waiting for a transaction to be confirmed. The problem is therefore, that while we're waiting for the transaction to complete we should **lock** the collection/items that are being published, to avoid having missmatching data between the blockchain and our database.
+### What's being locked
+
+As we said before, the locking mechanism is in place so we can avoid desynching the database with the blockchain. Anyone consuming this data can read this property and disable all components that change data that's being commited to the Blockchain.
+
+- **Decentraland**: Once the collection is published, every property that changes the address should not be updated. These are:
+
+  - The name
+  - Adding or removing items
+  - Changing items data:
+    - rarity
+    - price
+    - beneficiary
+    - metadata
+      - type
+      - name
+      - description
+      - data (the BodyShape and Category)
+
+- **Third Party**: Once the items are published, the URN cannot change anymore. That means that item `token_id`s and virtual collection `urn_suffix`es. For reference, and URN looks like this: `urn:decentraland:{network}:collections-thirdparty:{third-party-name}:{collection-id}:{item-id}` where
+  - network: the network the item is in, `mumbai`, `matic`, etc
+  - third-party-name: the name of the third party record the item belongs to, like `crypto-motors`
+  - collection-id: the virtual collection's `urn_suffix`, used as part of the full URN and locked after the first item is published as it will be used for all subsequent items
+  - item-id: the item's `token_id`, editable up until publication
+
+## Implementation
+
+- [Builder-server](https://github.com/decentraland/builder-server)
+- [Builder](https://github.com/decentraland/builder)
+"""  # noqa: E501
+
+
+def named(breadcrumb: str) -> list[str]:
+    """The headings a breadcrumb ends with: its last part, or each section that part lists."""
+    return breadcrumb.rsplit(" › ", 1)[-1].split(" · ")
+
+
+def chunk_holding(chunks, words: str):
+    (chunk,) = [c for c in chunks if c.kind == "section" and words in c.text]
+    return chunk
+
+
+def test_trailing_stubs_are_labelled_by_their_own_headings():
+    """The list of rejected ADRs was labelled `… › Table of Contents › Accepted`: stubs (link
+    lists) merged back into the last section kept its label."""
+    data, chunks = chunks_of(COMETBFT_TOC)
+    assert_spans_exact(data, chunks)
+    rejected = chunk_holding(chunks, "ADR-110: Remote mempool")
+    assert rejected.breadcrumb.startswith("Architecture Decision Records (ADR) › Table of Contents")
+    assert "Rejected" in named(rejected.breadcrumb)
+    assert "Accepted" not in named(rejected.breadcrumb)  # none of its text is under Accepted
+    proposed = chunk_holding(chunks, "ADR-113: Modular transaction hashing")
+    assert named(proposed.breadcrumb)[0] == "Proposed"  # merged forward: named too
+    # shown at the section the stubs joined (`### Accepted`), the span from the first stub on
+    assert (proposed.line_start, proposed.line) == (12, 16)
+    for chunk in chunks:  # each list under a label that names its heading
+        for heading, first in (("Accepted", "ADR-101"), ("Rejected", "ADR-100")):
+            if f"[{first}:" in chunk.text:
+                assert heading in named(chunk.breadcrumb), chunk.breadcrumb
+
+
+def test_a_stub_after_a_subsection_is_not_labelled_by_it():
+    """`## Implementation` after `### What's being locked` was labelled `Problem › What's being
+    locked`."""
+    data, chunks = chunks_of(DECENTRALAND_48)
+    assert_spans_exact(data, chunks)
+    links = chunk_holding(chunks, "[Builder-server]")
+    assert "Implementation" in named(links.breadcrumb)
+    assert "Problem" not in links.breadcrumb.split(" › ")  # it is not under Problem
+    locked = chunk_holding(chunks, "As we said before, the locking mechanism")
+    assert "What's being locked" in named(locked.breadcrumb)

@@ -116,11 +116,16 @@ def test_boosts_multiply_the_score_and_reorder():
     assert [h.chunk_id for h in out] == [3, 2, 1]
 
 
+def scored(docs: list[int], scores: list[float]) -> list[Fused]:
+    """Hits numbered from 0, of these documents, with these scores."""
+    return [Fused(i, d, s) for i, (d, s) in enumerate(zip(docs, scores, strict=True))]
+
+
 def doc_order(hits: list[Fused]) -> list[int]:
     return [h.document_id for h in hits]
 
 
-def test_an_older_document_above_its_successor_goes_right_below_the_successors_best_hit():
+def test_an_older_document_above_its_successor_goes_right_below_the_successors_last_hit():
     # old = 1, new = 2; others 3..5
     hits = [Fused(i, d) for i, d in enumerate([3, 1, 4, 2, 5, 1])]
     moved = fusion.demote_superseded(hits, {1: 2})
@@ -129,46 +134,80 @@ def test_an_older_document_above_its_successor_goes_right_below_the_successors_b
     assert moved == {1: 2, 5: 2}
 
 
-def test_demotion_leaves_an_older_hit_already_below_the_successors_best_one():
-    hits = [Fused(i, d) for i, d in enumerate([2, 2, 1, 2, 3])]
+def test_an_older_hit_between_its_successors_hits_goes_below_the_last_of_them():
+    """Issue 55: the successor at rows 1, 5 and 6, the older record at 2-4 (below the
+    successor's best hit, so left there): every hit of the older record goes below all of the
+    successor's, and scores below the lowest of them."""
+    scores = [0.84, 0.60, 0.50, 0.46, 0.02, 0.019, 0.01]
+    hits = scored([2, 1, 1, 1, 2, 2, 3], scores)
+    moved = fusion.demote_superseded(hits, {1: 2})
+    assert doc_order(hits) == [2, 2, 2, 1, 1, 1, 3]
+    assert [h.chunk_id for h in hits] == [0, 4, 5, 1, 2, 3, 6]
+    assert moved == {1: 2, 2: 2, 3: 2}
+    # scaled alike until the best is 0.9 of the successor's lowest: their order and gaps kept
+    share = 0.9 * 0.019 / 0.60
+    assert [h.score for h in hits[3:6]] == pytest.approx([0.60 * share, 0.50 * share, 0.46 * share])
+    assert hits[6].score == 0.01  # only the older record's scores change
+
+
+def test_an_older_hit_already_below_its_successors_last_one_stays_and_scores_below_it():
+    hits = scored([2, 3, 2, 1], [0.9, 0.5, 0.3, 0.4])
     fusion.demote_superseded(hits, {1: 2})
-    assert doc_order(hits) == [2, 2, 1, 2, 3]
+    assert doc_order(hits) == [2, 3, 2, 1]
+    assert hits[3].score == pytest.approx(0.27)  # a tier had put it below at a higher score
+    hits = scored([2, 1], [0.9, 0.1])
+    fusion.demote_superseded(hits, {1: 2})
+    assert hits[1].score == 0.1  # already below: never raised
 
 
-def before_best(before: dict[int, int], doc: dict[int, int], d: int) -> int:
-    return min(i for c, i in before.items() if doc[c] == d)
+def test_a_chain_is_settled_from_its_newest_end():
+    """A superseded by B, B by C: C's hits first, then B's, then A's; each only moves down."""
+    a, b, c = 1, 2, 3
+    hits = [Fused(i, d, 1.0 - i / 10) for i, d in enumerate([a, b, c, 9, b, c, a])]
+    moved = fusion.demote_superseded(hits, {a: b, b: c})
+    assert doc_order(hits) == [c, 9, c, b, b, a, a]
+    assert moved == {0: b, 6: b, 1: c, 4: c}
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    cycle = [Fused(i, d, 1.0) for i, d in enumerate([a, b, a, b])]
+    fusion.demote_superseded(cycle, {a: b, b: a})  # a cycle ends: each moved at most once
+    assert sorted(h.chunk_id for h in cycle) == [0, 1, 2, 3]
+
+
+def doc_place(hits: list[Fused], d: int, pick) -> int:
+    return pick(i for i, h in enumerate(hits) if h.document_id == d)
 
 
 def test_demotion_never_lifts_a_hit_above_one_that_outranked_it():
     """Issue 41: the superseded record went *up*, above a note that outranked it, when its
     successor's hits were gathered together. Every hit of the older document only goes down,
-    and the successor never moves."""
+    below all of its successor's (issue 55), and the successor never moves."""
     import random
 
     rng = random.Random(41)
     for _ in range(500):
         docs = [rng.randrange(1, 6) for _ in range(rng.randrange(2, 12))]
-        hits = [Fused(i, d) for i, d in enumerate(docs)]
+        hits = [Fused(i, d, 1.0 - i / 20) for i, d in enumerate(docs)]
         before = {h.chunk_id: i for i, h in enumerate(hits)}
         pairs = {1: 2, 3: 4} if rng.random() < 0.5 else {1: 2}
         fusion.demote_superseded(hits, pairs)
         after = {h.chunk_id: i for i, h in enumerate(hits)}
         doc = {h.chunk_id: h.document_id for h in hits}
-        best = {d: min(after[c] for c in after if doc[c] == d) for d in set(doc.values())}
         for a in after:
             for b in after:
                 if before[a] < before[b] and after[b] < after[a]:  # b passed a: a was demoted
-                    assert doc[a] in pairs and pairs[doc[a]] in best, (docs, pairs)
-                    assert after[a] > best[pairs[doc[a]]], (docs, pairs)
+                    assert doc[a] in pairs and pairs[doc[a]] in doc.values(), (docs, pairs)
         for old, new in pairs.items():
-            if old in best and new in best:
-                assert best[old] > best[new] or before_best(before, doc, old) > best[new]
+            if old in docs and new in docs:
+                assert doc_place(hits, old, min) > doc_place(hits, new, max), (docs, pairs)
+                lowest = min(h.score for h in hits if h.document_id == new)
+                assert all(h.score < lowest for h in hits if h.document_id == old)
 
 
 def test_a_query_that_names_the_old_document_keeps_it_in_place_annotated():
-    hits = [Fused(i, d) for i, d in enumerate([1, 3, 2])]
+    hits = [Fused(i, d, 1.0) for i, d in enumerate([1, 3, 2])]
     assert fusion.demote_superseded(hits, {1: 2}, move=False) == {0: 2}
     assert doc_order(hits) == [1, 3, 2]
+    assert [h.score for h in hits] == [1.0, 1.0, 1.0]
 
 
 def test_demotion_leaves_a_document_already_below_and_goes_on_to_the_next_pair():
@@ -181,6 +220,20 @@ def test_demotion_leaves_a_document_already_below_and_goes_on_to_the_next_pair()
 
 
 def test_no_successor_in_the_answer_no_move():
-    hits = [Fused(i, d) for i, d in enumerate([1, 3])]
+    hits = [Fused(i, d, 0.5) for i, d in enumerate([1, 3])]
     assert fusion.demote_superseded(hits, {1: 2}) == {}
-    assert doc_order(hits) == [1, 3]
+    assert doc_order(hits) == [1, 3] and hits[0].score == 0.5
+
+
+def test_a_superseded_hit_never_shows_its_successors_relevance():
+    """A cap at 1.0 (boosts) or a row above (tiers) would show the older record at its
+    successor's relevance: it shows one unit of the last place below, and rows after it follow."""
+    hits = [Fused(0, 2), Fused(1, 1), Fused(2, 3)]
+    moved = {1: 2}
+    assert fusion.below_successors([1.0, 1.0, 1.0], hits, moved) == pytest.approx(
+        [1.0, 0.9999, 0.9999]
+    )
+    assert fusion.below_successors([0.5, 0.3, 0.2], hits, moved) == [0.5, 0.3, 0.2]
+    assert fusion.below_successors([0.0, 0.0, 0.0], hits, moved) == [0.0, 0.0, 0.0]  # not < 0
+    above = [Fused(1, 1), Fused(0, 2)]  # a query that names it keeps it above: left alone
+    assert fusion.below_successors([0.7, 0.7], above, moved) == [0.7, 0.7]

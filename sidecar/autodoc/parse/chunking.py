@@ -11,15 +11,17 @@ import functools
 import hashlib
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from autodoc.parse.document import ParsedDocument
 from autodoc.parse.markdown import Block
 
 BREADCRUMB_SEP = " › "
+LIST_SEP = " · "  # between the sections a breadcrumb lists: a chunk spanning several (_Labels)
 CHARS_PER_TOKEN = 4  # the usual estimate for English prose and code under BPE tokenizers
 # Part of every document's chunk fingerprint: bump when where chunks are cut changes.
-CHUNKING_FORMAT = "stubs=1,headings=2"
+CHUNKING_FORMAT = "stubs=1,headings=2,labels=1"
 
 # A stub is a section that says nothing beyond metadata (`Date: 2019-01-08`, `## Status` /
 # `Accepted`, a metadata table, an author list, a lone link): on its own it is short, so BM25
@@ -81,16 +83,29 @@ class _Section:
     heading: str
     start: int  # line index, inclusive
     end: int  # line index, exclusive
+    body: int = 0  # line index of its text: after its heading (a setext one is two lines)
+    # The sections (indexes in find_sections' list) whose headings it sits under, outermost
+    # first, itself last; () for the text before the first heading.
+    path: tuple[int, ...] = ()
 
 
 def find_sections(doc: ParsedDocument) -> list[_Section]:
-    """Sections between the parser's top-level headings (ATX and setext)."""
-    starts = [_Section(0, "", doc.body_line, 0)]
-    starts += [_Section(h.level, h.text, h.line, 0) for h in doc.headings]
+    """Sections between the parser's top-level headings (ATX and setext), each with the
+    headings it sits under."""
+    starts = [_Section(0, "", doc.body_line, 0, doc.body_line)]
+    starts += [_Section(h.level, h.text, h.line, 0, max(h.end, h.line + 1)) for h in doc.headings]
     for sec, nxt in itertools.pairwise(starts):
         sec.end = nxt.start
     starts[-1].end = len(doc.lines)
-    return [s for s in starts if s.end > s.start]
+    sections = [s for s in starts if s.end > s.start]
+    stack: list[int] = []
+    for i, sec in enumerate(sections):
+        if sec.level:
+            while stack and sections[stack[-1]].level >= sec.level:
+                stack.pop()
+            stack.append(i)
+            sec.path = tuple(stack)
+    return sections
 
 
 def is_stub(lines: list[str], heading: str) -> bool:
@@ -158,12 +173,12 @@ class Chunker:
         chunks = self._abstract(doc)
         blocks, top, tree = doc.blocks, doc.top_blocks, _BlockTree(doc.blocks)
         k = 0  # the next top-level block: sections and blocks are both in document order
-        stub: list[int] = []  # the units of stubs waiting for the next section
-        stub_crumb, stub_label = "", -1
-        # the last section cut: units, crumb, chunks before it, its heading's line (-1: none)
-        last: tuple[list[int], str, int, int] | None = None
         sections = find_sections(doc)
-        for i, (sec, breadcrumb) in enumerate(_with_breadcrumbs(doc, sections)):
+        labels = _Labels(doc, sections)
+        stub: list[int] = []  # the units of stubs waiting for the next section
+        stub_run: list[int] = []  # and those stubs' sections
+        last: tuple[list[int], list[int], int] | None = None  # last cut: units, run, 1st chunk
+        for i, sec in enumerate(sections):
             units: list[int] = []
             while k < len(top) and blocks[top[k]].start < sec.end:
                 if blocks[top[k]].start >= sec.start:
@@ -173,20 +188,18 @@ class Chunker:
             if bare and i + 1 < len(sections) and sections[i + 1].level > sec.level:
                 continue  # a heading with no text of its own lives on in its children's crumbs
             if units and (bare or self._stub(doc, sec, units)):  # one without children: a stub
-                if not stub:
-                    stub_crumb, stub_label = breadcrumb, (sec.start if sec.level else -1)
                 stub += units
+                stub_run.append(i)
                 continue
-            units, stub = stub + units, []
-            label = sec.start if sec.level else -1  # the heading the crumb ends with
-            last = (units, breadcrumb, len(chunks), label)
-            self._cut(doc, units, tree, breadcrumb, chunks, label)
+            units, run, stub, stub_run = stub + units, [*stub_run, i], [], []
+            last = (units, run, len(chunks))
+            self._cut(doc, units, tree, labels.of(run, i), chunks)
         if stub and last:  # trailing stubs go back into the last section
-            units, breadcrumb, n, label = last
+            units, run, n = last
             del chunks[n:]
-            self._cut(doc, units + stub, tree, breadcrumb, chunks, label)
-        elif stub:  # nothing but metadata: kept, under the first stub's crumb
-            self._cut(doc, stub, tree, stub_crumb, chunks, stub_label)
+            self._cut(doc, units + stub, tree, labels.of(run + stub_run, run[-1]), chunks)
+        elif stub:  # nothing but metadata: kept
+            self._cut(doc, stub, tree, labels.of(stub_run, stub_run[0]), chunks)
         return chunks
 
     def _stub(self, doc: ParsedDocument, sec: _Section, units: list[int]) -> bool:
@@ -199,19 +212,20 @@ class Chunker:
         doc: ParsedDocument,
         units: list[int],
         tree: _BlockTree,
-        breadcrumb: str,
+        label: Callable[[int, int], tuple[str, int]],
         chunks: list[Chunk],
-        label: int,
     ) -> None:
-        """`units` as chunks under `breadcrumb`; `label`: the 0-based line of the heading the
-        breadcrumb ends with (-1: none), the line a chunk holding it is shown at."""
+        """`units` as chunks, each labelled by `label(first line, past line)` (0-based): its
+        breadcrumb and the 0-based line of the heading that ends it (-1: none), the line a
+        chunk holding it is shown at."""
         lines = [h.line for h in doc.headings]
         for bs, be, ls, le in self._pieces(doc, units, tree):
             text = doc.data[bs:be].decode("utf-8", "replace")
             if text.strip():
                 first, past = bisect.bisect_left(lines, ls - 1), bisect.bisect_left(lines, le)
                 held = doc.headings[first:past]
-                line = label + 1 if ls <= label + 1 <= le else ls
+                breadcrumb, at = label(ls - 1, le)
+                line = at + 1 if ls <= at + 1 <= le else ls
                 chunks.append(
                     Chunk("section", len(chunks), breadcrumb, text, bs, be, ls, le, line,
                           [(h.line + 1, h.text) for h in held])
@@ -303,19 +317,66 @@ class Chunker:
             pos = cut
 
 
-def _with_breadcrumbs(doc: ParsedDocument, sections: list[_Section]):
-    """(section, breadcrumb): the title, then the headings above; an H1 repeating the title
-    is not said twice."""
-    stack: list[tuple[int, str]] = []
-    for sec in sections:
-        if sec.level:
-            while stack and stack[-1][0] >= sec.level:
-                stack.pop()
-            stack.append((sec.level, sec.heading))
-        crumbs = [doc.title]
-        for level, text in stack:
-            if level == 1 and text.casefold() == doc.title.casefold() and len(crumbs) == 1:
+class _Labels:
+    """A chunk's breadcrumb names the heading its text sits under (issue 55). A chunk of one
+    section (or a piece of it) is labelled by that section. One that stubs were merged into
+    holds the text of several: it is labelled by the smallest section that holds all of it
+    (the title's, for a stub under the title merged into the first section), or, where no
+    section holds it all but the one they share, by that one's crumb followed by each section
+    whose text it holds, listed with LIST_SEP (`Decisions › Accepted · Rejected`)."""
+
+    def __init__(self, doc: ParsedDocument, sections: list[_Section]) -> None:
+        self.doc, self.sections = doc, sections
+
+    def of(self, run: list[int], main: int) -> Callable[[int, int], tuple[str, int]]:
+        """The labeller of a chunk cut from the sections `run` (indexes, in order): `main` is
+        the one stubs were merged into."""
+        if len(run) == 1:  # most chunks: one section, one label for all its pieces
+            only = self.sections[run[0]]
+            label = (self.crumb(only.path), only.start if only.level else -1)
+            return lambda a, b: label
+        return functools.partial(self.label, run, main)
+
+    def crumb(self, path: tuple[int, ...]) -> str:
+        """The title, then the headings of `path`; an H1 repeating the title is not said
+        twice."""
+        title = self.doc.title
+        crumbs = [title]
+        for i in path:
+            sec = self.sections[i]
+            if sec.level == 1 and len(crumbs) == 1 and sec.heading.casefold() == title.casefold():
                 continue
-            if text:
-                crumbs.append(text)
-        yield sec, BREADCRUMB_SEP.join(crumbs)
+            if sec.heading:
+                crumbs.append(sec.heading)
+        return BREADCRUMB_SEP.join(crumbs)
+
+    def label(self, run: list[int], main: int, a: int, b: int) -> tuple[str, int]:
+        """The breadcrumb of lines [a, b) of `run`'s sections, and the line of the heading to
+        show it at (-1: none): the one it ends with, or of those it lists the section stubs
+        were merged into (the one that answers), else the first."""
+        sections = self.sections
+        held = [i for i in run if self._has_text(sections[i], a, b)]
+        held = held or [i for i in run if sections[i].level and a <= sections[i].start < b]
+        held = held or run[-1:]
+        common = _common_prefix([sections[i].path for i in held])
+        shared = common[-1] if common else None  # None: the document, above every heading
+        if shared in held or (shared is None and any(not sections[i].level for i in held)):
+            return self.crumb(common), sections[shared].start if shared is not None else -1
+        names = [sections[i].heading for i in held if sections[i].heading]
+        crumb = self.crumb(common)
+        if names:
+            crumb += BREADCRUMB_SEP + LIST_SEP.join(names)
+        return crumb, sections[main if main in held else held[0]].start
+
+    def _has_text(self, sec: _Section, a: int, b: int) -> bool:
+        """Whether lines [a, b) hold any of the section's own text (below its heading)."""
+        lines = self.doc.lines
+        return any(lines[n].strip() for n in range(max(sec.body, a), min(sec.end, b)))
+
+
+def _common_prefix(paths: list[tuple[int, ...]]) -> tuple[int, ...]:
+    first, last = min(paths), max(paths)
+    n = 0
+    while n < len(first) and n < len(last) and first[n] == last[n]:
+        n += 1
+    return first[:n]

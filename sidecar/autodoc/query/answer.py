@@ -90,7 +90,8 @@ def _relevance(ctx: QueryContext, fused: list[fusion.Fused]) -> list[float]:
     """Each hit's relevance, never above the one before it: under `learned` fusion the
     calibrated probability that its document answers (a section's own probability is low
     wherever several sections share the answer, and a person reads 0.1 as a poor match), else
-    its share of first place in every stage; an exact title or alias 1.0."""
+    its share of first place in every stage; an exact title or alias 1.0; a superseded hit
+    below its successor's, never the same."""
     record = ctx.fusion
     assert record is not None
     if record["method"] == "learned":
@@ -103,7 +104,8 @@ def _relevance(ctx: QueryContext, fused: list[fusion.Fused]) -> list[float]:
             1.0 if "exact" in f.via else fusion.relevance(f.score, active, record["k"])
             for f in fused
         ]
-    return [round(r, 4) for r in ranking.non_increasing(raw)]
+    shown = fusion.below_successors(ranking.non_increasing(raw), fused, ctx.moved)
+    return [round(r, 4) for r in shown]
 
 
 class _Confidence(TypedDict):

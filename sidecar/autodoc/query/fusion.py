@@ -213,36 +213,91 @@ def apply_recency(
     return sorted(hits, key=_tie_key)
 
 
+# A superseded document's hits score at most this share of its successor's lowest listed hit:
+# below it, never tied with it, in the score and in the relevance shown.
+DEMOTED_SHARE = 0.9
+
+
 def demote_superseded(
     hits: list[Fused], successor: dict[int, int], move: bool = True
 ) -> dict[int, int]:
-    """Put an older document's hits that rank above its successor's best hit directly below
-    that hit (spec §4: the superseded document below its successor): a query in the old
-    decision's words gets the decision in force first, the one it replaced right after it.
+    """Put an older document's hits that rank above its successor's last hit directly below
+    that hit, and score each of its hits below the successor's lowest (spec §4: the superseded
+    document's hits below the successor's hits): a query in the old decision's words gets the
+    decision in force first, every hit of it, then the one it replaced.
 
     Demotion only moves the older document's hits down: no hit rises above one that outranked
     it (the hits they pass each move up one place, as when a row is deleted), and the
-    successor is never lifted.
+    successor is never lifted. A chain (A superseded by B, B by C) is settled from its newest
+    end: C's hits, then B's, then A's.
 
     `successor`: {old document id: new document id}; only pairs that both appear are moved,
     and none when not `move` (a query that names a document: its number, its words quoted).
-    Returns {chunk_id: successor document id} for the older document's hits. The list is
-    changed in place.
+    Returns {chunk_id: successor document id} for the older documents' hits. The list and
+    the scores are changed in place.
     """
-    moved: dict[int, int] = {}
-    for old, new in successor.items():
-        new_first = next((i for i, h in enumerate(hits) if h.document_id == new), None)
-        old_hits = [h for h in hits if h.document_id == old]
-        if new_first is None or not old_hits:
-            continue
-        moved.update((h.chunk_id, new) for h in old_hits)
-        if not move:
-            continue
-        above = [h for h in hits[:new_first] if h.document_id == old]
-        if not above:
-            continue  # already below
-        lowered = {h.chunk_id for h in above}
-        rest = [h for h in hits if h.chunk_id not in lowered]
-        at = rest.index(hits[new_first]) + 1
-        hits[:] = rest[:at] + above + rest[at:]
+    present = {h.document_id for h in hits}
+    pairs = {o: n for o, n in successor.items() if o != n and o in present and n in present}
+    moved = {h.chunk_id: pairs[h.document_id] for h in hits if h.document_id in pairs}
+    if move:
+        for new in _newest_first(pairs, hits):
+            _below_last(hits, {o for o, n in pairs.items() if n == new}, new)
     return moved
+
+
+def _newest_first(pairs: dict[int, int], hits: list[Fused]) -> list[int]:
+    """The successors, each after its own successor (a chain is settled from its newest end),
+    then in the order they are listed. A cycle of supersessions is cut where it closes."""
+
+    def depth(doc: int) -> int:
+        seen = {doc}
+        while doc in pairs and pairs[doc] not in seen:
+            doc = pairs[doc]
+            seen.add(doc)
+        return len(seen) - 1
+
+    first: dict[int, int] = {}
+    for i, h in enumerate(hits):
+        first.setdefault(h.document_id, i)
+    return sorted(set(pairs.values()), key=lambda d: (depth(d), first[d]))
+
+
+def _below_last(hits: list[Fused], olds: set[int], new: int) -> None:
+    """The hits of `olds` above `new`'s last hit go directly below it, in their order; the
+    hits of `olds` are scored down alike until the best is DEMOTED_SHARE of `new`'s lowest."""
+    last = max(i for i, h in enumerate(hits) if h.document_id == new)
+    above = [h for h in hits[:last] if h.document_id in olds]
+    if above:
+        lowered = {id(h) for h in above}
+        rest = [h for h in hits if id(h) not in lowered]
+        at = rest.index(hits[last]) + 1
+        hits[:] = rest[:at] + above + rest[at:]
+    ceiling = DEMOTED_SHARE * min(h.score for h in hits if h.document_id == new)
+    top = max(h.score for h in hits if h.document_id in olds)
+    if top > ceiling:  # scaled, not clipped: the older hits keep their own order and gaps
+        share = ceiling / top
+        for h in hits:
+            if h.document_id in olds:
+                h.score *= share
+
+
+def below_successors(
+    shown: Sequence[float], hits: Sequence[Fused], moved: dict[int, int], places: int = 4
+) -> list[float]:
+    """The relevance column (non-increasing, shown to `places` decimals) with each superseded
+    hit listed below every hit of its successor at least one unit of the last place below the
+    successor's lowest, so the two never show the same relevance (a cap at 1.0 or a row above
+    would tie them); the rows after it are capped by it. Not below 0."""
+    last: dict[int, int] = {}
+    for i, h in enumerate(hits):
+        last[h.document_id] = i
+    unit = 10.0**-places
+    out: list[float] = []
+    ceiling = math.inf
+    for i, (value, h) in enumerate(zip(shown, hits, strict=True)):
+        new = moved.get(h.chunk_id)
+        if new is not None and last.get(new, i) < i:
+            value = min(value, max(0.0, round(out[last[new]], places) - unit))
+        ceiling = min(ceiling, value)
+        out.append(ceiling)
+    return out

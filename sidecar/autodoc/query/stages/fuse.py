@@ -63,6 +63,10 @@ class FuseStage(StageDefaults):
         if ctx.options.fusion == "learned":  # before the cap: a hit it leaves out takes no place
             fused = self._floor(ctx, fused, model.floor, named)
         fused = fusion.cap_per_document(fused)
+        if ctx.options.fusion == "learned":  # before demotion, which lowers scores: a demoted
+            kept = [f for f in fused if f.score >= model.floor]  # hit stays listed
+            ctx.below_floor = len(fused) - len(kept)
+            fused = kept
         demote = ctx.options.demote_superseded
         if demote is None:
             demote = ctx.ws.options["demote_superseded"]
