@@ -84,10 +84,12 @@ def assert_below_every_successor_hit(hits: list[dict]) -> None:
 def test_the_superseded_records_hits_go_below_all_of_its_successors(ledger):
     """Fused, the successor's hits are at rows 1, 5 and 6 and the superseded record's at 2-4;
     demotion left them there (they were below the successor's best hit)."""
+    pair = (NEW, OLD)  # (a stage's first documents may list another note below them)
     plain = [h["path"] for h in search(ledger, "ledger entry retention", demote=False)]
-    assert plain == [NEW, OLD, OLD, OLD, NEW, NEW]
+    assert [p for p in plain if p in pair] == [NEW, OLD, OLD, OLD, NEW, NEW]
     hits = search(ledger, "ledger entry retention")
-    assert [h["path"] for h in hits] == [NEW, NEW, NEW, OLD, OLD, OLD]
+    assert [h["path"] for h in hits if h["path"] in pair] == [NEW, NEW, NEW, OLD, OLD, OLD]
+    assert [h["path"] for h in hits][:6] == [NEW, NEW, NEW, OLD, OLD, OLD]
     assert_below_every_successor_hit(hits)
 
 

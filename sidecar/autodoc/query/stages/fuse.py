@@ -60,13 +60,9 @@ class FuseStage(StageDefaults):
         if ctx.options.recency is not None:  # off: no score is touched, no order changes
             facts = store.recency_facts(conn, docs)
             fused = fusion.apply_recency(fused, facts, ctx.options.recency, time.time())
-        if ctx.options.fusion == "learned":  # before the cap: a hit it leaves out takes no place
-            fused = self._floor(ctx, fused, model.floor, named)
-        fused = fusion.cap_per_document(fused)
-        if ctx.options.fusion == "learned":  # before demotion, which lowers scores: a demoted
-            kept = [f for f in fused if f.score >= model.floor]  # hit stays listed
-            ctx.below_floor = len(fused) - len(kept)
-            fused = kept
+        if ctx.options.fusion == "learned":  # before the cap (a hit it leaves out takes no
+            fused = self._floor(ctx, fused, model.floor, named)  # place) and before demotion
+        fused = fusion.cap_per_document(fused)  # (which lowers scores: a demoted hit stays)
         demote = ctx.options.demote_superseded
         if demote is None:
             demote = ctx.ws.options["demote_superseded"]
@@ -131,10 +127,13 @@ class FuseStage(StageDefaults):
         # A hit a promise lists first reads as relevant as the best it was put above: the
         # column never drops below it, and the answer's confidence is the best hit's.
         best = max((f.score for f in fused), default=0.0)
+        best_doc = max(ctx.document_p.values(), default=0.0)
         for i in order:
             if tier[i]:
                 break
             fused[i].score = max(fused[i].score, best)
+            d = fused[i].document_id
+            ctx.document_p[d] = max(ctx.document_p.get(d, 0.0), best_doc)
         return [fused[i] for i in order]
 
     def _by_rule(
