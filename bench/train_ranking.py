@@ -49,8 +49,6 @@ sys.path.insert(0, str(REPO / "sidecar"))
 from autodoc.engine import Engine  # noqa: E402
 from autodoc.evaluation import beir, golden  # noqa: E402
 from autodoc.query import ranking  # noqa: E402
-from autodoc.query.intent import LEXICAL_FIRST  # noqa: E402
-from autodoc.query.ranking import NAMES_PASS  # noqa: E402
 from autodoc.serve.dispatcher import Dispatcher  # noqa: E402
 
 STAGE_SETS = {"hybrid": ["lexical", "semantic"], "lexical": ["lexical"], "semantic": ["semantic"]}
@@ -85,30 +83,15 @@ class SetCapture:
 
 
 def _tap(out: list[Any]):
-    def tap(ctx, conn, fused, x) -> None:
+    def tap(ctx, conn, fused, x, tier) -> None:
+        """The candidates as the fuse stage saw them, with the promise tiers it keeps
+        (`stages.fuse.promise_tiers`, the one place they are worked out)."""
         rows = ctx.store.chunk_rows(conn, [f.chunk_id for f in fused])
-        stages = [s for s, _ in ctx.ranked]
-        tier = np.zeros(len(fused), dtype=int)
-        if "lexical" in stages:
-            at = stages.index("lexical")
-            named = {
-                cid
-                for (cid, _), k in zip(ctx.ranked[at][1], ctx.lexical_passes, strict=True)
-                if k == NAMES_PASS
-            }
-            tier = np.array(
-                ranking.tiers(
-                    named,
-                    [f.chunk_id for f in fused],
-                    [f.ranks[at] for f in fused],
-                    ctx.intent in LEXICAL_FIRST,
-                )
-            )
         spans = [
             (rows[f.chunk_id]["path"], rows[f.chunk_id]["line_start"], rows[f.chunk_id]["line_end"])
             for f in fused
         ]
-        out.append((x.copy(), spans, tier))
+        out.append((x.copy(), spans, np.asarray(tier, dtype=int)))
 
     return tap
 

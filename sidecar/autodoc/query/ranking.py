@@ -111,7 +111,8 @@ NAMES_PASS, ALL_WORDS_PASS, RARE_WORDS_PASS, ANY_WORD_PASS = 0, 1, 2, 3
 
 # Training captures each search's candidates through this tap (bench/train_ranking.py); None,
 # the default, costs one lookup a search.
-# It is called with (the search's QueryContext, the snapshot, the candidates, their features).
+# It is called with (the search's QueryContext, the snapshot, the candidates, their features,
+# their promise tiers).
 FEATURE_TAP: ContextVar[Callable[..., None] | None] = ContextVar(
     "autodoc_feature_tap", default=None
 )

@@ -48,12 +48,12 @@ class FuseStage(StageDefaults):
             evidence = _evidence(ctx, fused, inbound, outbound, tagged, terms=terms)
             evidence.structure = store.chunk_structure(conn, [f.chunk_id for f in fused])
             x = ranking.candidate_features(fused, evidence)
-            if tap is not None:  # training captures the candidates (bench/train_ranking.py)
-                tap(ctx, conn, fused, x)
         named: set[int] = set()  # documents the query names by their name (a prefix's, a term's)
+        if learned and "lexical" in stages:
+            named = named_documents(conn, ctx.ws.id, ctx.query, ctx.intent)
+        if tap is not None:  # training captures the candidates (bench/train_ranking.py)
+            tap(ctx, conn, fused, x, promise_tiers(ctx, fused, stages, named))
         if ctx.options.fusion == "learned":
-            if "lexical" in stages:
-                named = named_documents(conn, ctx.ws.id, ctx.query, ctx.intent)
             fused = self._learned(ctx, fused, x, stages, model, named)
         else:
             fused = self._by_rule(ctx, fused, stages, inbound, tagged)
@@ -111,18 +111,7 @@ class FuseStage(StageDefaults):
         )
         if "lexical" not in stages:
             return sorted(fused, key=_tie_key)
-        at = stages.index("lexical")
-        named = {
-            cid
-            for (cid, _), kind in zip(ctx.ranked[at][1], ctx.lexical_passes, strict=True)
-            if kind == ranking.NAMES_PASS
-        } | best_hits(fused, named_docs)
-        tier = ranking.tiers(
-            named,
-            [f.chunk_id for f in fused],
-            [f.ranks[at] for f in fused],
-            ctx.intent in LEXICAL_FIRST,
-        )
+        tier = promise_tiers(ctx, fused, stages, named_docs)
         order = sorted(range(len(fused)), key=lambda i: (tier[i], *fused[i].tie_key))
         # A hit a promise lists first reads as relevant as the best it was put above: the
         # column never drops below it, and the answer's confidence is the best hit's.
@@ -182,6 +171,28 @@ class FuseStage(StageDefaults):
 
 
 _tie_key = operator.attrgetter("tie_key")
+
+
+def promise_tiers(
+    ctx: QueryContext, fused: list[fusion.Fused], stages: list[str], named_docs: set[int]
+) -> list[int]:
+    """Each candidate's tier among the promises kept above the probability (`ranking.tiers`):
+    what the names pass found and the best hit of each document the query names first; all 0
+    without the lexical stage. The one place the tiers are worked out: the ranking and the
+    training capture read them here."""
+    if "lexical" not in stages:
+        return [0] * len(fused)
+    at = stages.index("lexical")
+    named = {
+        cid
+        for (cid, _), kind in zip(ctx.ranked[at][1], ctx.lexical_passes, strict=True)
+        if kind == ranking.NAMES_PASS
+    } | best_hits(fused, named_docs)
+    return ranking.tiers(
+        named, [f.chunk_id for f in fused], [f.ranks[at] for f in fused],
+        ctx.intent in LEXICAL_FIRST,
+    )  # fmt: skip
+
 
 # The learned floor leaves out the implausible, but never a retriever's own first few: each
 # stage's best hit of each of its first SPARED_DOCUMENTS documents is listed whatever its
