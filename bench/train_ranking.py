@@ -190,10 +190,14 @@ def load_sets(work: Path) -> list[SetCapture]:
 # -- ranking a captured query --------------------------------------------------------------------
 
 
-def order(c: Captured, scores: np.ndarray) -> list[int]:
+def order(c: Captured, scores: np.ndarray, section: Any = None) -> list[int]:
     """The candidates' indexes as the pipeline lists them: lexical-first tiers, then the score
-    (ties: plain RRF's order, the capture's), at most PER_DOCUMENT a document."""
+    (ties: plain RRF's order, the capture's), each document's candidates trading places by the
+    section model's score (`section`, a ranking.SectionModel) when there is one, at most
+    PER_DOCUMENT a document."""
     idx = sorted(range(len(scores)), key=lambda i: (c.tier[i], -scores[i], i))
+    if section is not None and len(scores):
+        idx = ranking.within_documents(idx, c.doc, c.tier.tolist(), section.scores(c.x, scores))
     seen: dict[str, int] = {}
     out = []
     for i in idx:
@@ -204,14 +208,16 @@ def order(c: Captured, scores: np.ndarray) -> list[int]:
     return out[:LIMIT]
 
 
-def metrics(sc: SetCapture, stage_set: str, scores: list[np.ndarray]) -> dict[str, float]:
+def metrics(
+    sc: SetCapture, stage_set: str, scores: list[np.ndarray], section: Any = None
+) -> dict[str, float]:
     """BEIR: nDCG@10 on the documents in order; golden: Recall@1/@3 (rows) and section
-    Recall@3, over answerable queries."""
+    Recall@3, over answerable queries (`section`: the section model the list is ordered by)."""
     rows: dict[str, list[float]] = {}
     for c, s in zip(sc.queries[stage_set], scores, strict=True):
         if c.negative:
             continue
-        ranked = order(c, s)
+        ranked = order(c, s, section)
         if sc.kind == "beir":
             docs = list(dict.fromkeys(c.doc[i] for i in ranked))
             rows.setdefault("ndcg@10", []).append(beir.ndcg_at(docs, c.grade))
@@ -316,6 +322,19 @@ FEATURE_SETS = {
         "q_question_x_lex_norm",
         "q_lexical_first_x_lex_norm",
     ],
+    # The section that answers (issue 55): the candidate's standing in its document, and its
+    # place in it.
+    "relative+doc": [*_RELATIVE, "doc_first", "doc_hits", "doc_sem_gap", "doc_lex_gap"],
+    "relative+place": [*_RELATIVE, "position", "depth"],
+    "relative+doc+place": [
+        *_RELATIVE,
+        "doc_first",
+        "doc_hits",
+        "doc_sem_gap",
+        "doc_lex_gap",
+        "position",
+        "depth",
+    ],
     "all": list(ranking.FEATURES),
     "no-interactions": [f for f in ranking.FEATURES if "_x_" not in f],
     "no-list": [
@@ -390,8 +409,10 @@ def cmd_folds(args: argparse.Namespace) -> None:
     )
     for fam, fs, sw in configs:
         cells, gaps = [], []
+        preds = {s.name: fold_scores(sets, s, stage_set, fam, fs, sw) for s in sets}
         for s in sets:
-            m = metrics(s, stage_set, fold_scores(sets, s, stage_set, fam, fs, sw))
+            section = fit_section(sets, preds, leave_out=s.name) if args.section else None
+            m = metrics(s, stage_set, preds[s.name], section)
             cells.append(
                 f"{headline(s, m):.3f}"
                 + (f" ({m.get('section@3', 0):.3f})" if s.kind == "golden" else "")
@@ -415,6 +436,7 @@ def model_file(
     high: float,
     trained_on: list[str],
     document: dict[str, float],
+    section: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON the sidecar reads: every stage set's weights over one feature list."""
     feats = list(ranking.FEATURES)
@@ -434,6 +456,7 @@ def model_file(
         "floor": floor,
         "confidence": {"low": low, "high": high},
         "document": document,
+        "section": section,
         "trained_on": trained_on,
     }
 
@@ -517,6 +540,40 @@ def fit_document_calibration(sets, preds) -> dict[str, float]:
     return {"best": round(a, 6), "hits": round(b, 6), "intercept": round(c, 6)}
 
 
+SECTION_C = 1.0  # the section model's regularisation, chosen in the golden folds (retrieval.md)
+
+
+def fit_section(sets, preds, leave_out: str = ""):
+    """The section model (ranking.SectionModel) from the golden sets but `leave_out`: over each
+    answerable query's candidates in its judged document, when that document has several and
+    one is the judged section, the section or not; their left-out probabilities as an input.
+    None where no golden set is left to learn from."""
+    from sklearn.linear_model import LogisticRegression
+
+    xs, ys = [], []
+    for sc in sets:
+        if sc.kind != "golden" or sc.name == leave_out:
+            continue
+        for c, p in zip(sc.queries["hybrid"], preds[sc.name], strict=True):
+            right = np.flatnonzero(c.label != 0)
+            if c.negative or not c.has_line or len(right) < 2 or not (c.label == 1).any():
+                continue
+            xs.append(ranking.section_inputs(c.x[right], p[right]))
+            ys.append((c.label[right] == 1).astype(int))
+    if not xs:
+        return None
+    model = LogisticRegression(C=SECTION_C, max_iter=2000).fit(np.vstack(xs), np.concatenate(ys))
+    return ranking.SectionModel(model.coef_[0], float(model.intercept_[0]))
+
+
+def section_json(model) -> dict[str, Any] | None:
+    if model is None:
+        return None
+    coef = dict(zip(ranking.SECTION_INPUTS, model.weights.tolist(), strict=True))
+    return {"coef": {k: round(v, 6) for k, v in coef.items()},
+            "intercept": round(model.intercept, 6)}  # fmt: skip
+
+
 def top_document_probability(c: Captured, p: np.ndarray, calib: dict[str, float]) -> float:
     """The calibrated probability that the document of the query's top listed hit answers."""
     if not len(p):
@@ -583,10 +640,14 @@ def cmd_ship(args: argparse.Namespace) -> None:
         args.fold_models.mkdir(parents=True, exist_ok=True)
         for s in sets:
             rest = [t for t in sets if t.name != s.name]
-            data = model_file(fitted(rest), floor, low, high, [t.name for t in rest], calib)
+            section = None if args.no_section else section_json(fit_section(sets, preds, s.name))
+            data = model_file(fitted(rest), floor, low, high, [t.name for t in rest], calib,
+                              section)  # fmt: skip
             (args.fold_models / f"without-{s.name}.json").write_text(json.dumps(data, indent=1))
-    data = model_file(fitted(sets), floor, low, high, names, calib)
-    target = REPO / "sidecar" / "autodoc" / "query" / ranking.MODEL_FILE
+    section = None if args.no_section else fit_section(sets, preds)
+    print(f"section model {section_json(section)}")
+    data = model_file(fitted(sets), floor, low, high, names, calib, section_json(section))
+    target = args.model_out or REPO / "sidecar" / "autodoc" / "query" / ranking.MODEL_FILE
     target.write_text(json.dumps(data, indent=1) + "\n")
     print(f"wrote {target}", file=sys.stderr)
 
@@ -687,6 +748,9 @@ def main() -> None:
     f.add_argument("--stage-set", default="hybrid", choices=list(STAGE_SETS))
     f.add_argument("--families", default="lr-c1")
     f.add_argument("--feature-sets", default="all")
+    f.add_argument("--section", action="store_true",
+                   help="order each document's candidates by a section model fitted without the"
+                   " left-out set")  # fmt: skip
     s = sub.add_parser("ship")
     s.add_argument("--family", default="lr-c1")
     s.add_argument("--feature-set", default="all")
@@ -710,6 +774,8 @@ def main() -> None:
         help="share of golden answerable queries confidence may call unanswered",
     )
     s.add_argument("--fold-models", type=Path)
+    s.add_argument("--no-section", action="store_true", help="ship no section model")
+    s.add_argument("--model-out", type=Path, help="write the model here, not into the package")
     r = sub.add_parser("report")
     r.add_argument("--beir-root", type=Path, default=Path("/tmp/l2r/beir"))
     r.add_argument("--bench", type=Path, default=REPO.parent / "shared" / "bench")

@@ -52,7 +52,9 @@ def build_answer(ctx: QueryContext) -> protocol.Answer:
     assert record is not None and ctx.rank_record is not None  # the fuse and rerank stages ran
     terms = TermMatcher(ctx.lexical_query or ctx.query)
     hits = []
-    for f, relevance in zip(fused, _relevance(ctx, fused), strict=True):
+    missing = confidence.rare_words(ctx.absent_words())
+    probabilities = _probabilities(ctx, fused)
+    for f, relevance in zip(fused, _relevance(ctx, fused, probabilities, missing), strict=True):
         hit = _hit(ctx.rows[f.chunk_id], terms, relevance, f.score, f.via)
         if f.chunk_id in ctx.moved:
             hit["superseded_by"] = ctx.successor_paths.get(ctx.moved[f.chunk_id], "")
@@ -76,7 +78,7 @@ def build_answer(ctx: QueryContext) -> protocol.Answer:
         truncated=ctx.truncated,
         below_floor=ctx.below_floor,
         stale=sorted(ctx.stale),
-        **_confidence(ctx, hits),
+        **_confidence(ctx, hits, probabilities, missing),
         epoch=list(ctx.epochs),
         took_ms=ctx.timings["total_ms"],
         timings=ctx.timings,
@@ -86,12 +88,10 @@ def build_answer(ctx: QueryContext) -> protocol.Answer:
     return answer
 
 
-def _relevance(ctx: QueryContext, fused: list[fusion.Fused]) -> list[float]:
-    """Each hit's relevance, never above the one before it: under `learned` fusion the
-    calibrated probability that its document answers (a section's own probability is low
-    wherever several sections share the answer, and a person reads 0.1 as a poor match), else
-    its share of first place in every stage; an exact title or alias 1.0; a superseded hit
-    below its successor's, never the same."""
+def _probabilities(ctx: QueryContext, fused: list[fusion.Fused]) -> list[float]:
+    """Each hit's probability, never above the one before it: under `learned` fusion the
+    calibrated probability that its document answers, else its share of first place in every
+    stage; an exact title or alias 1.0."""
     record = ctx.fusion
     assert record is not None
     if record["method"] == "learned":
@@ -104,7 +104,18 @@ def _relevance(ctx: QueryContext, fused: list[fusion.Fused]) -> list[float]:
             1.0 if "exact" in f.via else fusion.relevance(f.score, active, record["k"])
             for f in fused
         ]
-    shown = fusion.below_successors(ranking.non_increasing(raw), fused, ctx.moved)
+    return ranking.non_increasing(raw)
+
+
+def _relevance(ctx: QueryContext, fused: list[fusion.Fused], probabilities: list[float],
+               missing: list[str]) -> list[float]:  # fmt: skip
+    """Each hit's relevance: under `learned` fusion on the answer's scale, whose top is its
+    confidence (`ranking.shown_relevance`), else the probabilities as they are; a superseded
+    hit below its successor's, never the same."""
+    shown = probabilities
+    if ctx.fusion is not None and ctx.fusion["method"] == "learned":
+        shown = ranking.shown_relevance(ranking.active_model(), probabilities, bool(missing))
+    shown = fusion.below_successors(shown, fused, ctx.moved)
     return [round(r, 4) for r in shown]
 
 
@@ -114,16 +125,16 @@ class _Confidence(TypedDict):
     cosine: float | None
 
 
-def _confidence(ctx: QueryContext, hits: list[protocol.Hit]) -> _Confidence:
-    """What the answer can say about itself: under `learned` fusion from the top hit's
-    calibrated probability, else from absolute evidence (confidence.py)."""
+def _confidence(ctx: QueryContext, hits: list[protocol.Hit], probabilities: list[float],
+                missing: list[str]) -> _Confidence:  # fmt: skip
+    """What the answer can say about itself: under `learned` fusion from the calibrated
+    probability that its top document answers, else from absolute evidence (confidence.py)."""
     words = ctx.content_words
-    missing = confidence.rare_words(ctx.absent_words())
     semantic = ctx.signals.get("semantic") if "semantic" in ctx.performed else None
     cosine = round(float(semantic[0]), 4) if semantic else None
     assert ctx.fusion is not None
     if ctx.fusion["method"] == "learned":
-        top = hits[0]["relevance"] if hits else None
+        top = probabilities[0] if hits else None
         level = ranking.confidence_level(ranking.active_model(), top, bool(missing))
     else:
         lexical_hits = next((len(found) for stage, found in ctx.ranked if stage == "lexical"), 0)

@@ -153,6 +153,53 @@ class DocumentCalibration:
         return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
 
 
+# The section model's inputs: which of a document's candidates is the section that answers (the
+# document's place in the list is the ranking model's; only its own hits trade places). Where a
+# section stands in its record, and how deep, read differently for a question: a question
+# restates the problem in the problem's own words, and is answered further down.
+SECTION_INPUTS = ("logit", "position", "position_x_question", "depth", "depth_x_question")
+
+
+def section_inputs(x: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """SECTION_INPUTS of each candidate from its features and its probability."""
+    q = x[:, _INDEX["q_question"]]
+    pos, depth = x[:, _INDEX["position"]], x[:, _INDEX["depth"]]
+    clipped = np.clip(p, 1e-6, 1 - 1e-6)
+    return np.column_stack([np.log(clipped / (1 - clipped)), pos, pos * q, depth, depth * q])
+
+
+@dataclass(frozen=True)
+class SectionModel:
+    """A logistic model over SECTION_INPUTS, fitted on the golden sets' documents with several
+    candidate sections (bench/train_ranking.py): higher, the likelier the section answers."""
+
+    weights: np.ndarray
+    intercept: float
+
+    def scores(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
+        return section_inputs(x, p) @ self.weights + self.intercept
+
+
+def within_documents(
+    order: Sequence[int], docs: Sequence[Any], tiers: Sequence[int], section: np.ndarray
+) -> list[int]:
+    """`order` (candidate indexes, best first) with each document's candidates of one tier
+    trading places by their section score: the document keeps every place it had, its likeliest
+    section takes the first."""
+    slots: dict[tuple[Any, int], list[int]] = {}
+    for i in order:
+        slots.setdefault((docs[i], tiers[i]), []).append(i)
+    ranked = {key: sorted(held, key=lambda i: -section[i]) for key, held in slots.items()}
+    taken: dict[tuple[Any, int], int] = {}
+    out = []
+    for i in order:
+        key = (docs[i], tiers[i])
+        k = taken.get(key, 0)
+        taken[key] = k + 1
+        out.append(ranked[key][k])
+    return out
+
+
 @dataclass(frozen=True)
 class RankingModel:
     """The shipped model file: a version, one logistic model per stage set (`hybrid`,
@@ -166,6 +213,7 @@ class RankingModel:
     confident: float  # top probability at or above: `high`
     doubtful: float  # below: `none` (between: `low`)
     document: DocumentCalibration | None = None
+    section: SectionModel | None = None  # None: a document's hits stay in probability order
 
     def for_stages(self, stages: Sequence[str]) -> LinearModel:
         key = "hybrid" if len(stages) > 1 else (stages[0] if stages else "hybrid")
@@ -191,6 +239,13 @@ def parse_model(data: dict[str, Any]) -> RankingModel:
         if doc
         else None
     )
+    sec = data.get("section")
+    section = (
+        SectionModel(np.array([float(sec["coef"][n]) for n in SECTION_INPUTS]),
+                     float(sec["intercept"]))
+        if sec
+        else None
+    )  # fmt: skip
     return RankingModel(
         version=str(data["version"]),
         models=models,
@@ -198,6 +253,7 @@ def parse_model(data: dict[str, Any]) -> RankingModel:
         confident=float(data["confidence"]["high"]),
         doubtful=float(data["confidence"]["low"]),
         document=calibration,
+        section=section,
     )
 
 
@@ -407,15 +463,51 @@ def tiers(
     return out
 
 
+# The relevance a person reads (issue 55): each answer on one scale whose top is the answer's
+# confidence, its bands the levels' (below LOW_FROM `none`, from HIGH_FROM `high`). A calibrated
+# probability that a section answers is low wherever several sections share an answer, and a
+# person read the right section of a `high` answer, shown at 0.11, as a poor match.
+LOW_FROM, HIGH_FROM = 0.3, 0.7
+
+
+def confidence_score(model: RankingModel, top: float | None, missing: bool = False) -> float:
+    """The answer's confidence on the shown scale, from the calibrated probability that its top
+    document answers: piecewise linear through the model's thresholds (`doubtful` → LOW_FROM,
+    `confident` → HIGH_FROM), so the bands are the levels. With a query word the vault never
+    holds that is rare in English (`missing`), below HIGH_FROM: the hits may answer the rest of
+    the query, not that part of it."""
+    if top is None:
+        return 0.0
+    low, high = model.doubtful, model.confident
+    if top < low:
+        score = LOW_FROM * top / low if low > 0 else LOW_FROM
+    elif top < high:
+        score = LOW_FROM + (HIGH_FROM - LOW_FROM) * (top - low) / (high - low)
+    else:
+        score = HIGH_FROM + (1 - HIGH_FROM) * (top - high) / max(1 - high, 1e-9)
+    return min(score, HIGH_FROM - 0.01) if missing else min(score, 1.0)
+
+
 def confidence_level(
     model: RankingModel, top: float | None, missing: bool = False
 ) -> ConfidenceLevel:
-    """`none` / `low` / `high` from the calibrated top probability (None: no hit). With a
-    query word the vault never holds that is rare in English (`missing`), at most `low`: the
-    hits may answer the rest of the query, not that part of it."""
-    if top is None or top < model.doubtful:
+    """`none` / `low` / `high`: the band of `confidence_score` (None: no hit)."""
+    if top is None:
         return "none"
-    return "high" if top >= model.confident and not missing else "low"
+    score = confidence_score(model, top, missing)
+    return "none" if score < LOW_FROM else "high" if score >= HIGH_FROM else "low"
+
+
+def shown_relevance(
+    model: RankingModel, probabilities: Sequence[float], missing: bool = False
+) -> list[float]:
+    """Each listed hit's relevance: its document's probability of answering (in list order,
+    never above the one before it) on the answer's scale, whose top is the answer's
+    `confidence_score`."""
+    if not probabilities or probabilities[0] <= 0:
+        return [0.0 for _ in probabilities]
+    scale = confidence_score(model, probabilities[0], missing) / probabilities[0]
+    return [p * scale for p in probabilities]
 
 
 def non_increasing(values: Sequence[float]) -> list[float]:

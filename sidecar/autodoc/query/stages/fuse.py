@@ -109,15 +109,17 @@ class FuseStage(StageDefaults):
             intent=ctx.intent,
             model=model.version,
         )
-        if "lexical" not in stages:
-            return sorted(fused, key=_tie_key)
         tier = promise_tiers(ctx, fused, stages, named_docs)
         order = sorted(range(len(fused)), key=lambda i: (tier[i], *fused[i].tie_key))
+        if model.section is not None:  # a document's likeliest section takes its first place
+            p = np.array([f.score for f in fused])
+            docs = [f.document_id for f in fused]
+            order = ranking.within_documents(order, docs, tier, model.section.scores(x, p))
         # A hit a promise lists first reads as relevant as the best it was put above: the
         # column never drops below it, and the answer's confidence is the best hit's.
         best = max((f.score for f in fused), default=0.0)
         best_doc = max(ctx.document_p.values(), default=0.0)
-        for i in order:
+        for i in order if "lexical" in stages else ():  # meaning alone makes no promise
             if tier[i]:
                 break
             fused[i].score = max(fused[i].score, best)
