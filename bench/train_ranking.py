@@ -183,7 +183,7 @@ def load_sets(work: Path) -> list[SetCapture]:
                 for j, name in enumerate(ranking.BASE_FEATURES):
                     if name in names:  # a capture from before a feature existed: 0
                         x[:, j] = c.x[:, names.index(name)]
-                c.x = ranking.derive(x, c.doc)
+                c.x = ranking.derive(x)
     return sets
 
 
@@ -322,19 +322,9 @@ FEATURE_SETS = {
         "q_question_x_lex_norm",
         "q_lexical_first_x_lex_norm",
     ],
-    # The section that answers (issue 55): the candidate's standing in its document, and its
-    # place in it.
-    "relative+doc": [*_RELATIVE, "doc_first", "doc_hits", "doc_sem_gap", "doc_lex_gap"],
+    # A candidate's place in its record as a ranking feature (issue 55; the section model reads
+    # it instead: retrieval.md)
     "relative+place": [*_RELATIVE, "position", "depth"],
-    "relative+doc+place": [
-        *_RELATIVE,
-        "doc_first",
-        "doc_hits",
-        "doc_sem_gap",
-        "doc_lex_gap",
-        "position",
-        "depth",
-    ],
     "all": list(ranking.FEATURES),
     "no-interactions": [f for f in ranking.FEATURES if "_x_" not in f],
     "no-list": [

@@ -77,7 +77,7 @@ def test_probability_rises_with_each_stages_evidence():
     x[0, col["sem_cos"]], x[1, col["sem_cos"]] = 0.3, 0.6
     x[0, col["sem_gap"]], x[1, col["sem_gap"]] = 0.3, 0.0
     x[:, col["lex_norm"]] = 0.5
-    ranking.derive(x, [1, 2])  # two documents
+    ranking.derive(x)
     p = model.probability(x)
     assert p[1] > p[0]
 
@@ -342,3 +342,33 @@ def test_the_top_hit_of_a_sure_answer_reads_as_a_good_match(sample):
         assert answer["confidence"] == "high", query
         assert shown[0] >= 0.5, (query, shown)
         assert shown == sorted(shown, reverse=True)
+
+
+def test_a_documents_sections_trade_places_within_its_own():
+    """The section model reorders only a document's own candidates of one tier: every
+    document keeps the places it had, its likeliest section takes the first."""
+    order = [0, 1, 2, 3, 4, 5]
+    docs = ["a", "b", "a", "c", "a", "b"]
+    tiers = [1, 1, 1, 1, 1, 1]
+    section = np.array([0.1, 0.5, 0.9, 0.0, 0.3, 0.7])
+    got = ranking.within_documents(order, docs, tiers, section)
+    assert [docs[i] for i in got] == docs  # the documents' places are kept
+    assert got == [2, 5, 4, 3, 0, 1]
+    named = [0, 1, 1, 1, 1, 1]  # a promise (tier 0) is no section to trade with
+    assert ranking.within_documents(order, docs, named, section) == [0, 5, 2, 3, 4, 1]
+
+
+def test_the_section_model_reads_a_questions_place_in_the_record():
+    """Shipped, the section model prefers a record's later section for a question and its
+    earlier one otherwise (fitted on the golden sets' judged sections, retrieval.md)."""
+    model = ranking.shipped_model().section
+    assert model is not None
+    col = {n: i for i, n in enumerate(ranking.FEATURES)}
+    x = np.zeros((2, len(ranking.FEATURES)))
+    x[:, col["position"]] = [0.1, 0.8]
+    p = np.array([0.3, 0.3])
+    early, late = model.scores(x, p)
+    assert early > late  # words: the opening section
+    x[:, col["q_question"]] = 1
+    early, late = model.scores(x, p)
+    assert late > early  # a question: the section further down

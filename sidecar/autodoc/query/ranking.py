@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autodoc.parse.chunking import BREADCRUMB_SEP
 from autodoc.query.intent import LEXICAL_FIRST
 from autodoc.wire.protocol import ConfidenceLevel
 
@@ -72,13 +71,6 @@ LIST_FEATURES: tuple[str, ...] = (
     "lex_z",  # the same for the normalised BM25 of the hits the words found
     "q_agree",  # share of candidates both stages found
     "q_sem_spread",  # best cosine - the candidates' mean cosine
-    # Its standing in its document (the section that answers, not only the document): the
-    # first of its document in the stages' order, how many of its document's chunks are
-    # candidates, and its cosine and BM25 below its document's best candidate's.
-    "doc_first",
-    "doc_hits",  # min(1, log2(its document's candidates) / 3)
-    "doc_sem_gap",
-    "doc_lex_gap",
 )
 # The least spread a standardisation divides by: a few candidates of nearly equal score (a small
 # vault, two notes that say the same) stay near-equal, not a standard deviation apart.
@@ -262,18 +254,14 @@ def document_probabilities(
 ) -> dict[int, float]:
     """{document: the probability that it answers} from its candidates' probabilities (every
     candidate of the query, listed or not); without a calibration, its best candidate's."""
-    best: dict[int, float] = {}
-    hits: dict[int, int] = {}
-    for d, p in zip(docs, scores, strict=True):
-        best[d] = max(best.get(d, 0.0), p)
-        hits[d] = hits.get(d, 0) + 1
-    if model.document is None or not best:
-        return best
-    keys = list(best)
-    found = model.document.probabilities(
-        np.array([best[d] for d in keys]), np.array([hits[d] for d in keys], dtype=float)
-    )
-    return dict(zip(keys, found.tolist(), strict=True))
+    if not len(docs):
+        return {}
+    keys, at = np.unique(np.asarray(docs), return_inverse=True)
+    best = np.zeros(len(keys))
+    np.maximum.at(best, at, np.asarray(scores, dtype=float))
+    if model.document is not None:
+        best = model.document.probabilities(best, np.bincount(at).astype(float))
+    return dict(zip(keys.tolist(), best.tolist(), strict=True))
 
 
 MODEL_FILE = "ranking_model.json"
@@ -313,7 +301,7 @@ class Evidence:
     inbound: dict[int, int]
     outbound: dict[int, int]
     tagged: set[int]
-    structure: dict[int, tuple[int, int, str]] = field(default_factory=dict)  # chunk_structure
+    structure: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # chunk_structure
 
 
 def candidate_features(fused: list[Fused], ev: Evidence) -> np.ndarray:
@@ -350,27 +338,25 @@ def candidate_features(fused: list[Fused], ev: Evidence) -> np.ndarray:
     x[:, col["tag"]] = np.isin(docs, list(ev.tagged)) if ev.tagged else 0.0
     if ev.structure:
         _structure_columns(ev.structure, [f.chunk_id for f in fused], x)
-    return derive(x, docs.tolist())
+    return derive(x)
 
 
 def _structure_columns(
-    structure: dict[int, tuple[int, int, str]], chunk_ids: list[int], x: np.ndarray
+    structure: dict[int, tuple[int, int, int]], chunk_ids: list[int], x: np.ndarray
 ) -> None:
     """`position` and `depth` from each candidate's place in its document."""
-    col = _INDEX
-    for i, cid in enumerate(chunk_ids):
-        ordinal, count, crumb = structure.get(cid, (0, 1, ""))
-        x[i, col["position"]] = ordinal / (count - 1) if count > 1 else 0.0
-        x[i, col["depth"]] = min(1.0, crumb.count(BREADCRUMB_SEP) / 4)
+    ordinal, count, depth = (
+        np.array([structure.get(cid, (0, 1, 0)) for cid in chunk_ids], dtype=float).reshape(-1, 3).T
+    )
+    x[:, _INDEX["position"]] = np.where(count > 1, ordinal / np.maximum(count - 1, 1), 0.0)
+    x[:, _INDEX["depth"]] = np.minimum(1.0, depth / 4)
 
 
-def derive(x: np.ndarray, docs: Sequence[Any]) -> np.ndarray:
-    """Fill the LIST_FEATURES and INTERACTIONS columns from the base ones and each candidate's
-    document (`docs`, in the candidates' order: the stages' plain RRF order), in place;
-    returned: training recomputes them from captured base columns."""
+def derive(x: np.ndarray) -> np.ndarray:
+    """Fill the LIST_FEATURES and INTERACTIONS columns from the base ones (in place; returned):
+    training recomputes them from captured base columns."""
     col = _INDEX
     if len(x):
-        _document_columns(x, docs)
         sem = x[:, col["sem_cos"]]
         if x[:, col["sem_found"]].any():
             x[:, col["sem_z"]] = (sem - sem.mean()) / max(sem.std(), MIN_COSINE_SPREAD)
@@ -384,22 +370,6 @@ def derive(x: np.ndarray, docs: Sequence[Any]) -> np.ndarray:
     for q, s in INTERACTIONS:
         x[:, col[f"{q}_x_{s}"]] = x[:, col[q]] * x[:, col[s]]
     return x
-
-
-def _document_columns(x: np.ndarray, docs: Sequence[Any]) -> None:
-    """Each candidate against the other candidates of its document (the list is short: a few
-    hundred rows at most, grouped once)."""
-    col = _INDEX
-    groups: dict[Any, list[int]] = {}
-    for i, d in enumerate(docs):
-        groups.setdefault(d, []).append(i)
-    sem, lex = x[:, col["sem_cos"]], x[:, col["lex_norm"]]
-    for rows in groups.values():
-        at = np.asarray(rows)
-        x[at[0], col["doc_first"]] = 1.0
-        x[at, col["doc_hits"]] = min(1.0, math.log2(len(rows)) / 3)
-        x[at, col["doc_sem_gap"]] = sem[at] - sem[at].max()
-        x[at, col["doc_lex_gap"]] = lex[at] - lex[at].max()
 
 
 def _rank_feature(ranks: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from autodoc.parse.chunking import BREADCRUMB_SEP
 from autodoc.parse.frontmatter_schema import EMPTY, Schema, schema_of
 from autodoc.store.db import Store
 from autodoc.store.schema import (
@@ -61,12 +62,15 @@ def boost_facts(
 
 def chunk_structure(
     conn: sqlite3.Connection, ids: Sequence[int]
-) -> dict[int, tuple[int, int, str]]:
-    """{chunk id: (its ordinal, how many visible chunks its document has, its breadcrumb)}:
-    where a candidate stands in its document, for the ranking's section features."""
+) -> dict[int, tuple[int, int, int]]:
+    """{chunk id: (its ordinal, how many visible chunks its document has, how many headings its
+    breadcrumb has above its own)}: where a candidate stands in its document, for the
+    ranking's section model."""
+    sep = BREADCRUMB_SEP
     sql = (
         "SELECT c.id, c.ordinal, (SELECT count(*) FROM chunks o WHERE o.document_id ="
-        f" c.document_id AND o.state = {LIVE}), c.breadcrumb FROM chunks c"
+        f" c.document_id AND o.state = {LIVE}), (length(c.breadcrumb) -"
+        f" length(replace(c.breadcrumb, '{sep}', ''))) / {len(sep)} FROM chunks c"
         " WHERE c.id IN ({marks})"
     )
     return {r[0]: (r[1], r[2], r[3]) for r in Store.rows(conn, sql, list(ids))}

@@ -46,7 +46,8 @@ class FuseStage(StageDefaults):
             outbound = {d: held for d, (_, _, held) in info.items() if held}
             terms = tap is not None or model.for_stages(stages).reads_terms
             evidence = _evidence(ctx, fused, inbound, outbound, tagged, terms=terms)
-            evidence.structure = store.chunk_structure(conn, [f.chunk_id for f in fused])
+            if tap is not None or model.section is not None:  # where each sits in its record
+                evidence.structure = store.chunk_structure(conn, [f.chunk_id for f in fused])
             x = ranking.candidate_features(fused, evidence)
         named: set[int] = set()  # documents the query names by their name (a prefix's, a term's)
         if learned and "lexical" in stages:
