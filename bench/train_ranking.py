@@ -3,10 +3,10 @@
 Three steps, each reusing the last one's files under `--work`:
 
 1. `capture`: every judged query of every visible set (the BEIR splits in `--beir-root`, the
-   golden vaults given by `--golden`) through the real dispatcher, once a stage set (hybrid,
-   lexical, semantic); a tap in the fuse stage records each candidate's features, and the store
-   says where it lies, so each candidate is labelled: it answers (its document is judged
-   relevant; for a golden query with a line, its span holds that line) or not.
+   golden vaults given by `--golden`) through the real engine, once a stage set (hybrid,
+   lexical, semantic); the search's trace holds the fuse stage's candidates and their features,
+   and the store says where each lies, so each candidate is labelled: it answers (its document
+   is judged relevant; for a golden query with a line, its span holds that line) or not.
 2. `folds`: leave one set out at a time. For each model family and setting, fit on the other
    sets and rank the left-out one's candidates; the table says which is best on sets it did not
    see (nDCG@10 for BEIR, Recall@1/@3 and section Recall@3 for the golden sets), next to the
@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO / "sidecar"))
 from autodoc.engine import Engine  # noqa: E402
 from autodoc.evaluation import beir, golden  # noqa: E402
 from autodoc.query import ranking  # noqa: E402
-from autodoc.serve.dispatcher import Dispatcher  # noqa: E402
+from autodoc.query.stages import SearchTrace  # noqa: E402
 
 STAGE_SETS = {"hybrid": ["lexical", "semantic"], "lexical": ["lexical"], "semantic": ["semantic"]}
 LIMIT = 10
@@ -82,42 +82,29 @@ class SetCapture:
 # -- 1. capture ----------------------------------------------------------------------------------
 
 
-def _tap(out: list[Any]):
-    def tap(ctx, conn, fused, x, tier) -> None:
-        """The candidates as the fuse stage saw them, with the promise tiers it keeps
-        (`stages.fuse.promise_tiers`, the one place they are worked out)."""
-        rows = ctx.store.chunk_rows(conn, [f.chunk_id for f in fused])
-        spans = [
-            (rows[f.chunk_id]["path"], rows[f.chunk_id]["line_start"], rows[f.chunk_id]["line_end"])
-            for f in fused
-        ]
-        out.append((x.copy(), spans, np.asarray(tier, dtype=int)))
-
-    return tap
-
-
-def _run(dispatcher: Dispatcher, ws: str, text: str, stages: list[str]) -> Any:
-    box: list[Any] = []
-    token = ranking.FEATURE_TAP.set(_tap(box))
-    try:
-        dispatcher.call(
-            "search.query", [ws, text, {"stages": stages, "limit": LIMIT, "fusion": "rrf"}]
-        )
-    finally:
-        ranking.FEATURE_TAP.reset(token)
-    return box[0] if box else (np.zeros((0, len(ranking.FEATURES))), [], np.zeros(0, dtype=int))
+def _run(engine: Engine, ws: str, text: str, stages: list[str]) -> Any:
+    """The candidates as the fuse stage saw them (the search's trace), their spans, and the
+    promise tiers it keeps (`stages.fuse.promise_tiers`, the one place they are worked out)."""
+    trace = SearchTrace(capture=True)
+    engine.search(ws, text, {"stages": stages, "limit": LIMIT, "fusion": "rrf"}, trace=trace)
+    got = trace.candidates
+    if got is None:
+        return np.zeros((0, len(ranking.FEATURES))), [], np.zeros(0, dtype=int)
+    with engine.store.snapshot() as conn:
+        rows = engine.store.chunk_rows(conn, got.chunk_ids)
+    spans = [(rows[c]["path"], rows[c]["line_start"], rows[c]["line_end"]) for c in got.chunk_ids]
+    return got.features, spans, np.asarray(got.tiers, dtype=int)
 
 
 def _capture(db: Path, ws: str, name: str, kind: str, queries: list[Any], judge) -> SetCapture:
     """Every query under every stage set; `judge(query, spans, x, tier)` makes its Captured."""
     engine = Engine(db)
-    dispatcher = Dispatcher(engine)
     out = SetCapture(name, kind)
     try:
         for label, stages in STAGE_SETS.items():
             got = out.queries.setdefault(label, [])
             for q in queries:
-                x, spans, tier = _run(dispatcher, ws, q.query if kind == "golden" else q.text,
+                x, spans, tier = _run(engine, ws, q.query if kind == "golden" else q.text,
                                       stages)  # fmt: skip
                 got.append(judge(q, spans, x, tier))
     finally:

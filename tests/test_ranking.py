@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from autodoc.query import confidence, fusion, ranking
+from autodoc.query.stages import SearchTrace
 from autodoc.query.stages.fuse import SPARED_DOCUMENTS
 from autodoc.wire import protocol
 
@@ -105,6 +106,27 @@ def test_the_terms_are_looked_up_only_for_a_model_that_weighs_them(
         calls.clear()
         search(sample, "kb", "storage decision", limit=5)
         assert bool(calls) is reads
+
+
+@pytest.mark.parametrize("fusion_method", ["learned", "rrf"])
+def test_a_trace_asked_for_holds_the_candidates_the_answer_was_ranked_from(
+    sample, engine, fusion_method
+):
+    """Training reads the fuse stage's candidates from the search's trace (no global hook):
+    one row of every feature a candidate, the listed hits among them, and the promise tiers,
+    whichever fusion answers; a search that asks for no capture records none."""
+    trace = SearchTrace(capture=True)
+    answer = engine.search("kb", "adr 3 storage", {"limit": 5, "fusion": fusion_method},
+                           trace=trace)  # fmt: skip
+    got = trace.candidates
+    assert got is not None
+    assert got.features.shape == (len(got.chunk_ids), len(ranking.FEATURES)) and got.chunk_ids
+    assert {h["chunk_id"] for h in answer["hits"]} <= set(got.chunk_ids)
+    assert len(got.tiers) == len(got.chunk_ids) and min(got.tiers) == 0  # a number's promise
+    assert trace.performed == ["lexical", "semantic"] and trace.timings["lexical_ms"] > 0
+    plain = SearchTrace()
+    engine.search("kb", "adr 3 storage", {"limit": 5}, trace=plain)
+    assert plain.candidates is None and plain.performed == ["lexical", "semantic"]
 
 
 # -- the defects of issue 41 -------------------------------------------------------------------

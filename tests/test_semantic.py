@@ -785,7 +785,9 @@ def test_convex_order_and_scores_follow_each_stages_scaled_scores(fusion_vault, 
     run = FuseStage.run
 
     def spy(self, ctx, conn):
-        seen.update(ranked=[(s, list(i)) for s, i in ctx.ranked], signals=dict(ctx.signals))
+        seen.update(
+            ranked=[(s, list(i)) for s, i in ctx.results.ranked], signals=dict(ctx.results.signals)
+        )
         return run(self, ctx, conn)
 
     monkeypatch.setattr(FuseStage, "run", spy)

@@ -13,14 +13,23 @@ from autodoc.files.confine import NotInWorkspace, OutsideRoot, read_lines
 from autodoc.query import find
 from autodoc.query.pipeline import run_search
 from autodoc.query.related import related as related_sections
+from autodoc.query.stages import SearchTrace
 from autodoc.wire import limits, protocol
 from autodoc.wire.errors import CancelToken, invalid_params
 
 
 class Reading(EngineCore):
     def search(
-        self, name: Any, query: Any, opts: Any = None, *, cancel: CancelToken | None = None
+        self,
+        name: Any,
+        query: Any,
+        opts: Any = None,
+        *,
+        cancel: CancelToken | None = None,
+        trace: SearchTrace | None = None,
     ) -> protocol.Answer:
+        """`search.query`; a `trace` passed in is filled with how the answer was found (training
+        asks it for the candidates' features)."""
         ws = self.workspace(name)
         answer = run_search(
             self.store,
@@ -31,6 +40,7 @@ class Reading(EngineCore):
             self.semantic_plan(ws),
             cancel,
             self.rank_plan(ws),
+            trace,
         )
         if answer["stale"] and self.on_stale is not None:
             self.on_stale(ws.name, answer["stale"])

@@ -27,13 +27,13 @@ from autodoc.wire import protocol
 
 def pin_exact(ctx: QueryContext) -> list[fusion.Fused]:
     """A document's exact title or alias: its first section first, before every fused hit."""
-    fused = ctx.fused
-    if not ctx.exact:
+    fused = ctx.results.fused
+    if not ctx.results.exact:
         return fused
     found = {f.chunk_id: f for f in fused}
     pinned = []
-    for e in ctx.exact:
-        if ctx.rows[e.chunk_id]["path"] in ctx.stale:
+    for e in ctx.results.exact:
+        if ctx.results.rows[e.chunk_id]["path"] in ctx.results.stale:
             continue
         f = found.get(e.chunk_id)
         if f is not None:
@@ -47,44 +47,50 @@ def pin_exact(ctx: QueryContext) -> list[fusion.Fused]:
 
 
 def build_answer(ctx: QueryContext) -> protocol.Answer:
-    fused = pin_exact(ctx)[: ctx.options.limit]
-    record = ctx.fusion
-    assert record is not None and ctx.rank_record is not None  # the fuse and rerank stages ran
-    terms = TermMatcher(ctx.lexical_query or ctx.query)
+    fused = pin_exact(ctx)[: ctx.request.options.limit]
+    record = ctx.trace.fusion
+    assert (
+        record is not None and ctx.trace.rank_record is not None
+    )  # the fuse and rerank stages ran
+    terms = TermMatcher(ctx.results.lexical_query or ctx.request.query)
     hits = []
     missing = confidence.rare_words(ctx.absent_words())
     probabilities = _probabilities(ctx, fused)
     for f, relevance in zip(fused, _relevance(ctx, fused, probabilities, missing), strict=True):
-        hit = _hit(ctx.rows[f.chunk_id], terms, relevance, f.score, f.via)
-        if f.chunk_id in ctx.moved:
-            hit["superseded_by"] = ctx.successor_paths.get(ctx.moved[f.chunk_id], "")
-        if f.chunk_id in ctx.rank_scores:
-            hit["rank_score"] = round(ctx.rank_scores[f.chunk_id], 6)
+        hit = _hit(ctx.results.rows[f.chunk_id], terms, relevance, f.score, f.via)
+        if f.chunk_id in ctx.results.moved:
+            hit["superseded_by"] = ctx.results.successor_paths.get(
+                ctx.results.moved[f.chunk_id], ""
+            )
+        if f.chunk_id in ctx.results.rank_scores:
+            hit["rank_score"] = round(ctx.results.rank_scores[f.chunk_id], 6)
         hits.append(hit)
-    ctx.timings["total_ms"] = round((time.perf_counter() - ctx.started) * 1000, 2)
+    ctx.trace.timings["total_ms"] = round((time.perf_counter() - ctx.request.started) * 1000, 2)
     answer = protocol.Answer(
-        workspace=ctx.ws.name,
-        root=str(ctx.ws.root),
-        query=ctx.text,
+        workspace=ctx.request.ws.name,
+        root=str(ctx.request.ws.root),
+        query=ctx.request.text,
         hits=hits,
-        mode_used=mode_used(ctx.performed),
-        **_semantic_report(ctx.semantic),
-        rank=ctx.rank_record,
+        mode_used=mode_used(ctx.trace.performed),
+        **_semantic_report(ctx.request.semantic),
+        rank=ctx.trace.rank_record,
         stages=protocol.StagesRecord(
-            requested=ctx.options.stages, performed=ctx.performed, skipped=ctx.skipped
+            requested=ctx.request.options.stages,
+            performed=ctx.trace.performed,
+            skipped=ctx.trace.skipped,
         ),
         fusion=record,
-        filter=ctx.flt.describe(),
-        truncated=ctx.truncated,
-        below_floor=ctx.below_floor,
-        stale=sorted(ctx.stale),
+        filter=ctx.request.flt.describe(),
+        truncated=ctx.results.truncated,
+        below_floor=ctx.results.below_floor,
+        stale=sorted(ctx.results.stale),
         **_confidence(ctx, hits, probabilities, missing),
-        epoch=list(ctx.epochs),
-        took_ms=ctx.timings["total_ms"],
-        timings=ctx.timings,
+        epoch=list(ctx.results.epochs),
+        took_ms=ctx.trace.timings["total_ms"],
+        timings=ctx.trace.timings,
     )
-    if ctx.did_you_mean:
-        answer["did_you_mean"] = ctx.did_you_mean
+    if ctx.results.did_you_mean:
+        answer["did_you_mean"] = ctx.results.did_you_mean
     return answer
 
 
@@ -92,14 +98,15 @@ def _probabilities(ctx: QueryContext, fused: list[fusion.Fused]) -> list[float]:
     """Each hit's probability, never above the one before it: under `learned` fusion the
     calibrated probability that its document answers, else its share of first place in every
     stage; an exact title or alias 1.0."""
-    record = ctx.fusion
+    record = ctx.trace.fusion
     assert record is not None
     if record["method"] == "learned":
         raw = [
-            1.0 if "exact" in f.via else ctx.document_p.get(f.document_id, f.score) for f in fused
+            1.0 if "exact" in f.via else ctx.results.document_p.get(f.document_id, f.score)
+            for f in fused
         ]
     else:
-        active = sum(w for s, w in record["weights"].items() if s in ctx.performed)
+        active = sum(w for s, w in record["weights"].items() if s in ctx.trace.performed)
         raw = [
             1.0 if "exact" in f.via else fusion.relevance(f.score, active, record["k"])
             for f in fused
@@ -113,9 +120,9 @@ def _relevance(ctx: QueryContext, fused: list[fusion.Fused], probabilities: list
     confidence (`ranking.shown_relevance`), else the probabilities as they are; a superseded
     hit below its successor's, never the same."""
     shown = probabilities
-    if ctx.fusion is not None and ctx.fusion["method"] == "learned":
+    if ctx.trace.fusion is not None and ctx.trace.fusion["method"] == "learned":
         shown = ranking.shown_relevance(ranking.active_model(), probabilities, bool(missing))
-    shown = fusion.below_successors(shown, fused, ctx.moved)
+    shown = fusion.below_successors(shown, fused, ctx.results.moved)
     return [round(r, 4) for r in shown]
 
 
@@ -129,15 +136,17 @@ def _confidence(ctx: QueryContext, hits: list[protocol.Hit], probabilities: list
                 missing: list[str]) -> _Confidence:  # fmt: skip
     """What the answer can say about itself: under `learned` fusion from the calibrated
     probability that its top document answers, else from absolute evidence (confidence.py)."""
-    words = ctx.content_words
-    semantic = ctx.signals.get("semantic") if "semantic" in ctx.performed else None
+    words = ctx.request.content_words
+    semantic = ctx.results.signals.get("semantic") if "semantic" in ctx.trace.performed else None
     cosine = round(float(semantic[0]), 4) if semantic else None
-    assert ctx.fusion is not None
-    if ctx.fusion["method"] == "learned":
+    assert ctx.trace.fusion is not None
+    if ctx.trace.fusion["method"] == "learned":
         top = probabilities[0] if hits else None
         level = ranking.confidence_level(ranking.active_model(), top, bool(missing))
     else:
-        lexical_hits = next((len(found) for stage, found in ctx.ranked if stage == "lexical"), 0)
+        lexical_hits = next(
+            (len(found) for stage, found in ctx.results.ranked if stage == "lexical"), 0
+        )
         level = confidence.level(len(hits), len(words), len(missing), cosine, lexical_hits)
     return _Confidence(missing=missing, confidence=level, cosine=cosine)
 
@@ -195,16 +204,24 @@ def _semantic_report(semantic: SemanticPlan) -> _SemanticReport:
 def browse_answer(ctx: QueryContext, conn: sqlite3.Connection) -> protocol.Answer:
     """A query of filters only (spec §6), on the search's snapshot: the matching files in path
     order, each shown by its first section; nothing is embedded or ranked."""
-    store, ws, options, semantic, rank = ctx.store, ctx.ws, ctx.options, ctx.semantic, ctx.rank
+    store, ws, options, semantic, rank = (
+        ctx.request.store,
+        ctx.request.ws,
+        ctx.request.options,
+        ctx.request.semantic,
+        ctx.request.rank,
+    )
     t0 = time.perf_counter()
-    take, matched = ctx.flt.browse(conn, ws.id, options.limit + min(options.limit, STALE_SPARE))
+    take, matched = ctx.request.flt.browse(
+        conn, ws.id, options.limit + min(options.limit, STALE_SPARE)
+    )
     epochs = read_epochs(conn, ws.id)
     rows = store.chunk_rows(conn, sql.first_live_chunks(conn, take))
     if semantic.embedder is not None and semantic.model_fp is not None and epochs:
         semantic.coverage = semantic_coverage(conn, store, ws, semantic.model_fp, epochs)
     stale = stale_documents(ws, rows.values())
     order = sorted((r for r in rows.values() if r["path"] not in stale), key=lambda r: r["path"])
-    terms = TermMatcher(ParsedQuery(ctx.text))
+    terms = TermMatcher(ParsedQuery(ctx.request.text))
     hits = [_hit(r, terms, 0.0, 0.0, ["facet"]) for r in order[: options.limit]]
     if rank.ranker is not None:
         rank_record = protocol.RankRecord(state="skipped", model=rank.ranker.name, error=FACET_ONLY)
@@ -212,11 +229,11 @@ def browse_answer(ctx: QueryContext, conn: sqlite3.Connection) -> protocol.Answe
         rank_record = protocol.RankRecord(state="off", model="", error=rank.reason or NO_RANKER)
     done = time.perf_counter()  # one reading for both, so the part never exceeds the whole
     filter_ms = round((done - t0) * 1000, 2)
-    total_ms = round((done - ctx.started) * 1000, 2)
+    total_ms = round((done - ctx.request.started) * 1000, 2)
     return protocol.Answer(
         workspace=ws.name,
         root=str(ws.root),
-        query=ctx.text,
+        query=ctx.request.text,
         hits=hits,
         mode_used="facet",
         **_semantic_report(semantic),
@@ -227,7 +244,7 @@ def browse_answer(ctx: QueryContext, conn: sqlite3.Connection) -> protocol.Answe
             skipped={s: FACET_ONLY for s in options.stages},
         ),
         fusion=None,
-        filter=ctx.flt.describe(),
+        filter=ctx.request.flt.describe(),
         matched=matched,
         truncated=False,
         below_floor=0,

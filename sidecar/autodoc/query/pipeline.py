@@ -24,6 +24,8 @@ from autodoc.query.stages import (
     REGISTRY,
     QueryContext,
     SearchOptions,
+    SearchRequest,
+    SearchTrace,
     Skip,
     Stage,
 )
@@ -44,26 +46,34 @@ def run_search(
     semantic: SemanticPlan,
     cancel: CancelToken | None = None,
     rank: RankPlan | None = None,
+    trace: SearchTrace | None = None,
 ) -> protocol.Answer:
     """Run the stages; `cancel` is checked between them, so superseded work stops early.
 
     One snapshot serves the whole search: the facet schema the query is read with, the filter,
     every snapshot stage and the rows shown, so a schema or a document that changes meanwhile is
     seen by all of them or by none. Only the stages that run after it (a ranker may take
-    seconds) and the answer come later."""
+    seconds) and the answer come later. A `trace` passed in is the one the search fills (with
+    `capture`, the fuse stage's candidates too): the caller reads it afterwards."""
     if not isinstance(text, str):
         raise invalid_params("query must be a string", field="query")
     check_query(text)
     options = parse_options(opts)
     started = time.perf_counter()
     with store.snapshot() as conn:
-        ctx = _context(conn, store, lexical, ws, text, options, semantic, rank, cancel, started)
-        if ctx.wordless and ctx.flt.active:
+        ctx = _context(
+            conn, store, lexical, ws, text, options, semantic, rank, cancel, started, trace
+        )
+        if ctx.request.wordless and ctx.request.flt.active:
             return answer.browse_answer(ctx, conn)
         plan = _retrieve(ctx, conn)
-    ctx.check()
-    ctx.stale = stale_documents(ws, ctx.rows.values())
-    ctx.fused = [f for f in ctx.fused if ctx.rows[f.chunk_id]["path"] not in ctx.stale]
+    ctx.request.check()
+    ctx.results.stale = stale_documents(ws, ctx.results.rows.values())
+    ctx.results.fused = [
+        f
+        for f in ctx.results.fused
+        if ctx.results.rows[f.chunk_id]["path"] not in ctx.results.stale
+    ]
     for stage in REGISTRY:
         if stage.phase == "after":
             _run(ctx, stage, plan, None)
@@ -73,21 +83,23 @@ def run_search(
 def _retrieve(ctx: QueryContext, conn: sqlite3.Connection) -> list[Stage]:
     """The stages prepared (the query embedded), the filter applied, the snapshot stages run in
     order and the rows of the hits to show read: everything the snapshot is needed for."""
-    ctx.check()  # superseded already: embed nothing
+    ctx.request.check()  # superseded already: embed nothing
     plan = _plan(ctx)
-    ctx.check()
-    epochs = read_epochs(conn, ctx.ws.id)
+    ctx.request.check()
+    epochs = read_epochs(conn, ctx.request.ws.id)
     if epochs is None:
-        raise invalid_params(f"unknown workspace {ctx.ws.name!r}", workspace=ctx.ws.name)
-    ctx.epochs = epochs
-    ctx.check()
-    if ctx.flt.active:
-        with ctx.timed("filter_ms"):
-            ctx.allowed = ctx.flt.select(conn, ctx.ws.id)
+        raise invalid_params(
+            f"unknown workspace {ctx.request.ws.name!r}", workspace=ctx.request.ws.name
+        )
+    ctx.results.epochs = epochs
+    ctx.request.check()
+    if ctx.request.flt.active:
+        with ctx.trace.timed("filter_ms"):
+            ctx.results.allowed = ctx.request.flt.select(conn, ctx.request.ws.id)
     for stage in REGISTRY:
         if stage.phase == "snapshot":
             _run(ctx, stage, plan, conn)
-    ctx.check()
+    ctx.request.check()
     _read_rows(ctx, conn, will_rank=any(s.phase == "after" for s in plan))
     return plan
 
@@ -103,6 +115,7 @@ def _context(
     rank: RankPlan | None,
     cancel: CancelToken | None,
     started: float,
+    trace: SearchTrace | None,
 ) -> QueryContext:
     schema = sql.stored_schema(conn, ws.id)
     query = parse_query(text, schema.is_facet)
@@ -113,7 +126,7 @@ def _context(
         options.tags,
         options.paths,
     )
-    return QueryContext(
+    request = SearchRequest(
         store=store,
         lexical=lexical,
         ws=ws,
@@ -128,6 +141,7 @@ def _context(
         started=started,
         intent=intent.detect(query),
     )
+    return QueryContext(request, trace=trace if trace is not None else SearchTrace())
 
 
 def _plan(ctx: QueryContext) -> list[Stage]:
@@ -135,7 +149,7 @@ def _plan(ctx: QueryContext) -> list[Stage]:
     off) that can run, each prepared. A requested stage that cannot run is recorded with its
     reason; when every requested retriever cannot, the search fails with the last one's error
     (a semantic-only search never silently answers lexically)."""
-    requested = ctx.options.stages
+    requested = ctx.request.options.stages
     plan: list[Stage] = []
     failed: Skip | None = None
     for stage in REGISTRY:
@@ -145,7 +159,7 @@ def _plan(ctx: QueryContext) -> list[Stage]:
         if skip is None:
             plan.append(stage)
             continue
-        ctx.skipped[stage.name] = skip.reason
+        ctx.trace.skipped[stage.name] = skip.reason
         if stage.retriever:
             failed = skip
     if failed is not None and not any(s.retriever for s in plan):
@@ -158,23 +172,23 @@ def _run(
 ) -> None:
     ran = False
     if stage in plan:
-        ctx.check()
+        ctx.request.check()
         skip = stage.run(ctx, conn)
         if skip is None:
             ran = True
             if stage.toggle:
-                ctx.performed.append(cast(protocol.StageName, stage.name))
+                ctx.trace.performed.append(cast(protocol.StageName, stage.name))
         else:
-            ctx.skipped[stage.name] = skip.reason
+            ctx.trace.skipped[stage.name] = skip.reason
     stage.describe(ctx, conn, ran)
 
 
 def _read_rows(ctx: QueryContext, conn: sqlite3.Connection, *, will_rank: bool) -> None:
     """The rows of the hits that may be shown: the limit, a few spares for hits whose file
     changed since it was indexed, and the ranker's whole window when it runs."""
-    depth = ctx.options.limit + min(ctx.options.limit, STALE_SPARE)
-    window = ctx.options.window or ctx.rank.window
-    ctx.fused = ctx.fused[: max(depth, window) if will_rank else depth]
-    chunk_ids = [f.chunk_id for f in ctx.fused] + [f.chunk_id for f in ctx.exact]
-    ctx.rows = ctx.store.chunk_rows(conn, chunk_ids)
-    ctx.successor_paths = sql.document_paths(conn, list(ctx.moved.values()))
+    depth = ctx.request.options.limit + min(ctx.request.options.limit, STALE_SPARE)
+    window = ctx.request.options.window or ctx.request.rank.window
+    ctx.results.fused = ctx.results.fused[: max(depth, window) if will_rank else depth]
+    chunk_ids = [f.chunk_id for f in ctx.results.fused] + [f.chunk_id for f in ctx.results.exact]
+    ctx.results.rows = ctx.request.store.chunk_rows(conn, chunk_ids)
+    ctx.results.successor_paths = sql.document_paths(conn, list(ctx.results.moved.values()))

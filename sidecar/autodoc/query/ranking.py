@@ -17,8 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Sequence
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
@@ -100,14 +99,6 @@ TERM_FEATURES = frozenset((*COVERAGE_FEATURES, *_QUERY_TERM_FEATURES)) | {
 # Which lexical pass found a hit (query/stages/lexical.py): the documents a query's numbers or
 # codes name, the chunks holding every word, those holding its rarer half, those holding some.
 NAMES_PASS, ALL_WORDS_PASS, RARE_WORDS_PASS, ANY_WORD_PASS = 0, 1, 2, 3
-
-# Training captures each search's candidates through this tap (bench/train_ranking.py); None,
-# the default, costs one lookup a search.
-# It is called with (the search's QueryContext, the snapshot, the candidates, their features,
-# their promise tiers).
-FEATURE_TAP: ContextVar[Callable[..., None] | None] = ContextVar(
-    "autodoc_feature_tap", default=None
-)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast, get_args
 
-from autodoc.query.stages.base import QueryContext, SearchOptions, Skip, Stage
+from autodoc.query.stages.base import (
+    CandidateTrace,
+    QueryContext,
+    SearchOptions,
+    SearchRequest,
+    SearchTrace,
+    Skip,
+    Stage,
+    StageResults,
+)
 from autodoc.query.stages.fuse import FuseStage
 from autodoc.query.stages.lexical import LexicalStage
 from autodoc.query.stages.rerank import RerankStage
@@ -79,10 +88,14 @@ __all__ = [
     "RETRIEVERS",
     "STAGE_SETS",
     "TOGGLES",
+    "CandidateTrace",
     "QueryContext",
     "SearchOptions",
+    "SearchRequest",
+    "SearchTrace",
     "Skip",
     "Stage",
+    "StageResults",
     "lua_stage_list",
     "mode_used",
     "stage_sets",

@@ -1,10 +1,11 @@
 """What a pipeline stage is, and the one search it works on.
 
 A stage has a name (the wire's and the picker's), says whether it can run for this search and
-why not, and runs on a `QueryContext`: the query, the filter, the snapshot, and what the stages
-before it left there. `run_search` (query/pipeline.py) is a short loop over the registry
-(`stages/__init__.py`); the answer's `stages` record, `mode_used` and the evaluation's stage sets
-are all derived from the registry, never listed by hand.
+why not, and runs on a `QueryContext`: the frozen request (the query, the filter, the plans),
+the results the stages before it left, and the trace the answer and training read.
+`run_search` (query/pipeline.py) is a short loop over the registry (`stages/__init__.py`); the
+answer's `stages` record, `mode_used` and the evaluation's stage sets are all derived from the
+registry, never listed by hand.
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ class SearchOptions:
     recency: float | None = None  # a half-life in days: newer documents rank higher
 
 
-@dataclass
-class QueryContext:
-    """One search: its inputs, then what each stage leaves for the next."""
+@dataclass(frozen=True)
+class SearchRequest:
+    """What was asked, read once before the first stage runs and never changed by one."""
 
     store: Store
     lexical: Lexical
@@ -74,20 +75,26 @@ class QueryContext:
     wordless: bool
     started: float
     intent: Intent = "words"
-    # filled in inside the snapshot
-    epochs: tuple[int, int] = (0, 0)
-    allowed: DocumentSet | None = None
-    # what the stages leave
+
+    @cached_property
+    def content_words(self) -> list[tuple[str, bool]]:
+        """The query's content words (`confidence.content_words`), worked out once."""
+        return confidence.content_words(self.query)
+
+
+@dataclass
+class StageResults:
+    """What each stage leaves for the stages after it and for the answer."""
+
+    epochs: tuple[int, int] = (0, 0)  # read inside the snapshot
+    allowed: DocumentSet | None = None  # the filter's documents (None: no filter)
     absent: list[str] | None = None  # content words no chunk holds (the lexical stage's look)
     lexical_query: ParsedQuery | None = None  # the words searched, typos corrected
     did_you_mean: str | None = None  # that query as the user would type it
-    performed: list[protocol.StageName] = field(default_factory=list)
-    skipped: dict[str, str] = field(default_factory=dict)
     ranked: list[tuple[str, list[tuple[int, int]]]] = field(default_factory=list)
     signals: dict[str, list[float]] = field(default_factory=dict)  # each stage's scores
     lexical_passes: list[int] = field(default_factory=list)  # which pass found each lexical hit
     truncated: bool = False
-    timings: dict[str, float] = field(default_factory=dict)
     qvec: np.ndarray | None = None
     pending: Future | None = None  # the query's embedding, under way beside the lexical stage
     exact: list[fusion.Fused] = field(default_factory=list)
@@ -95,24 +102,34 @@ class QueryContext:
     moved: dict[int, int] = field(default_factory=dict)  # chunk id -> successor document id
     below_floor: int = 0  # candidates the learned ranking left out as implausible
     document_p: dict[int, float] = field(default_factory=dict)  # document -> P(it answers)
-    fusion: protocol.FusionRecord | None = None
     rows: dict[int, sqlite3.Row] = field(default_factory=dict)  # chunk id -> its row
     successor_paths: dict[int, str] = field(default_factory=dict)
     stale: set[str] = field(default_factory=set)
     rank_scores: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CandidateTrace:
+    """The candidates as the fuse stage ranked them: what training learns from."""
+
+    chunk_ids: list[int]
+    features: np.ndarray  # one row a candidate, `ranking.FEATURES`'s columns
+    tiers: list[int]  # the promise tiers (`stages.fuse.promise_tiers`)
+
+
+@dataclass
+class SearchTrace:
+    """How the answer was found: which stages ran or why not, their times, the fusion and the
+    ranker; with `candidates` asked for, the fuse stage's candidates and their features (training
+    passes a trace in and reads it back: `bench/train_ranking.py`)."""
+
+    capture: bool = False  # record the fuse stage's candidates
+    performed: list[protocol.StageName] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    fusion: protocol.FusionRecord | None = None
     rank_record: protocol.RankRecord | None = None
-
-    @cached_property
-    def content_words(self) -> list[tuple[str, bool]]:
-        """The query's content words (`confidence.content_words`), worked out once."""
-        return confidence.content_words(self.query)
-
-    def absent_words(self) -> list[str]:
-        """The content words no chunk holds: the lexical stage's look (it searches the words
-        the query holds and corrects them from these), else one look here; once a search."""
-        if self.absent is None:
-            self.absent = self.lexical.missing(self.content_words)
-        return self.absent
+    candidates: CandidateTrace | None = None
 
     @contextmanager
     def timed(self, key: str) -> Iterator[None]:
@@ -124,6 +141,22 @@ class QueryContext:
         finally:
             spent = (time.perf_counter() - t0) * 1000
             self.timings[key] = round(self.timings.get(key, 0.0) + spent, 2)
+
+
+@dataclass
+class QueryContext:
+    """One search: the request, what the stages leave, and the trace of how."""
+
+    request: SearchRequest
+    results: StageResults = field(default_factory=StageResults)
+    trace: SearchTrace = field(default_factory=SearchTrace)
+
+    def absent_words(self) -> list[str]:
+        """The content words no chunk holds: the lexical stage's look (it searches the words
+        the query holds and corrects them from these), else one look here; once a search."""
+        if self.results.absent is None:
+            self.results.absent = self.request.lexical.missing(self.request.content_words)
+        return self.results.absent
 
 
 class StageDefaults:

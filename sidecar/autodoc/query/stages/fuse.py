@@ -19,7 +19,7 @@ from autodoc.bm25.analyzer import analyze
 from autodoc.query import confidence, fusion, ranking
 from autodoc.query.intent import LEXICAL_FIRST
 from autodoc.query.named_documents import named_documents
-from autodoc.query.stages.base import Phase, QueryContext, Skip, StageDefaults
+from autodoc.query.stages.base import CandidateTrace, Phase, QueryContext, Skip, StageDefaults
 from autodoc.wire import protocol
 
 
@@ -31,48 +31,56 @@ class FuseStage(StageDefaults):
 
     def run(self, ctx: QueryContext, conn: sqlite3.Connection | None) -> Skip | None:
         assert conn is not None
-        stages = [stage for stage, _ in ctx.ranked]
-        fused = fusion.rrf(ctx.ranked)  # every candidate once, with its rank in each stage
+        stages = [stage for stage, _ in ctx.results.ranked]
+        fused = fusion.rrf(ctx.results.ranked)  # every candidate once, with its rank in each stage
         docs = sorted({f.document_id for f in fused})
-        tap = ranking.FEATURE_TAP.get()  # training captures the candidates' features
-        learned = ctx.options.fusion == "learned" or tap is not None
+        capture = ctx.trace.capture  # training reads the candidates' features from the trace
+        learned = ctx.request.options.fusion == "learned" or capture
         model = ranking.active_model()  # the shipped one (a fold's while training): once a search
         lexical = "lexical" in stages  # meaning alone reads no term coverage or link counts
         info = store.boost_facts(conn, docs, outbound=learned and lexical)
-        words = {t for item in (ctx.lexical_query or ctx.query).items for t in analyze(item.text)}
+        words = {
+            t
+            for item in (ctx.results.lexical_query or ctx.request.query).items
+            for t in analyze(item.text)
+        }
         tagged = {d for d, (_, tags, _) in info.items() if has_query_tag(tags, words)}
         inbound = {d: links for d, (links, _, _) in info.items()}
         if learned:
             outbound = {d: held for d, (_, _, held) in info.items() if held}
-            terms = tap is not None or model.for_stages(stages).reads_terms
+            terms = capture or model.for_stages(stages).reads_terms
             evidence = _evidence(ctx, fused, inbound, outbound, tagged, terms=terms)
-            if tap is not None or model.section is not None:  # where each sits in its record
+            if capture or model.section is not None:  # where each sits in its record
                 evidence.structure = store.chunk_structure(conn, [f.chunk_id for f in fused])
             x = ranking.candidate_features(fused, evidence)
         named: set[int] = set()  # documents the query names by their name (a prefix's, a term's)
         if learned and "lexical" in stages:
-            named = named_documents(conn, ctx.ws.id, ctx.query, ctx.intent)
-        if tap is not None:  # training captures the candidates (bench/train_ranking.py)
-            tap(ctx, conn, fused, x, promise_tiers(ctx, fused, stages, named))
-        if ctx.options.fusion == "learned":
+            named = named_documents(conn, ctx.request.ws.id, ctx.request.query, ctx.request.intent)
+        if capture:  # training learns from them (bench/train_ranking.py)
+            ctx.trace.candidates = CandidateTrace(
+                [f.chunk_id for f in fused], x, promise_tiers(ctx, fused, stages, named)
+            )
+        if ctx.request.options.fusion == "learned":
             fused = self._learned(ctx, fused, x, stages, model, named)
         else:
             fused = self._by_rule(ctx, fused, stages, inbound, tagged)
-        if ctx.options.recency is not None:  # off: no score is touched, no order changes
+        if ctx.request.options.recency is not None:  # off: no score is touched, no order changes
             facts = store.recency_facts(conn, docs)
-            fused = fusion.apply_recency(fused, facts, ctx.options.recency, time.time())
-        if ctx.options.fusion == "learned":  # before the cap (a hit it leaves out takes no
+            fused = fusion.apply_recency(fused, facts, ctx.request.options.recency, time.time())
+        if ctx.request.options.fusion == "learned":  # before the cap (a hit it leaves out takes no
             fused = self._floor(ctx, fused, model.floor, named)  # place) and before demotion
         fused = fusion.cap_per_document(fused)  # (which lowers scores: a demoted hit stays)
-        demote = ctx.options.demote_superseded
+        demote = ctx.request.options.demote_superseded
         if demote is None:
-            demote = ctx.ws.options["demote_superseded"]
+            demote = ctx.request.ws.options["demote_superseded"]
         if demote:
             pairs = store.successors(conn, docs)
             successor = {o: n for o, n in pairs if n in info}
             # a query that names a document (its number, a quoted phrase) gets that document
-            ctx.moved = fusion.demote_superseded(fused, successor, ctx.intent not in LEXICAL_FIRST)
-        ctx.fused = fused
+            ctx.results.moved = fusion.demote_superseded(
+                fused, successor, ctx.request.intent not in LEXICAL_FIRST
+            )
+        ctx.results.fused = fused
         return None
 
     def _floor(
@@ -80,9 +88,9 @@ class FuseStage(StageDefaults):
     ) -> list[fusion.Fused]:
         """The hits the learned floor keeps: those that reach it, each stage's first documents'
         (`stage_leaders`) and the best hit of each document the query names."""
-        spared = stage_leaders(ctx.ranked, SPARED_DOCUMENTS) | best_hits(fused, named)
+        spared = stage_leaders(ctx.results.ranked, SPARED_DOCUMENTS) | best_hits(fused, named)
         kept = [f for f in fused if f.score >= floor or f.chunk_id in spared]
-        ctx.below_floor = len(fused) - len(kept)
+        ctx.results.below_floor = len(fused) - len(kept)
         return kept
 
     def _learned(
@@ -100,14 +108,14 @@ class FuseStage(StageDefaults):
         a query that names its words, what the words found before what only meaning found."""
         for f, p in zip(fused, model.for_stages(stages).probability(x).tolist(), strict=True):
             f.score = p
-        ctx.document_p = ranking.document_probabilities(
+        ctx.results.document_p = ranking.document_probabilities(
             model, [f.score for f in fused], [f.document_id for f in fused]
         )
-        ctx.fusion = protocol.FusionRecord(
+        ctx.trace.fusion = protocol.FusionRecord(
             method="learned",
             k=0,
             weights={s: 1.0 for s in stages},
-            intent=ctx.intent,
+            intent=ctx.request.intent,
             model=model.version,
         )
         tier = promise_tiers(ctx, fused, stages, named_docs)
@@ -119,13 +127,13 @@ class FuseStage(StageDefaults):
         # A hit a promise lists first reads as relevant as the best it was put above: the
         # column never drops below it, and the answer's confidence is the best hit's.
         best = max((f.score for f in fused), default=0.0)
-        best_doc = max(ctx.document_p.values(), default=0.0)
+        best_doc = max(ctx.results.document_p.values(), default=0.0)
         for i in order if "lexical" in stages else ():  # meaning alone makes no promise
             if tier[i]:
                 break
             fused[i].score = max(fused[i].score, best)
             d = fused[i].document_id
-            ctx.document_p[d] = max(ctx.document_p.get(d, 0.0), best_doc)
+            ctx.results.document_p[d] = max(ctx.results.document_p.get(d, 0.0), best_doc)
         return [fused[i] for i in order]
 
     def _by_rule(
@@ -141,8 +149,10 @@ class FuseStage(StageDefaults):
         both = stages == ["lexical", "semantic"]
         # The query names the words the answer holds: the lexical order stands, and a hit only
         # meaning found comes below every hit the words found.
-        lexical_first = both and ctx.intent in LEXICAL_FIRST and bool(ctx.ranked[0][1])
-        method = ctx.options.fusion
+        lexical_first = (
+            both and ctx.request.intent in LEXICAL_FIRST and bool(ctx.results.ranked[0][1])
+        )
+        method = ctx.request.options.fusion
         convex = both and method == "convex"
         if convex:
             share = 0.0 if lexical_first else fusion.CONVEX_SEMANTIC
@@ -153,23 +163,23 @@ class FuseStage(StageDefaults):
             k = fusion.CONFIDENCE_K if method == "confidence" else fusion.RRF_K
         elif both and method == "confidence":
             weights = fusion.confidence_weights(
-                ctx.signals.get("lexical", []), ctx.signals.get("semantic", [])
+                ctx.results.signals.get("lexical", []), ctx.results.signals.get("semantic", [])
             )
             k = fusion.CONFIDENCE_K
         else:
             weights, k = tuple(1.0 for _ in stages), fusion.RRF_K
-        ctx.fusion = protocol.FusionRecord(
+        ctx.trace.fusion = protocol.FusionRecord(
             method=method if both else "rrf",
             k=k,
             weights={s: round(w, 4) for s, w in zip(stages, weights, strict=True)},
-            intent=ctx.intent,
+            intent=ctx.request.intent,
         )
         if convex:
-            signals = [ctx.signals.get(s, []) for s in stages]
+            signals = [ctx.results.signals.get(s, []) for s in stages]
             floors = [fusion.CONVEX_FLOORS[s] for s in stages]
-            fused = fusion.convex(ctx.ranked, signals, weights, floors)
+            fused = fusion.convex(ctx.results.ranked, signals, weights, floors)
         else:
-            fused = fusion.rrf(ctx.ranked, k, weights)
+            fused = fusion.rrf(ctx.results.ranked, k, weights)
         return fusion.apply_boosts(fused, tagged, inbound)
 
 
@@ -188,12 +198,14 @@ def promise_tiers(
     at = stages.index("lexical")
     named = {
         cid
-        for (cid, _), kind in zip(ctx.ranked[at][1], ctx.lexical_passes, strict=True)
+        for (cid, _), kind in zip(
+            ctx.results.ranked[at][1], ctx.results.lexical_passes, strict=True
+        )
         if kind == ranking.NAMES_PASS
     } | best_hits(fused, named_docs)
     return ranking.tiers(
         named, [f.chunk_id for f in fused], [f.ranks[at] for f in fused],
-        ctx.intent in LEXICAL_FIRST,
+        ctx.request.intent in LEXICAL_FIRST,
     )  # fmt: skip
 
 
@@ -241,19 +253,19 @@ def _evidence(
 ) -> ranking.Evidence:
     """`terms`: look up the query's terms' weights and which candidates hold each (a model
     that weighs none of them leaves the columns at 0 and saves an index search)."""
-    query = ctx.lexical_query or ctx.query
-    if terms and any(stage == "lexical" for stage, _ in ctx.ranked):
-        weights, held = ctx.lexical.held_terms(query, [f.chunk_id for f in fused])
+    query = ctx.results.lexical_query or ctx.request.query
+    if terms and any(stage == "lexical" for stage, _ in ctx.results.ranked):
+        weights, held = ctx.request.lexical.held_terms(query, [f.chunk_id for f in fused])
     else:  # meaning alone is ranked by the cosine's features: no term coverage to look up
         weights, held = np.zeros(0), np.zeros((len(fused), 0), dtype=bool)
-    words, absent = ctx.content_words, ctx.absent_words()
+    words, absent = ctx.request.content_words, ctx.absent_words()
     return ranking.Evidence(
-        ranked=ctx.ranked,
-        signals=ctx.signals,
-        lexical_passes=ctx.lexical_passes,
+        ranked=ctx.results.ranked,
+        signals=ctx.results.signals,
+        lexical_passes=ctx.results.lexical_passes,
         term_weights=weights,
         held=held,
-        intent=ctx.intent,
+        intent=ctx.request.intent,
         missing_share=len(confidence.rare_words(absent)) / max(len(words), 1),
         absent_share=len(absent) / max(len(words), 1),
         inbound=inbound,

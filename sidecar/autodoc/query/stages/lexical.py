@@ -28,33 +28,40 @@ class LexicalStage(StageDefaults):
 
     def run(self, ctx: QueryContext, conn: sqlite3.Connection | None) -> Skip | None:
         assert conn is not None
-        with ctx.timed("lexical_ms"):
-            ctx.lexical.refresh(ctx.epochs[0])
+        with ctx.trace.timed("lexical_ms"):
+            ctx.request.lexical.refresh(ctx.results.epochs[0])
             query = words_searched(ctx, conn)
             # A number query names a record by its digits; a longer query may hold a code
             # (`c1083 cannot open include file`), which names the document titled with it.
-            number = ctx.intent == "number"
+            number = ctx.request.intent == "number"
             names = number_words(query) if number else code_words(query)
-            found, cut, ctx.signals["lexical"] = lexical_candidates(
-                conn, ctx.store, ctx.lexical, ctx.ws, query, ctx.allowed, names=names,
-                whole=not number, passes=ctx.lexical_passes,
+            req, res = ctx.request, ctx.results
+            found, cut, res.signals["lexical"] = lexical_candidates(
+                conn, req.store, req.lexical, req.ws, query, res.allowed, names=names,
+                whole=not number, passes=res.lexical_passes,
             )  # fmt: skip
-            ctx.truncated |= cut
-            ctx.ranked.append(("lexical", found))
-        ctx.exact = exact_names(conn, ctx.ws, ctx.query, ctx.allowed)
+            ctx.results.truncated |= cut
+            ctx.results.ranked.append(("lexical", found))
+        ctx.results.exact = exact_names(
+            conn, ctx.request.ws, ctx.request.query, ctx.results.allowed
+        )
         return None
 
 
 def words_searched(ctx: QueryContext, conn: sqlite3.Connection) -> ParsedQuery:
     """The query, or, when a word is found nowhere and one within an edit or two is, the query
-    with that word corrected (`ctx.did_you_mean`). Notes the absent words for the answer."""
+    with that word corrected (`ctx.results.did_you_mean`). Notes the absent words for the answer."""
     absent = ctx.absent_words()
-    typed = [w for w, prefix in ctx.content_words if not prefix and w in absent]
-    fixed = spelling.correct(conn, ctx.store, ctx.lexical, ctx.query, typed) if typed else None
+    typed = [w for w, prefix in ctx.request.content_words if not prefix and w in absent]
+    fixed = (
+        spelling.correct(conn, ctx.request.store, ctx.request.lexical, ctx.request.query, typed)
+        if typed
+        else None
+    )
     if fixed is None:
-        return ctx.query
-    ctx.lexical_query, ctx.did_you_mean = fixed
-    return ctx.lexical_query
+        return ctx.request.query
+    ctx.results.lexical_query, ctx.results.did_you_mean = fixed
+    return ctx.results.lexical_query
 
 
 # What a hit the names pass did not find may score, at most, against the last one it found: the

@@ -18,35 +18,37 @@ class RerankStage(StageDefaults):
     phase: ClassVar[Phase] = "after"  # on the rows read in the snapshot, stale ones dropped
 
     def unavailable(self, ctx: QueryContext) -> Skip | None:
-        if ctx.rank.ranker is not None:
+        if ctx.request.rank.ranker is not None:
             return None
-        return Skip(ctx.rank.reason or NO_RANKER)
+        return Skip(ctx.request.rank.reason or NO_RANKER)
 
     def run(self, ctx: QueryContext, conn: sqlite3.Connection | None) -> Skip | None:
-        rows, fused = ctx.rows, ctx.fused
-        window = ctx.options.window or ctx.rank.window
-        with ctx.timed("rank_ms"):
+        rows, fused = ctx.results.rows, ctx.results.fused
+        window = ctx.request.options.window or ctx.request.rank.window
+        with ctx.trace.timed("rank_ms"):
             texts = [f"{rows[f.chunk_id]['breadcrumb']}\n{rows[f.chunk_id]['text']}" for f in fused]
-            scores, ctx.rank_record = rerank(ctx.rank, ctx.query.text, texts, window)
+            scores, ctx.trace.rank_record = rerank(
+                ctx.request.rank, ctx.request.query.text, texts, window
+            )
             if scores is None:
-                return Skip(ctx.rank_record["error"])
+                return Skip(ctx.trace.rank_record["error"])
             top = fused[: len(scores)]
             order = sorted(range(len(top)), key=lambda i: (-float(scores[i]), top[i].chunk_id))
             for i in order:
                 top[i].via = [*top[i].via, "rank"]
-                ctx.rank_scores[top[i].chunk_id] = float(scores[i])
-            ctx.fused = [top[i] for i in order] + fused[len(top) :]
+                ctx.results.rank_scores[top[i].chunk_id] = float(scores[i])
+            ctx.results.fused = [top[i] for i in order] + fused[len(top) :]
         return None
 
     def describe(self, ctx: QueryContext, conn: sqlite3.Connection | None, ran: bool) -> None:
-        if ctx.rank_record is not None:
+        if ctx.trace.rank_record is not None:
             return  # it ran, or tried: the ranker's own record
-        ranker = ctx.rank.ranker
+        ranker = ctx.request.rank.ranker
         if ranker is not None:  # a ranker is there, but this search left it out
-            ctx.rank_record = protocol.RankRecord(
+            ctx.trace.rank_record = protocol.RankRecord(
                 state="skipped", model=ranker.name, error=NOT_REQUESTED
             )
         else:  # why nothing was re-ranked, whether or not rerank was asked for: pickers show it
-            ctx.rank_record = protocol.RankRecord(
-                state="off", model="", error=ctx.rank.reason or NO_RANKER
+            ctx.trace.rank_record = protocol.RankRecord(
+                state="off", model="", error=ctx.request.rank.reason or NO_RANKER
             )

@@ -29,7 +29,7 @@ class SemanticStage:
     beside: ClassVar[bool] = True
 
     def unavailable(self, ctx: QueryContext) -> Skip | None:
-        plan = ctx.semantic
+        plan = ctx.request.semantic
         if plan.embedder is not None:
             return None
         return Skip(
@@ -43,65 +43,69 @@ class SemanticStage:
         """Embed the query before the snapshot stages run. With
         `overlap`, beside the lexical stage it is embedded on a worker thread while that stage
         runs (the model releases the GIL)."""
-        embedder = ctx.semantic.embedder
-        if ctx.wordless or embedder is None:
+        embedder = ctx.request.semantic.embedder
+        if ctx.request.wordless or embedder is None:
             return None
         # A model not loaded yet (a new process: onnxruntime, its session and the tokenizer,
         # ~200 ms) loads and embeds on a worker while the lexical stage runs and the vector
         # index opens; a loaded one embeds here unless `overlap`.
         cold = not getattr(embedder, "loaded", True)
-        if cold or (self.overlap and "lexical" in ctx.options.stages):
+        if cold or (self.overlap and "lexical" in ctx.request.options.stages):
             beside = self.beside and not cold  # a cold model: its query session, made once
-            ctx.pending = _WORKERS.submit(_embed, embedder, ctx.query.text, beside)
+            ctx.results.pending = _WORKERS.submit(_embed, embedder, ctx.request.query.text, beside)
             return None
-        qvec, seconds, failed = _embed(embedder, ctx.query.text)
-        ctx.timings["embed_ms"] = round(seconds * 1000, 2)
-        ctx.qvec = qvec
+        qvec, seconds, failed = _embed(embedder, ctx.request.query.text)
+        ctx.trace.timings["embed_ms"] = round(seconds * 1000, 2)
+        ctx.results.qvec = qvec
         return failed
 
     def run(self, ctx: QueryContext, conn: sqlite3.Connection | None) -> Skip | None:
-        plan = ctx.semantic
+        plan = ctx.request.semantic
         signs = plan.signs  # opened before waiting for the query's vector: the two overlap
         assert conn is not None and signs is not None and plan.model_fp is not None
         # Neither needs the query's vector: in a new process the index's reads (the vector
         # count: ~15 ms on cpp-docs) overlap the model's load too.
-        with ctx.timed("semantic_ms"):
-            signs.refresh(conn, ctx.ws.id, plan.model_fp, ctx.epochs[1])
-            plan.coverage = semantic_coverage(conn, ctx.store, ctx.ws, plan.model_fp, ctx.epochs)
-        if ctx.pending is not None:
-            with ctx.timed("embed_wait_ms"):  # what the lexical stage did not hide
-                qvec, seconds, failed = ctx.pending.result()
-            ctx.pending = None
-            ctx.timings["embed_ms"] = round(seconds * 1000, 2)
+        with ctx.trace.timed("semantic_ms"):
+            signs.refresh(conn, ctx.request.ws.id, plan.model_fp, ctx.results.epochs[1])
+            plan.coverage = semantic_coverage(
+                conn, ctx.request.store, ctx.request.ws, plan.model_fp, ctx.results.epochs
+            )
+        if ctx.results.pending is not None:
+            with ctx.trace.timed("embed_wait_ms"):  # what the lexical stage did not hide
+                qvec, seconds, failed = ctx.results.pending.result()
+            ctx.results.pending = None
+            ctx.trace.timings["embed_ms"] = round(seconds * 1000, 2)
             if failed is not None:
                 return failed
-            ctx.qvec = qvec
-        with ctx.timed("semantic_ms"):
+            ctx.results.qvec = qvec
+        with ctx.trace.timed("semantic_ms"):
             found: list[tuple[int, int]] = []
-            if ctx.qvec is not None:
+            if ctx.results.qvec is not None:
                 embedded, total = plan.coverage
                 scored, cut = semantic_candidates(
                     conn,
-                    ctx.store,
+                    ctx.request.store,
                     signs,
-                    ctx.ws,
+                    ctx.request.ws,
                     plan.model_fp,
-                    ctx.qvec,
-                    ctx.allowed,
+                    ctx.results.qvec,
+                    ctx.results.allowed,
                     complete=embedded >= total,
                     chunks=total,
                 )
                 found = [(c, d) for c, d, _ in scored]
-                ctx.signals["semantic"] = [x for _, _, x in scored]
-                ctx.truncated |= cut
-            ctx.ranked.append(("semantic", found))
+                ctx.results.signals["semantic"] = [x for _, _, x in scored]
+                ctx.results.truncated |= cut
+            ctx.results.ranked.append(("semantic", found))
         return None
 
     def describe(self, ctx: QueryContext, conn: sqlite3.Connection | None, ran: bool) -> None:
-        plan = ctx.semantic
+        plan = ctx.request.semantic
         if not ran and conn is not None and plan.embedder is not None and plan.model_fp is not None:
             # Not asked for (a picker's box unchecked): still say how complete the vectors are.
-            plan.coverage = semantic_coverage(conn, ctx.store, ctx.ws, plan.model_fp, ctx.epochs)
+            plan.coverage = semantic_coverage(
+                conn, ctx.request.store, ctx.request.ws, plan.model_fp, ctx.results.epochs
+            )
 
 
 # Query embeddings run here beside the lexical stage: two, for two searches at once.
