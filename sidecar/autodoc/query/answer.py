@@ -121,7 +121,9 @@ def _relevance(ctx: QueryContext, fused: list[fusion.Fused], probabilities: list
     hit below its successor's, never the same."""
     shown = probabilities
     if ctx.trace.fusion is not None and ctx.trace.fusion["method"] == "learned":
-        shown = ranking.shown_relevance(ranking.active_model(), probabilities, bool(missing))
+        shown = ranking.shown_relevance(
+            ranking.active_model(), probabilities, bool(missing), ctx.results.answer_p
+        )
     shown = fusion.below_successors(shown, fused, ctx.results.moved)
     return [round(r, 4) for r in shown]
 
@@ -142,7 +144,9 @@ def _confidence(ctx: QueryContext, hits: list[protocol.Hit], probabilities: list
     assert ctx.trace.fusion is not None
     if ctx.trace.fusion["method"] == "learned":
         top = probabilities[0] if hits else None
-        level = ranking.confidence_level(ranking.active_model(), top, bool(missing))
+        level = ranking.confidence_level(
+            ranking.active_model(), top, bool(missing), ctx.results.answer_p
+        )
     else:
         lexical_hits = next(
             (len(found) for stage, found in ctx.results.ranked if stage == "lexical"), 0

@@ -197,6 +197,7 @@ class RankingModel:
     doubtful: float  # below: `none` (between: `low`)
     document: DocumentCalibration | None = None
     section: SectionModel | None = None  # None: a document's hits stay in probability order
+    answer: AnswerModel | None = None  # None: the confidence reads the top document's probability
 
     def for_stages(self, stages: Sequence[str]) -> LinearModel:
         key = "hybrid" if len(stages) > 1 else (stages[0] if stages else "hybrid")
@@ -237,6 +238,21 @@ def parse_model(data: dict[str, Any]) -> RankingModel:
         doubtful=float(data["confidence"]["low"]),
         document=calibration,
         section=section,
+        answer=_answer_model(data.get("answer")),
+    )
+
+
+def _answer_model(spec: dict[str, Any] | None) -> AnswerModel | None:
+    if not spec:
+        return None
+    unknown = [n for n in spec["coef"] if n not in ANSWER_INPUTS]
+    if unknown:
+        raise ValueError(f"answer model uses unknown inputs {unknown}")
+    return AnswerModel(
+        np.array([float(spec["coef"].get(n, 0.0)) for n in ANSWER_INPUTS]),
+        float(spec["intercept"]),
+        doubtful=float(spec["confidence"]["low"]),
+        confident=float(spec["confidence"]["high"]),
     )
 
 
@@ -424,6 +440,72 @@ def tiers(
     return out
 
 
+# Whether the vault answers at all (issue 55), read from the ranked list once its order is
+# known: what separates "the top hit shares the topic" from "it answers". Query-level, one row
+# a search.
+ANSWER_INPUTS: tuple[str, ...] = (
+    "top_logit",  # logit of the listed top document's probability of answering
+    "document_gap",  # that probability minus the best other document's
+    "top_cover",  # share of the query's IDF the top hit holds (`idf_cover`)
+    "top_rare_cover",  # the same, the rare words weighed up (`rare_cover`)
+    "best_cover",  # the most of the query's IDF any of the first three hits holds
+    "stages_agree",  # the words' first document is meaning's first document
+    "top_all_words",  # the top hit holds every word (`lex_all_words`)
+    "q_top_cos",
+    "q_sem_spread",
+    "q_agree",
+    "q_absent",
+    "q_avg_idf",
+    "q_question",
+    "q_lexical_first",  # the query names its words (a phrase, a prefix, a code)
+)
+# The inputs that are the top candidate's own FEATURES columns, by the column's name.
+_TOP_COLUMNS = {"top_all_words": "lex_all_words"} | {
+    name: name for name in ANSWER_INPUTS if name.startswith("q_")
+}
+
+
+def answer_inputs(
+    x: np.ndarray, order: Sequence[int], docs: Sequence[int], document_p: dict[int, float]
+) -> np.ndarray:
+    """ANSWER_INPUTS for one search: `x` its candidates' FEATURES, `order` the listed order
+    (candidate indexes), `docs` each candidate's document, `document_p` each document's
+    probability of answering."""
+    if not len(order):
+        return np.zeros(len(ANSWER_INPUTS))
+    col = _INDEX
+    top = order[0]
+    p_top = min(max(document_p.get(docs[top], 0.0), 1e-6), 1 - 1e-6)
+    others = [p for d, p in document_p.items() if d != docs[top]]
+    lex_first = np.flatnonzero(x[:, col["lex_rank"]] >= 1.0).tolist()  # rank 1: 1 / log2(2)
+    sem_first = np.flatnonzero(x[:, col["sem_rank"]] >= 1.0).tolist()
+    values = {
+        "top_logit": math.log(p_top / (1 - p_top)),
+        "document_gap": p_top - max(others, default=0.0),
+        "top_cover": x[top, col["idf_cover"]],
+        "top_rare_cover": x[top, col["rare_cover"]],
+        "best_cover": x[list(order[:3]), col["idf_cover"]].max(),
+        "stages_agree": float(bool({docs[i] for i in lex_first} & {docs[i] for i in sem_first})),
+    } | {name: x[top, col[column]] for name, column in _TOP_COLUMNS.items()}
+    return np.array([values[name] for name in ANSWER_INPUTS], dtype=float)
+
+
+@dataclass(frozen=True)
+class AnswerModel:
+    """How likely the vault answers the query at all: a logistic over ANSWER_INPUTS fitted on the
+    golden sets' answerable queries against their negatives (bench/train_answerability.py), with
+    the probabilities below which an answer is `none` and from which it is `high`."""
+
+    weights: np.ndarray
+    intercept: float
+    doubtful: float
+    confident: float
+
+    def probability(self, inputs: np.ndarray) -> float:
+        z = float(inputs @ self.weights) + self.intercept
+        return 1.0 / (1.0 + float(np.exp(-np.clip(z, -40, 40))))
+
+
 # The relevance a person reads (issue 55): each answer on one scale whose top is the answer's
 # confidence, its bands the levels' (below LOW_FROM `none`, from HIGH_FROM `high`). A calibrated
 # probability that a section answers is low wherever several sections share an answer, and a
@@ -431,43 +513,52 @@ def tiers(
 LOW_FROM, HIGH_FROM = 0.3, 0.7
 
 
-def confidence_score(model: RankingModel, top: float | None, missing: bool = False) -> float:
+def confidence_score(
+    model: RankingModel, top: float | None, missing: bool = False, answered: float | None = None
+) -> float:
     """The answer's confidence on the shown scale, from the calibrated probability that its top
     document answers: piecewise linear through the model's thresholds (`doubtful` → LOW_FROM,
-    `confident` → HIGH_FROM), so the bands are the levels. With a query word the vault never
-    holds that is rare in English (`missing`), below HIGH_FROM: the hits may answer the rest of
-    the query, not that part of it."""
+    `confident` → HIGH_FROM), so the bands are the levels. With an answer model, `answered` (its
+    probability that the vault answers at all) through its own thresholds instead; an exact name
+    at the top (probability 1) stays sure. With a query word the vault never holds that is rare
+    in English (`missing`), below HIGH_FROM: the hits may answer the rest of the query, not that
+    part of it."""
     if top is None:
         return 0.0
-    low, high = model.doubtful, model.confident
-    if top < low:
-        score = LOW_FROM * top / low if low > 0 else LOW_FROM
-    elif top < high:
-        score = LOW_FROM + (HIGH_FROM - LOW_FROM) * (top - low) / (high - low)
+    low, high, value = model.doubtful, model.confident, top
+    if answered is not None and model.answer is not None and top < 1.0:
+        low, high, value = model.answer.doubtful, model.answer.confident, answered
+    if value < low:
+        score = LOW_FROM * value / low if low > 0 else LOW_FROM
+    elif value < high:
+        score = LOW_FROM + (HIGH_FROM - LOW_FROM) * (value - low) / (high - low)
     else:
-        score = HIGH_FROM + (1 - HIGH_FROM) * (top - high) / max(1 - high, 1e-9)
+        score = HIGH_FROM + (1 - HIGH_FROM) * (value - high) / max(1 - high, 1e-9)
     return min(score, HIGH_FROM - 0.01) if missing else min(score, 1.0)
 
 
 def confidence_level(
-    model: RankingModel, top: float | None, missing: bool = False
+    model: RankingModel, top: float | None, missing: bool = False, answered: float | None = None
 ) -> ConfidenceLevel:
     """`none` / `low` / `high`: the band of `confidence_score` (None: no hit)."""
     if top is None:
         return "none"
-    score = confidence_score(model, top, missing)
+    score = confidence_score(model, top, missing, answered)
     return "none" if score < LOW_FROM else "high" if score >= HIGH_FROM else "low"
 
 
 def shown_relevance(
-    model: RankingModel, probabilities: Sequence[float], missing: bool = False
+    model: RankingModel,
+    probabilities: Sequence[float],
+    missing: bool = False,
+    answered: float | None = None,
 ) -> list[float]:
     """Each listed hit's relevance: its document's probability of answering (in list order,
     never above the one before it) on the answer's scale, whose top is the answer's
     `confidence_score`."""
     if not probabilities or probabilities[0] <= 0:
         return [0.0 for _ in probabilities]
-    scale = confidence_score(model, probabilities[0], missing) / probabilities[0]
+    scale = confidence_score(model, probabilities[0], missing, answered) / probabilities[0]
     return [p * scale for p in probabilities]
 
 

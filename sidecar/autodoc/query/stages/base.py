@@ -102,6 +102,7 @@ class StageResults:
     moved: dict[int, int] = field(default_factory=dict)  # chunk id -> successor document id
     below_floor: int = 0  # candidates the learned ranking left out as implausible
     document_p: dict[int, float] = field(default_factory=dict)  # document -> P(it answers)
+    answer_p: float | None = None  # P(the vault answers at all): the answer model's, if it has one
     rows: dict[int, sqlite3.Row] = field(default_factory=dict)  # chunk id -> its row
     successor_paths: dict[int, str] = field(default_factory=dict)
     stale: set[str] = field(default_factory=set)
@@ -130,6 +131,7 @@ class SearchTrace:
     fusion: protocol.FusionRecord | None = None
     rank_record: protocol.RankRecord | None = None
     candidates: CandidateTrace | None = None
+    answer_inputs: np.ndarray | None = None  # `ranking.ANSWER_INPUTS`, under learned fusion
 
     @contextmanager
     def timed(self, key: str) -> Iterator[None]:

@@ -120,10 +120,14 @@ class FuseStage(StageDefaults):
         )
         tier = promise_tiers(ctx, fused, stages, named_docs)
         order = sorted(range(len(fused)), key=lambda i: (tier[i], *fused[i].tie_key))
+        docs = [f.document_id for f in fused]
         if model.section is not None:  # a document's likeliest section takes its first place
             p = np.array([f.score for f in fused])
-            docs = [f.document_id for f in fused]
             order = ranking.within_documents(order, docs, tier, model.section.scores(x, p))
+        inputs = ranking.answer_inputs(x, order, docs, ctx.results.document_p)
+        ctx.trace.answer_inputs = inputs
+        if model.answer is not None:  # whether the vault answers at all: the confidence's
+            ctx.results.answer_p = model.answer.probability(inputs)
         # A hit a promise lists first reads as relevant as the best it was put above: the
         # column never drops below it, and the answer's confidence is the best hit's.
         best = max((f.score for f in fused), default=0.0)
