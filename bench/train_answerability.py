@@ -58,6 +58,7 @@ class Row:
     inputs: list[float]
     missing: bool  # a rare word of it found nowhere: the answer is at most `low` whatever
     level: str  # the shipped model's confidence
+    named: bool = False  # `ranking.names_what_it_finds`: the answer model is not asked
 
 
 def capture_set(db: Path, ws: str, gold: Path) -> list[Row]:
@@ -75,6 +76,7 @@ def capture_set(db: Path, ws: str, gold: Path) -> list[Row]:
                     [] if inputs is None else [round(float(v), 6) for v in inputs],
                     bool(answer["missing"]),
                     answer["confidence"],
+                    inputs is not None and ranking.names_what_it_finds(inputs),
                 )
             )
     finally:
@@ -97,8 +99,13 @@ def load(work: Path) -> dict[str, list[Row]]:
             for p in sorted(work.glob("*.json"))}  # fmt: skip
 
 
+def asked(rows: list[Row]) -> list[Row]:
+    """The queries the answer model reads: a hit listed, and not one the query names."""
+    return [r for r in rows if r.inputs and not r.named]
+
+
 def arrays(rows: list[Row]) -> tuple[np.ndarray, np.ndarray]:
-    usable = [r for r in rows if r.inputs]
+    usable = asked(rows)
     return (np.array([r.inputs for r in usable]).reshape(-1, len(ranking.ANSWER_INPUTS)),
             np.array([r.answerable for r in usable], dtype=int))  # fmt: skip
 
@@ -127,7 +134,7 @@ def probabilities(rows: list[Row], model: tuple[np.ndarray, float]) -> np.ndarra
 def thresholds(rows: list[Row], p: np.ndarray, doubt: float, dismiss: float) -> tuple[float, float]:
     """`low` (below: none) leaves at most `dismiss` of the answerable queries below it, `high`
     at most `doubt` below it, those a rare missing word caps at `low` counted first."""
-    usable = [r for r in rows if r.inputs]
+    usable = asked(rows)
     answerable = sorted(float(v) for r, v in zip(usable, p, strict=True) if r.answerable)
     sure = sorted(float(v) for r, v in zip(usable, p, strict=True)
                   if r.answerable and not r.missing)  # fmt: skip
@@ -148,6 +155,9 @@ def scores(rows: list[Row], levels: list[str]) -> tuple[float, float]:
 def levels(rows: list[Row], p: np.ndarray, low: float, high: float) -> list[str]:
     out, it = [], iter(p.tolist())
     for r in rows:
+        if r.named:  # the shipped confidence stands
+            out.append(r.level)
+            continue
         v = next(it) if r.inputs else 0.0
         out.append("none" if v < low else "high" if v >= high and not r.missing else "low")
     return out
@@ -183,7 +193,7 @@ def cmd_ship(args: argparse.Namespace) -> None:
     for name, held in sets.items():
         train = [r for other, rs in sets.items() if other != name for r in rs]
         fold_p += probabilities(held, fit(train)).tolist()
-        fold_rows += [r for r in held if r.inputs]
+        fold_rows += asked(held)
     low, high = thresholds(fold_rows, np.array(fold_p), args.doubt, args.dismiss)
     w, b = fit(rows)
     data = json.loads(MODEL_PATH.read_text(encoding="utf-8"))

@@ -394,3 +394,75 @@ def test_the_section_model_reads_a_questions_place_in_the_record():
     x[:, col["q_question"]] = 1
     early, late = model.scores(x, p)
     assert late > early  # a question: the section further down
+
+
+# -- whether the vault answers at all (the answer model) -------------------------------------
+
+
+def _with_answer_model(tmp_path, monkeypatch, coef: dict[str, float], intercept: float):
+    """The shipped model file with an answer model of these weights, made the active model."""
+    data = json.loads((Path(ranking.__file__).parent / ranking.MODEL_FILE).read_text("utf-8"))
+    data["answer"] = {"coef": coef, "intercept": intercept,
+                      "confidence": {"low": 0.3, "high": 0.7}}  # fmt: skip
+    path = tmp_path / f"with-answer-{intercept}.json"  # a model is read once a path
+    path.write_text(json.dumps(data), encoding="utf-8")
+    monkeypatch.setenv(ranking.MODEL_ENV, str(path))
+    return ranking.active_model()
+
+
+def test_the_answer_inputs_read_the_ranked_list_as_a_whole():
+    """One row a search: the listed top document's probability as a logit and its lead over
+    the next, what the first hits hold of the query, whether the words' and the meaning's first
+    documents agree, and the query's own columns."""
+    col = {name: i for i, name in enumerate(ranking.FEATURES)}
+    x = np.zeros((3, len(ranking.FEATURES)))
+    x[:, col["idf_cover"]] = (0.2, 0.9, 0.5)
+    x[:, col["rare_cover"]] = (0.1, 0.8, 0.4)
+    x[:, col["lex_rank"]] = (0.0, 1.0, 0.63)  # the words' first hit: candidate 1 (document 7)
+    x[:, col["sem_rank"]] = (1.0, 0.0, 0.5)  # meaning's first: candidate 0 (document 7 too)
+    x[:, col["q_top_cos"]] = 0.61
+    got = dict(zip(ranking.ANSWER_INPUTS,
+                   ranking.answer_inputs(x, [1, 0, 2], [7, 7, 9], {7: 0.8, 9: 0.3}),
+                   strict=True))  # fmt: skip
+    assert got["top_logit"] == pytest.approx(np.log(0.8 / 0.2))
+    assert got["document_gap"] == pytest.approx(0.5)
+    assert (got["top_cover"], got["top_rare_cover"], got["best_cover"]) == (0.9, 0.8, 0.9)
+    assert got["stages_agree"] == 1.0 and got["q_top_cos"] == 0.61
+    disagree = ranking.answer_inputs(x, [1, 0, 2], [7, 8, 9], {7: 0.8, 8: 0.1, 9: 0.3})
+    assert disagree[ranking.ANSWER_INPUTS.index("stages_agree")] == 0.0
+    assert not ranking.answer_inputs(x, [], [], {}).any()
+
+
+def test_an_answer_model_file_naming_inputs_this_code_lacks_is_refused():
+    data = json.loads((Path(ranking.__file__).parent / ranking.MODEL_FILE).read_text("utf-8"))
+    data["answer"] = {"coef": {"moon_phase": 1.0}, "intercept": 0.0,
+                      "confidence": {"low": 0.3, "high": 0.7}}  # fmt: skip
+    with pytest.raises(ValueError, match="moon_phase"):
+        ranking.parse_model(data)
+
+
+def test_the_answer_model_decides_the_confidence_and_the_scale_but_not_a_named_hit(
+    sample, tmp_path, monkeypatch
+):
+    """With an answer model in the file, its probability that the vault answers sets the
+    confidence and the top of the relevance scale (one that says "no" makes a topical top hit
+    `none`, still listed, the column still falling); a query that names what its top hit holds
+    (a quoted phrase found, an exact title) keeps the confidence the top document's, and so
+    does a search by one stage."""
+    question = "why did we pick sqlite"
+    assert search(sample, "kb", question, limit=5)["confidence"] == "high"
+    alone = search(sample, "kb", question, limit=5, stages=["lexical"])["confidence"]
+    _with_answer_model(tmp_path, monkeypatch, {"top_cover": 0.0}, intercept=-4.0)  # "never"
+    # trained on hybrid searches: one stage alone keeps its top document's reading
+    assert search(sample, "kb", question, limit=5, stages=["lexical"])["confidence"] == alone
+    answer = search(sample, "kb", question, limit=5)
+    shown = [h["relevance"] for h in answer["hits"]]
+    assert answer["confidence"] == "none" and shown and shown[0] < ranking.LOW_FROM
+    assert shown == sorted(shown, reverse=True)
+    assert answer["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"  # order unchanged
+    phrase = search(sample, "kb", '"embedded relational store"', limit=5)
+    assert phrase["fusion"]["intent"] == "phrase" and phrase["confidence"] == "high"
+    title = search(sample, "kb", "Search pipeline", limit=5)
+    assert title["confidence"] == "high" and title["hits"][0]["relevance"] == 1.0
+    _with_answer_model(tmp_path, monkeypatch, {"top_cover": 0.0}, intercept=4.0)  # "always"
+    assert search(sample, "kb", question, limit=5)["confidence"] == "high"

@@ -490,6 +490,14 @@ def answer_inputs(
     return np.array([values[name] for name in ANSWER_INPUTS], dtype=float)
 
 
+def names_what_it_finds(inputs: np.ndarray) -> bool:
+    """A query that names its words (a phrase, a prefix, a code, a number) whose top hit holds
+    every one of them: the vault holds what was named, and the answer model is not asked (the
+    confidence reads the top document's probability, as an exact title's does)."""
+    at = ANSWER_INPUTS.index
+    return bool(inputs[at("q_lexical_first")] and inputs[at("top_all_words")])
+
+
 @dataclass(frozen=True)
 class AnswerModel:
     """How likely the vault answers the query at all: a logistic over ANSWER_INPUTS fitted on the

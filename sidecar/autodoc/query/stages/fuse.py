@@ -124,10 +124,7 @@ class FuseStage(StageDefaults):
         if model.section is not None:  # a document's likeliest section takes its first place
             p = np.array([f.score for f in fused])
             order = ranking.within_documents(order, docs, tier, model.section.scores(x, p))
-        inputs = ranking.answer_inputs(x, order, docs, ctx.results.document_p)
-        ctx.trace.answer_inputs = inputs
-        if model.answer is not None:  # whether the vault answers at all: the confidence's
-            ctx.results.answer_p = model.answer.probability(inputs)
+        self._answers(ctx, x, order, docs, len(stages) > 1, model)
         # A hit a promise lists first reads as relevant as the best it was put above: the
         # column never drops below it, and the answer's confidence is the best hit's.
         best = max((f.score for f in fused), default=0.0)
@@ -139,6 +136,23 @@ class FuseStage(StageDefaults):
             d = fused[i].document_id
             ctx.results.document_p[d] = max(ctx.results.document_p.get(d, 0.0), best_doc)
         return [fused[i] for i in order]
+
+    def _answers(
+        self,
+        ctx: QueryContext,
+        x: np.ndarray,
+        order: list[int],
+        docs: list[int],
+        hybrid: bool,
+        model: ranking.RankingModel,
+    ) -> None:
+        """Whether the vault answers at all, read from the ranked list (`ranking.ANSWER_INPUTS`,
+        on the trace for training) by the answer model: under hybrid search (what it was trained
+        on), unless the query names what its top hit holds."""
+        inputs = ranking.answer_inputs(x, order, docs, ctx.results.document_p)
+        ctx.trace.answer_inputs = inputs
+        if model.answer is not None and hybrid and not ranking.names_what_it_finds(inputs):
+            ctx.results.answer_p = model.answer.probability(inputs)
 
     def _by_rule(
         self,
