@@ -47,6 +47,7 @@ from autodoc.query.stages import SearchTrace  # noqa: E402
 MODEL_PATH = REPO / "sidecar" / "autodoc" / "query" / ranking.MODEL_FILE
 # Strong regularisation: a few hundred queries, a dozen inputs.
 C = 0.3
+DROPPED: set[str] = set()  # inputs left out (`--drop`), weighed 0
 
 
 @dataclass
@@ -117,10 +118,12 @@ def fit(rows: list[Row]) -> tuple[np.ndarray, float]:
     from sklearn.preprocessing import StandardScaler
 
     x, y = arrays(rows)
-    scaler = StandardScaler().fit(x)
+    kept = [i for i, name in enumerate(ranking.ANSWER_INPUTS) if name not in DROPPED]
+    scaler = StandardScaler().fit(x[:, kept])
     lr = LogisticRegression(C=C, class_weight="balanced", max_iter=2000)
-    lr.fit(scaler.transform(x), y)
-    w = lr.coef_[0] / scaler.scale_
+    lr.fit(scaler.transform(x[:, kept]), y)
+    w = np.zeros(len(ranking.ANSWER_INPUTS))
+    w[kept] = lr.coef_[0] / scaler.scale_
     b = float(lr.intercept_[0] - (lr.coef_[0] * scaler.mean_ / scaler.scale_).sum())
     return w, b
 
@@ -152,31 +155,40 @@ def scores(rows: list[Row], levels: list[str]) -> tuple[float, float]:
     return float(np.mean(neg)) if neg else float("nan"), float(np.mean(doubted))
 
 
-def levels(rows: list[Row], p: np.ndarray, low: float, high: float) -> list[str]:
+def levels(rows: list[Row], p: np.ndarray, low: float, high: float, veto: bool) -> list[str]:
+    """Each query's level: by the answer model's probability through (low, high); with `veto`,
+    the model only says `none` (below low) and the top document's reading stands otherwise."""
     out, it = [], iter(p.tolist())
     for r in rows:
         if r.named:  # the shipped confidence stands
             out.append(r.level)
             continue
         v = next(it) if r.inputs else 0.0
-        out.append("none" if v < low else "high" if v >= high and not r.missing else "low")
+        if v < low:
+            out.append("none")
+        elif veto:
+            out.append(r.level)
+        else:
+            out.append("high" if v >= high and not r.missing else "low")
     return out
 
 
 def cmd_folds(args: argparse.Namespace) -> None:
     sets = load(args.work)
     print("| left out | queries | negatives | shipped: flagged / doubted | answer model: "
-          "flagged / doubted |\n|---|---:|---:|---:|---:|")  # fmt: skip
+          "flagged / doubted | as a veto only |\n|---|---:|---:|---:|---:|---:|")  # fmt: skip
     for name, held in sets.items():
         train = [r for other, rows in sets.items() if other != name for r in rows]
         model = fit(train)
         low, high = thresholds(train, probabilities(train, model), args.doubt, args.dismiss)
-        got = levels(held, probabilities(held, model), low, high)
+        p = probabilities(held, model)
+        got = levels(held, p, low, high, veto=False)
         before = scores(held, [r.level for r in held])
         after = scores(held, got)
+        vetoed = scores(held, levels(held, p, low, high, veto=True))
         n_neg = sum(not r.answerable for r in held)
         print(f"| {name} | {len(held) - n_neg} | {n_neg} | {before[0]:.3f} / {before[1]:.3f} | "
-              f"{after[0]:.3f} / {after[1]:.3f} |")  # fmt: skip
+              f"{after[0]:.3f} / {after[1]:.3f} | {vetoed[0]:.3f} / {vetoed[1]:.3f} |")  # fmt: skip
         if args.verbose:
             for r, lv in zip(held, got, strict=True):
                 if (lv == "none") == r.answerable or (r.answerable and lv != "high"):
@@ -194,17 +206,29 @@ def cmd_ship(args: argparse.Namespace) -> None:
         train = [r for other, rs in sets.items() if other != name for r in rs]
         fold_p += probabilities(held, fit(train)).tolist()
         fold_rows += asked(held)
-    low, high = thresholds(fold_rows, np.array(fold_p), args.doubt, args.dismiss)
-    w, b = fit(rows)
+    low, _ = thresholds(fold_rows, np.array(fold_p), args.doubt, args.dismiss)
     data = json.loads(MODEL_PATH.read_text(encoding="utf-8"))
-    data["answer"] = {
+    if args.fold_models:  # each set's model trained without it, as `folds` scores it
+        args.fold_models.mkdir(parents=True, exist_ok=True)
+        for name in sets:
+            train = [r for other, rs in sets.items() if other != name for r in rs]
+            model = fit(train)
+            fold_low, _ = thresholds(train, probabilities(train, model), args.doubt, args.dismiss)
+            fold = data | {"answer": answer_json(model, fold_low, [o for o in sets if o != name])}
+            (args.fold_models / f"without-{name}.json").write_text(json.dumps(fold, indent=1))
+    data["answer"] = answer_json(fit(rows), low, sorted(sets))
+    MODEL_PATH.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    print(f"answer model: low {low}, {data['answer']['coef']}")
+
+
+def answer_json(model: tuple[np.ndarray, float], low: float, trained_on: list[str]) -> dict:
+    w, b = model
+    return {
         "coef": {n: round(float(v), 6) for n, v in zip(ranking.ANSWER_INPUTS, w, strict=True)},
         "intercept": round(b, 6),
-        "confidence": {"low": low, "high": high},
-        "trained_on": sorted(sets),
+        "confidence": {"low": low},  # a veto: the top document's reading decides `high`
+        "trained_on": trained_on,
     }
-    MODEL_PATH.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    print(f"answer model: low {low}, high {high}, {data['answer']['coef']}, intercept {b:.4f}")
 
 
 def main() -> None:
@@ -215,12 +239,16 @@ def main() -> None:
     f = sub.add_parser("folds")
     f.add_argument("--verbose", action="store_true")
     s = sub.add_parser("ship")
+    s.add_argument("--fold-models", type=Path, help="also write without-SET.json for each set")
     for p in (c, f, s):
         p.add_argument("--work", type=Path, default=Path("/tmp/l2r/answer"))
     for p in (f, s):
         p.add_argument("--doubt", type=float, default=0.05, help="answerable doubted at most")
         p.add_argument("--dismiss", type=float, default=0.02, help="answerable called none")
+    for p in (f, s):
+        p.add_argument("--drop", default="", help="inputs to leave out, comma-separated")
     args = ap.parse_args()
+    DROPPED.update(n for n in getattr(args, "drop", "").split(",") if n)
     {"capture": cmd_capture, "folds": cmd_folds, "ship": cmd_ship}[args.cmd](args)
 
 

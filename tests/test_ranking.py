@@ -402,8 +402,7 @@ def test_the_section_model_reads_a_questions_place_in_the_record():
 def _with_answer_model(tmp_path, monkeypatch, coef: dict[str, float], intercept: float):
     """The shipped model file with an answer model of these weights, made the active model."""
     data = json.loads((Path(ranking.__file__).parent / ranking.MODEL_FILE).read_text("utf-8"))
-    data["answer"] = {"coef": coef, "intercept": intercept,
-                      "confidence": {"low": 0.3, "high": 0.7}}  # fmt: skip
+    data["answer"] = {"coef": coef, "intercept": intercept, "confidence": {"low": 0.3}}
     path = tmp_path / f"with-answer-{intercept}.json"  # a model is read once a path
     path.write_text(json.dumps(data), encoding="utf-8")
     monkeypatch.setenv(ranking.MODEL_ENV, str(path))
@@ -435,24 +434,27 @@ def test_the_answer_inputs_read_the_ranked_list_as_a_whole():
 
 def test_an_answer_model_file_naming_inputs_this_code_lacks_is_refused():
     data = json.loads((Path(ranking.__file__).parent / ranking.MODEL_FILE).read_text("utf-8"))
-    data["answer"] = {"coef": {"moon_phase": 1.0}, "intercept": 0.0,
-                      "confidence": {"low": 0.3, "high": 0.7}}  # fmt: skip
+    data["answer"] = {"coef": {"moon_phase": 1.0}, "intercept": 0.0, "confidence": {"low": 0.3}}
     with pytest.raises(ValueError, match="moon_phase"):
         ranking.parse_model(data)
 
 
-def test_the_answer_model_decides_the_confidence_and_the_scale_but_not_a_named_hit(
+def test_the_answer_model_vetoes_a_topical_answer_but_not_a_named_hit(
     sample, tmp_path, monkeypatch
 ):
-    """With an answer model in the file, its probability that the vault answers sets the
-    confidence and the top of the relevance scale (one that says "no" makes a topical top hit
-    `none`, still listed, the column still falling); a query that names what its top hit holds
-    (a quoted phrase found, an exact title) keeps the confidence the top document's, and so
-    does a search by one stage."""
+    """With an answer model in the file, a probability that the vault answers below its
+    threshold makes the answer `none` and brings the relevance scale's top under 0.3 (a topical
+    top hit still listed, the column still falling); above it, the top document's reading
+    stands. A query that names what its top hit holds (a quoted phrase found, an exact title),
+    a search by one stage and a vault far smaller than those it learned from keep the top
+    document's reading."""
     question = "why did we pick sqlite"
     assert search(sample, "kb", question, limit=5)["confidence"] == "high"
     alone = search(sample, "kb", question, limit=5, stages=["lexical"])["confidence"]
     _with_answer_model(tmp_path, monkeypatch, {"top_cover": 0.0}, intercept=-4.0)  # "never"
+    # a vault far smaller than those it was trained on (52 chunks) is not asked
+    assert search(sample, "kb", question, limit=5)["confidence"] == "high"
+    monkeypatch.setattr(ranking, "ANSWER_MODEL_MIN_CHUNKS", 50)
     # trained on hybrid searches: one stage alone keeps its top document's reading
     assert search(sample, "kb", question, limit=5, stages=["lexical"])["confidence"] == alone
     answer = search(sample, "kb", question, limit=5)

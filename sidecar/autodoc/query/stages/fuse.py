@@ -148,10 +148,13 @@ class FuseStage(StageDefaults):
     ) -> None:
         """Whether the vault answers at all, read from the ranked list (`ranking.ANSWER_INPUTS`,
         on the trace for training) by the answer model: under hybrid search (what it was trained
-        on), unless the query names what its top hit holds."""
+        on) of a vault the size of those it was trained on, unless the query names what its top
+        hit holds."""
         inputs = ranking.answer_inputs(x, order, docs, ctx.results.document_p)
         ctx.trace.answer_inputs = inputs
-        if model.answer is not None and hybrid and not ranking.names_what_it_finds(inputs):
+        if model.answer is None or not hybrid or ranking.names_what_it_finds(inputs):
+            return
+        if ctx.request.lexical.num_docs() >= ranking.ANSWER_MODEL_MIN_CHUNKS:
             ctx.results.answer_p = model.answer.probability(inputs)
 
     def _by_rule(
