@@ -468,3 +468,36 @@ def test_the_answer_model_vetoes_a_topical_answer_but_not_a_named_hit(
     assert title["confidence"] == "high" and title["hits"][0]["relevance"] == 1.0
     _with_answer_model(tmp_path, monkeypatch, {"top_cover": 0.0}, intercept=4.0)  # "always"
     assert search(sample, "kb", question, limit=5)["confidence"] == "high"
+
+
+def test_a_chunks_place_counts_its_documents_live_chunks_after_edits(rpc, engine, tmp_path):
+    """`store.chunk_structure` reads a document's chunk count as its last live ordinal + 1: true
+    after the document gains and loses sections (kept chunks renumbered), and each chunk's
+    depth is its breadcrumb's headings above its own."""
+    from autodoc import store
+
+    root = tmp_path / "v"
+    note = write(root, "long.md", "# Long\n\n" + "".join(f"## Part {i}\n\nText {i}.\n\n"
+                                                          for i in range(6)))  # fmt: skip
+    rpc.call("workspace.add", ["v", str(root)])
+    for body in (
+        "# Long\n\n## New first\n\nNew.\n\n"
+        + "".join(f"## Part {i}\n\nText {i}.\n\n" for i in (0, 2, 5)),
+        "# Long\n\n## Only\n\n### Deeper\n\nOne.\n",
+    ):
+        rpc.call("index.run", ["v"])
+        with engine.store.snapshot() as conn:
+            live = conn.execute(
+                "SELECT id FROM chunks WHERE state = 1 AND document_id ="
+                " (SELECT id FROM documents WHERE path = 'long.md')"
+            ).fetchall()
+            got = store.chunk_structure(conn, [r[0] for r in live])
+        assert {count for _, count, _ in got.values()} == {len(live)}
+        assert sorted(ordinal for ordinal, _, _ in got.values()) == list(range(len(live)))
+        note.write_text(body, encoding="utf-8")
+    rpc.call("index.run", ["v"])
+    with engine.store.snapshot() as conn:
+        rows = conn.execute(
+            "SELECT id, breadcrumb FROM chunks WHERE state = 1 AND breadcrumb LIKE '%Deeper'"
+        ).fetchall()
+        assert [store.chunk_structure(conn, [rows[0][0]])[rows[0][0]][2]] == [2]

@@ -168,19 +168,19 @@ def within_documents(
 ) -> list[int]:
     """`order` (candidate indexes, best first) with each document's candidates of one tier
     trading places by their section score: the document keeps every place it had, its likeliest
-    section takes the first."""
-    slots: dict[tuple[Any, int], list[int]] = {}
-    for i in order:
-        slots.setdefault((docs[i], tiers[i]), []).append(i)
-    ranked = {key: sorted(held, key=lambda i: -section[i]) for key, held in slots.items()}
-    taken: dict[tuple[Any, int], int] = {}
-    out = []
-    for i in order:
-        key = (docs[i], tiers[i])
-        k = taken.get(key, 0)
-        taken[key] = k + 1
-        out.append(ranked[key][k])
-    return out
+    section takes the first (ties: the list's order). In numpy: no loop over the candidates."""
+    if not len(order):
+        return []
+    at = np.asarray(order)
+    _, doc_code = np.unique(np.asarray(docs)[at], return_inverse=True)
+    _, group = np.unique(doc_code * (int(max(tiers)) + 1) + np.asarray(tiers)[at],
+                         return_inverse=True)  # fmt: skip
+    place = np.arange(len(at))
+    slots = np.lexsort((place, group))  # each group's places, in list order
+    best = np.lexsort((place, -np.asarray(section)[at], group))  # its candidates, best first
+    out = np.empty_like(at)
+    out[slots] = at[best]
+    return out.tolist()
 
 
 @dataclass(frozen=True)

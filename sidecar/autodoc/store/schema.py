@@ -88,6 +88,9 @@ CREATE TABLE IF NOT EXISTS chunks(
 -- chunks.headings: every heading the span holds, a JSON list of [line, text] (a merged stub's)
 -- a document's live chunks; with their text hashes, so a filtered vector scan reads no rows
 CREATE INDEX IF NOT EXISTS chunks_by_document_hash ON chunks(document_id, state, text_hash);
+-- a document's live chunks by place: how many it has (its last ordinal) in one index step, for
+-- the section model's `position` (store.chunk_structure)
+CREATE INDEX IF NOT EXISTS chunks_by_document_place ON chunks(document_id, state, ordinal);
 DROP INDEX IF EXISTS chunks_by_document;
 CREATE INDEX IF NOT EXISTS chunks_by_state ON chunks(workspace_id, state);
 CREATE INDEX IF NOT EXISTS chunks_by_hash ON chunks(workspace_id, text_hash);
