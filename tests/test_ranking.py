@@ -501,3 +501,20 @@ def test_a_chunks_place_counts_its_documents_live_chunks_after_edits(rpc, engine
             "SELECT id, breadcrumb FROM chunks WHERE state = 1 AND breadcrumb LIKE '%Deeper'"
         ).fetchall()
         assert [store.chunk_structure(conn, [rows[0][0]])[rows[0][0]][2]] == [2]
+
+
+def test_reading_only_the_reorderable_places_changes_no_answer(garden, monkeypatch):
+    """The fuse stage reads the places of only the candidates the section model can reorder
+    (a document with another candidate) when the ranking model weighs no place: every answer
+    is the one it gives reading every candidate's place."""
+    from autodoc.query.stages import fuse
+
+    queries = [*QUERIES, "watering schedule", "what grows in shade", "compost"]
+    partial = [search(garden, "garden", q, limit=10)["hits"] for q in queries]
+    read = fuse.placed
+    monkeypatch.setattr(fuse, "placed", lambda fused, every: read(fused, every=True))
+    full = [search(garden, "garden", q, limit=10)["hits"] for q in queries]
+    assert [[h["chunk_id"] for h in hits] for hits in partial] == [
+        [h["chunk_id"] for h in hits] for hits in full
+    ]
+    assert any(len({h["path"] for h in hits}) < len(hits) for hits in full)  # sections traded

@@ -114,6 +114,12 @@ class LinearModel:
         up for this stage set, and not otherwise."""
         return bool(np.any(self.weights[[_INDEX[f] for f in sorted(TERM_FEATURES)]]))
 
+    @cached_property
+    def reads_place(self) -> bool:
+        """It weighs where a candidate sits in its record (`position`, `depth`): the fuse
+        stage then reads every candidate's place, not only those the section model reorders."""
+        return bool(np.any(self.weights[[_INDEX["position"], _INDEX["depth"]]]))
+
     def probability(self, x: np.ndarray) -> np.ndarray:
         z = x @ self.weights + self.intercept
         return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))

@@ -10,6 +10,7 @@ import json
 import operator
 import sqlite3
 import time
+from collections import Counter
 from typing import ClassVar
 
 import numpy as np
@@ -51,7 +52,8 @@ class FuseStage(StageDefaults):
             terms = capture or model.for_stages(stages).reads_terms
             evidence = _evidence(ctx, fused, inbound, outbound, tagged, terms=terms)
             if capture or model.section is not None:  # where each sits in its record
-                evidence.structure = store.chunk_structure(conn, [f.chunk_id for f in fused])
+                every = capture or model.for_stages(stages).reads_place
+                evidence.structure = store.chunk_structure(conn, placed(fused, every=every))
             x = ranking.candidate_features(fused, evidence)
         named: set[int] = set()  # documents the query names by their name (a prefix's, a term's)
         if learned and "lexical" in stages:
@@ -248,6 +250,16 @@ def stage_leaders(ranked: list[tuple[str, list[tuple[int, int]]]], documents: in
                 seen.add(document_id)
                 out.add(chunk_id)
     return out
+
+
+def placed(fused: list[fusion.Fused], *, every: bool) -> list[int]:
+    """The candidates whose place in their record is read: every one for a model that weighs
+    it (or while training), else only those of a document with another candidate, the only
+    ones the section model can reorder (a quarter to a half of a search's reads saved)."""
+    if every:
+        return [f.chunk_id for f in fused]
+    seen = Counter(f.document_id for f in fused)
+    return [f.chunk_id for f in fused if seen[f.document_id] > 1]
 
 
 def best_hits(fused: list[fusion.Fused], documents: set[int]) -> set[int]:
