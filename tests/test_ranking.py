@@ -124,6 +124,9 @@ def test_a_trace_asked_for_holds_the_candidates_the_answer_was_ranked_from(
     assert {h["chunk_id"] for h in answer["hits"]} <= set(got.chunk_ids)
     assert len(got.tiers) == len(got.chunk_ids) and min(got.tiers) == 0  # a number's promise
     assert trace.performed == ["lexical", "semantic"] and trace.timings["lexical_ms"] > 0
+    if fusion_method == "learned":  # the answer model's inputs, one row
+        assert trace.answer_inputs is not None
+        assert trace.answer_inputs.shape == (len(ranking.ANSWER_INPUTS),)
     plain = SearchTrace()
     engine.search("kb", "adr 3 storage", {"limit": 5}, trace=plain)
     assert plain.candidates is None and plain.performed == ["lexical", "semantic"]

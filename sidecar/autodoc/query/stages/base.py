@@ -124,14 +124,14 @@ class SearchTrace:
     ranker; with `candidates` asked for, the fuse stage's candidates and their features (training
     passes a trace in and reads it back: `bench/train_ranking.py`)."""
 
-    capture: bool = False  # record the fuse stage's candidates
+    capture: bool = False  # record the fuse stage's candidates and the answer inputs
     performed: list[protocol.StageName] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     fusion: protocol.FusionRecord | None = None
     rank_record: protocol.RankRecord | None = None
     candidates: CandidateTrace | None = None
-    answer_inputs: np.ndarray | None = None  # `ranking.ANSWER_INPUTS`, under learned fusion
+    answer_inputs: np.ndarray | None = None  # `ranking.ANSWER_INPUTS` (learned fusion, read)
 
     @contextmanager
     def timed(self, key: str) -> Iterator[None]:

@@ -152,6 +152,8 @@ class FuseStage(StageDefaults):
         on the trace for training) by the answer model: under hybrid search (what it was trained
         on) of a vault the size of those it was trained on, unless the query names what its top
         hit holds."""
+        if not ctx.trace.capture and (model.answer is None or not hybrid):
+            return  # nothing reads them
         inputs = ranking.answer_inputs(x, order, docs, ctx.results.document_p)
         ctx.trace.answer_inputs = inputs
         if model.answer is None or not hybrid or ranking.names_what_it_finds(inputs):
