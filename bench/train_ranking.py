@@ -518,6 +518,7 @@ def fit_document_calibration(sets, preds) -> dict[str, float]:
 
 
 SECTION_C = 1.0  # the section model's regularisation, chosen in the golden folds (retrieval.md)
+SECTION_DROPPED: set[str] = set()  # section inputs left out (`--section-drop`), weighed 0
 
 
 def fit_section(sets, preds, leave_out: str = ""):
@@ -539,8 +540,12 @@ def fit_section(sets, preds, leave_out: str = ""):
             ys.append((c.label[right] == 1).astype(int))
     if not xs:
         return None
-    model = LogisticRegression(C=SECTION_C, max_iter=2000).fit(np.vstack(xs), np.concatenate(ys))
-    return ranking.SectionModel(model.coef_[0], float(model.intercept_[0]))
+    kept = [i for i, n in enumerate(ranking.SECTION_INPUTS) if n not in SECTION_DROPPED]
+    model = LogisticRegression(C=SECTION_C, max_iter=2000)
+    model.fit(np.vstack(xs)[:, kept], np.concatenate(ys))
+    weights = np.zeros(len(ranking.SECTION_INPUTS))
+    weights[kept] = model.coef_[0]
+    return ranking.SectionModel(weights, float(model.intercept_[0]))
 
 
 def section_json(model) -> dict[str, Any] | None:
@@ -607,6 +612,19 @@ def cmd_ship(args: argparse.Namespace) -> None:
         return out
 
     preds = fold_predictions(sets, "hybrid", fam, fs, sw)
+    if args.section_only:  # the shipped ranking stands; only its section model is refitted
+        target = args.model_out or REPO / "sidecar" / "autodoc" / "query" / ranking.MODEL_FILE
+        shipped = json.loads((REPO / "sidecar" / "autodoc" / "query" / ranking.MODEL_FILE)
+                             .read_text(encoding="utf-8"))  # fmt: skip
+        if args.fold_models:
+            args.fold_models.mkdir(parents=True, exist_ok=True)
+            for s in sets:
+                fold = shipped | {"section": section_json(fit_section(sets, preds, s.name))}
+                (args.fold_models / f"without-{s.name}.json").write_text(json.dumps(fold, indent=1))
+        shipped["section"] = section_json(fit_section(sets, preds))
+        target.write_text(json.dumps(shipped, indent=1) + "\n")
+        print(f"section model {shipped['section']} -> {target}", file=sys.stderr)
+        return
     print("\n".join(calibration(sets, preds)))
     floor = choose_floor(sets, preds, args.floor_loss)
     calib = fit_document_calibration(sets, preds)
@@ -752,6 +770,8 @@ def main() -> None:
     )
     s.add_argument("--fold-models", type=Path)
     s.add_argument("--no-section", action="store_true", help="ship no section model")
+    s.add_argument("--section-only", action="store_true",
+                   help="keep the shipped ranking; refit only its section model")  # fmt: skip
     s.add_argument("--model-out", type=Path, help="write the model here, not into the package")
     r = sub.add_parser("report")
     r.add_argument("--beir-root", type=Path, default=Path("/tmp/l2r/beir"))
@@ -764,7 +784,10 @@ def main() -> None:
     r.add_argument("--out", type=Path, default=Path("/tmp/l2r"))
     for p in (c, f, s):
         p.add_argument("--work", type=Path, default=Path("/tmp/l2r/cap"))
+    for p in (f, s):
+        p.add_argument("--section-drop", default="", help="section inputs to leave out")
     args = ap.parse_args()
+    SECTION_DROPPED.update(n for n in getattr(args, "section_drop", "").split(",") if n)
     if args.cmd == "report":
         args.vaults = dict(v.split("=", 1) for v in args.vault)
     run = {"capture": cmd_capture, "folds": cmd_folds, "ship": cmd_ship, "report": cmd_report}
