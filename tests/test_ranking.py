@@ -495,16 +495,15 @@ def test_a_chunks_place_counts_its_documents_live_chunks_after_edits(rpc, engine
                 " (SELECT id FROM documents WHERE path = 'long.md')"
             ).fetchall()
             got = store.chunk_structure(conn, [r[0] for r in live])
-        assert {place[1] for place in got.values()} == {len(live)}
-        assert sorted(place[0] for place in got.values()) == list(range(len(live)))
+        assert {count for _, count, _ in got.values()} == {len(live)}
+        assert sorted(ordinal for ordinal, _, _ in got.values()) == list(range(len(live)))
         note.write_text(body, encoding="utf-8")
     rpc.call("index.run", ["v"])
     with engine.store.snapshot() as conn:
         rows = conn.execute(
             "SELECT id, breadcrumb FROM chunks WHERE state = 1 AND breadcrumb LIKE '%Deeper'"
         ).fetchall()
-        place = store.chunk_structure(conn, [rows[0][0]])[rows[0][0]]
-        assert place[2:] == (2, rows[0][1])  # two headings above its own; its breadcrumb
+        assert [store.chunk_structure(conn, [rows[0][0]])[rows[0][0]][2]] == [2]
 
 
 def test_reading_only_the_reorderable_places_changes_no_answer(garden, monkeypatch):
@@ -522,24 +521,3 @@ def test_reading_only_the_reorderable_places_changes_no_answer(garden, monkeypat
         [h["chunk_id"] for h in hits] for hits in full
     ]
     assert any(len({h["path"] for h in hits}) < len(hits) for hits in full)  # sections traded
-
-
-def test_a_sections_heading_cover_reads_its_own_heading_only():
-    """`heading_cover`: the share of the query's term weight the words of the chunk's own
-    heading (its breadcrumb's last part) hold; a parent heading's words do not count, and a
-    candidate whose place was not read stays 0."""
-    from autodoc.bm25.analyzer import analyze
-
-    decision, context = analyze("decision")[0], analyze("context")[0]
-    ev = ranking.Evidence(
-        ranked=[], signals={}, lexical_passes=[], term_weights=np.array([0.75, 0.25]),
-        held=np.zeros((3, 2), dtype=bool), intent="question", missing_share=0.0,
-        absent_share=0.0, inbound={}, outbound={}, tagged=set(),
-        structure={1: (0, 3, 1, "ADR 7 › Decisions"), 2: (1, 3, 2, "ADR 7 › Decisions › Context")},
-        terms=[decision, context],
-    )  # fmt: skip
-    x = np.zeros((3, len(ranking.FEATURES)))
-    ranking._structure_columns(ev, [1, 2, 3], x)
-    cover = x[:, ranking.FEATURES.index("heading_cover")]
-    assert cover.tolist() == [0.75, 0.25, 0.0]
-    assert x[1, ranking.FEATURES.index("position")] == 0.5

@@ -19,14 +19,12 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache, cached_property, lru_cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autodoc.bm25.analyzer import analyze
-from autodoc.parse.chunking import BREADCRUMB_SEP
 from autodoc.query.intent import LEXICAL_FIRST
 from autodoc.wire.protocol import ConfidenceLevel
 
@@ -64,7 +62,6 @@ BASE_FEATURES: tuple[str, ...] = (
     "tag",  # a tag of the document among the query's words
     "position",  # its place among its document's chunks, 0 (the first) .. 1 (the last)
     "depth",  # how deep its heading sits: min(1, (breadcrumb parts - 1) / 4)
-    "heading_cover",  # share of the query's term weight its own heading's words hold
 )
 # Read from the whole candidate list, so computed from the base columns (`derive`): where a hit
 # stands among this query's candidates, and how much the two stages agree.
@@ -149,10 +146,7 @@ class DocumentCalibration:
 # document's place in the list is the ranking model's; only its own hits trade places). Where a
 # section stands in its record, and how deep, read differently for a question: a question
 # restates the problem in the problem's own words, and is answered further down.
-# And whether its own heading names what the query asks (a long record's subsection named by
-# the question, among siblings that share every parent heading).
-SECTION_INPUTS = ("logit", "position", "position_x_question", "depth", "depth_x_question",
-                  "heading_cover")  # fmt: skip
+SECTION_INPUTS = ("logit", "position", "position_x_question", "depth", "depth_x_question")
 
 
 def section_inputs(x: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -160,8 +154,7 @@ def section_inputs(x: np.ndarray, p: np.ndarray) -> np.ndarray:
     q = x[:, _INDEX["q_question"]]
     pos, depth = x[:, _INDEX["position"]], x[:, _INDEX["depth"]]
     clipped = np.clip(p, 1e-6, 1 - 1e-6)
-    return np.column_stack([np.log(clipped / (1 - clipped)), pos, pos * q, depth, depth * q,
-                            x[:, _INDEX["heading_cover"]]])  # fmt: skip
+    return np.column_stack([np.log(clipped / (1 - clipped)), pos, pos * q, depth, depth * q])
 
 
 @dataclass(frozen=True)
@@ -238,7 +231,7 @@ def parse_model(data: dict[str, Any]) -> RankingModel:
     )
     sec = data.get("section")
     section = (
-        SectionModel(np.array([float(sec["coef"].get(n, 0.0)) for n in SECTION_INPUTS]),
+        SectionModel(np.array([float(sec["coef"][n]) for n in SECTION_INPUTS]),
                      float(sec["intercept"]))
         if sec
         else None
@@ -320,8 +313,7 @@ class Evidence:
     inbound: dict[int, int]
     outbound: dict[int, int]
     tagged: set[int]
-    structure: dict[int, tuple[int, int, int, str]] = field(default_factory=dict)  # chunk_structure
-    terms: list[str] = field(default_factory=list)  # the query's terms, as `term_weights` weighs
+    structure: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # chunk_structure
 
 
 def candidate_features(fused: list[Fused], ev: Evidence) -> np.ndarray:
@@ -357,31 +349,19 @@ def candidate_features(fused: list[Fused], ev: Evidence) -> np.ndarray:
     x[:, col["outlinks"]] = np.minimum(1.0, np.log2(1 + held) / 5)
     x[:, col["tag"]] = np.isin(docs, list(ev.tagged)) if ev.tagged else 0.0
     if ev.structure:
-        _structure_columns(ev, [f.chunk_id for f in fused], x)
+        _structure_columns(ev.structure, [f.chunk_id for f in fused], x)
     return derive(x)
 
 
-def _structure_columns(ev: Evidence, chunk_ids: list[int], x: np.ndarray) -> None:
-    """`position`, `depth` and `heading_cover` from each candidate's place in its document
-    (the candidates `ev.structure` holds; the rest stay 0)."""
-    at = [i for i, cid in enumerate(chunk_ids) if cid in ev.structure]
-    if not at:
-        return
-    places = [ev.structure[chunk_ids[i]] for i in at]
-    ordinal, count, depth = np.array([p[:3] for p in places], dtype=float).reshape(-1, 3).T
-    x[at, _INDEX["position"]] = np.where(count > 1, ordinal / np.maximum(count - 1, 1), 0.0)
-    x[at, _INDEX["depth"]] = np.minimum(1.0, depth / 4)
-    weights = ev.term_weights
-    if len(weights) and weights.sum() > 0 and ev.terms:
-        held = np.array([[t in heading_terms(p[3]) for t in ev.terms] for p in places], dtype=float)
-        x[at, _INDEX["heading_cover"]] = held @ weights / weights.sum()
-
-
-@lru_cache(maxsize=8192)
-def heading_terms(breadcrumb: str) -> frozenset[str]:
-    """The analyzed words of a breadcrumb's last heading (its own). Cached: a vault's headings
-    come back query after query (`Context`, `Decision`)."""
-    return frozenset(analyze(breadcrumb.rsplit(BREADCRUMB_SEP, 1)[-1]))
+def _structure_columns(
+    structure: dict[int, tuple[int, int, int]], chunk_ids: list[int], x: np.ndarray
+) -> None:
+    """`position` and `depth` from each candidate's place in its document."""
+    ordinal, count, depth = (
+        np.array([structure.get(cid, (0, 1, 0)) for cid in chunk_ids], dtype=float).reshape(-1, 3).T
+    )
+    x[:, _INDEX["position"]] = np.where(count > 1, ordinal / np.maximum(count - 1, 1), 0.0)
+    x[:, _INDEX["depth"]] = np.minimum(1.0, depth / 4)
 
 
 def derive(x: np.ndarray) -> np.ndarray:

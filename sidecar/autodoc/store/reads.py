@@ -62,21 +62,20 @@ def boost_facts(
 
 def chunk_structure(
     conn: sqlite3.Connection, ids: Sequence[int]
-) -> dict[int, tuple[int, int, int, str]]:
+) -> dict[int, tuple[int, int, int]]:
     """{chunk id: (its ordinal, how many visible chunks its document has, how many headings its
-    breadcrumb has above its own, the breadcrumb)}: where a candidate stands in its document and
-    what its heading says, for the ranking's section model. A document's live chunks are
-    numbered 0..n-1 by the chunking that wrote them (a kept chunk takes its new place), so their
-    count is the last ordinal + 1: one step of `chunks_by_document_place`, not a count of a
-    long page's chunks."""
+    breadcrumb has above its own)}: where a candidate stands in its document, for the
+    ranking's section model. A document's live chunks are numbered 0..n-1 by the chunking that
+    wrote them (a kept chunk takes its new place), so their count is the last ordinal + 1: one
+    step of `chunks_by_document_place`, not a count of a long page's chunks."""
     sep = BREADCRUMB_SEP
     sql = (
         "SELECT c.id, c.ordinal, (SELECT max(o.ordinal) + 1 FROM chunks o WHERE o.document_id ="
         f" c.document_id AND o.state = {LIVE}), (length(c.breadcrumb) -"
-        f" length(replace(c.breadcrumb, '{sep}', ''))) / {len(sep)}, c.breadcrumb FROM chunks c"
+        f" length(replace(c.breadcrumb, '{sep}', ''))) / {len(sep)} FROM chunks c"
         " WHERE c.id IN ({marks})"
     )
-    return {r[0]: (r[1], r[2], r[3], r[4]) for r in Store.rows(conn, sql, list(ids))}
+    return {r[0]: (r[1], r[2], r[3]) for r in Store.rows(conn, sql, list(ids))}
 
 
 def chunk_place(row: sqlite3.Row) -> tuple[int, list[tuple[int, str]]]:

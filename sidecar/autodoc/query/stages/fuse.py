@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from autodoc import store
-from autodoc.bm25.analyzer import analyze, query_terms
+from autodoc.bm25.analyzer import analyze
 from autodoc.query import confidence, fusion, ranking
 from autodoc.query.intent import LEXICAL_FIRST
 from autodoc.query.named_documents import named_documents
@@ -293,7 +293,6 @@ def _evidence(
         weights, held = ctx.request.lexical.held_terms(query, [f.chunk_id for f in fused])
     else:  # meaning alone is ranked by the cosine's features: no term coverage to look up
         weights, held = np.zeros(0), np.zeros((len(fused), 0), dtype=bool)
-    named_terms = query_terms(query)[: len(weights)]  # the terms `weights` weighs, in order
     words, absent = ctx.request.content_words, ctx.absent_words()
     return ranking.Evidence(
         ranked=ctx.results.ranked,
@@ -307,7 +306,6 @@ def _evidence(
         inbound=inbound,
         outbound=outbound,
         tagged=tagged,
-        terms=named_terms,
     )
 
 
