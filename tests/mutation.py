@@ -66,6 +66,7 @@ MODULES: dict[str, list[str]] = {
     "query.find": ["test_lookup.py"],
     "query.intent": ["test_intent.py", "test_fuse.py", "test_stages.py"],
     "query.confidence": ["test_confidence.py", "test_lexical.py", "test_stages.py"],
+    "query.ranking": ["test_ranking.py", "test_confidence.py", "test_fuse.py"],
     "query.facet_filter": ["test_facets_rules.py", "test_facets.py"],
     "store.db": STORE,
     "store.reads": STORE,

@@ -4,6 +4,8 @@ a superseded record below its successor, never above a hit that outranked it).""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import shutil
 from pathlib import Path
@@ -521,3 +523,48 @@ def test_reading_only_the_reorderable_places_changes_no_answer(garden, monkeypat
         [h["chunk_id"] for h in hits] for hits in full
     ]
     assert any(len({h["path"] for h in hits}) < len(hits) for hits in full)  # sections traded
+
+
+def test_the_confidence_scale_is_linear_between_the_thresholds_and_the_veto_caps_it():
+    """`confidence_score`: 0 .. doubtful onto 0 .. 0.3, doubtful .. confident onto 0.3 .. 0.7,
+    confident .. 1 onto 0.7 .. 1, never above 1; a rare missing word caps it under 0.7; an answer
+    model's probability below its threshold caps it in proportion under 0.3, unless the top is an
+    exact name (1.0); without an answer model that probability is not read."""
+    base = ranking.shipped_model()
+    model = dataclasses.replace(base, doubtful=0.2, confident=0.6, answer=None)
+    score = functools.partial(ranking.confidence_score, model)
+    assert score(None) == 0.0
+    assert [round(score(p), 6) for p in (0.1, 0.2, 0.4, 0.6, 0.8, 1.0)] == [
+        0.15,
+        0.3,
+        0.5,
+        0.7,
+        0.85,
+        1.0,
+    ]
+    assert score(1.0, missing=True) == pytest.approx(ranking.HIGH_FROM - 0.01)
+    assert score(0.4, missing=True) == pytest.approx(0.5)
+    assert score(0.8, answered=0.01) == pytest.approx(0.85)  # no answer model: not read
+    veto = ranking.AnswerModel(np.zeros(len(ranking.ANSWER_INPUTS)), 0.0, doubtful=0.5)
+    vetoing = dataclasses.replace(model, answer=veto)
+    assert ranking.confidence_score(vetoing, 0.8, answered=0.25) == pytest.approx(0.15)
+    assert ranking.confidence_score(vetoing, 0.8, answered=0.6) == pytest.approx(0.85)
+    assert ranking.confidence_score(vetoing, 0.1, answered=0.4) == pytest.approx(0.15)
+    assert ranking.confidence_score(vetoing, 1.0, answered=0.1) == 1.0  # an exact name
+    assert ranking.confidence_level(vetoing, 0.8, answered=0.25) == "none"
+    assert veto.probability(np.ones(len(ranking.ANSWER_INPUTS))) == 0.5
+
+
+def test_only_a_query_naming_what_its_top_holds_skips_the_answer_model():
+    at = ranking.ANSWER_INPUTS.index
+    for lexical_first, all_words, skipped in ((1, 1, True), (1, 0, False), (0, 1, False)):
+        inputs = np.zeros(len(ranking.ANSWER_INPUTS))
+        inputs[at("q_lexical_first")], inputs[at("top_all_words")] = lexical_first, all_words
+        assert ranking.names_what_it_finds(inputs) is skipped
+
+
+def test_one_document_leads_by_its_whole_probability():
+    x = np.zeros((2, len(ranking.FEATURES)))
+    got = ranking.answer_inputs(x, [0, 1], [5, 5], {5: 0.9})
+    assert got[ranking.ANSWER_INPUTS.index("document_gap")] == pytest.approx(0.9)
+    assert got[ranking.ANSWER_INPUTS.index("stages_agree")] == 0.0  # neither stage found one
