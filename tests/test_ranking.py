@@ -568,3 +568,56 @@ def test_one_document_leads_by_its_whole_probability():
     got = ranking.answer_inputs(x, [0, 1], [5, 5], {5: 0.9})
     assert got[ranking.ANSWER_INPUTS.index("document_gap")] == pytest.approx(0.9)
     assert got[ranking.ANSWER_INPUTS.index("stages_agree")] == 0.0  # neither stage found one
+
+
+def test_the_answer_model_file_gives_each_input_its_weight_and_the_rest_none():
+    """The shipped file's answer model weighs each input as the file says; a file naming only
+    some inputs weighs the others 0."""
+    data = json.loads((Path(ranking.__file__).parent / ranking.MODEL_FILE).read_text("utf-8"))
+    shipped = ranking.parse_model(data).answer
+    assert shipped is not None
+    coef = data["answer"]["coef"]
+    assert shipped.weights.tolist() == [coef.get(n, 0.0) for n in ranking.ANSWER_INPUTS]
+    assert any(shipped.weights) and shipped.doubtful == data["answer"]["confidence"]["low"]
+    data["answer"] = {"coef": {"top_cover": 2.0}, "intercept": -1.0, "confidence": {"low": 0.2}}
+    only = ranking.parse_model(data).answer
+    assert only is not None
+    assert only.weights.tolist() == [2.0 if n == "top_cover" else 0.0
+                                     for n in ranking.ANSWER_INPUTS]  # fmt: skip
+
+
+def test_the_section_reorder_is_the_slot_by_slot_exchange_within_each_document_and_tier():
+    """`within_documents` against the plain statement of the rule (each (document, tier) group
+    keeps its places, its candidates fill them best first, ties in list order), on seeded
+    random lists with many documents and mixed tiers."""
+    rng = np.random.default_rng(55)
+
+    def by_rule(order, docs, tiers, section):
+        slots: dict = {}
+        for i in order:
+            slots.setdefault((docs[i], tiers[i]), []).append(i)
+        best = {k: sorted(held, key=lambda i: -section[i]) for k, held in slots.items()}
+        taken: dict = {}
+        out = []
+        for i in order:
+            k = (docs[i], tiers[i])
+            out.append(best[k][taken.get(k, 0)])
+            taken[k] = taken.get(k, 0) + 1
+        return out
+
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        docs = rng.integers(0, 12, n).tolist()
+        tiers = rng.integers(0, 3, n).tolist()
+        section = rng.choice([0.1, 0.5, 0.9], n) + rng.random(n) * rng.integers(0, 2)
+        order = rng.permutation(n).tolist()
+        assert ranking.within_documents(order, docs, tiers, section) == by_rule(
+            order, docs, tiers, section
+        )
+
+
+def test_the_best_cover_reads_the_first_three_hits_only():
+    x = np.zeros((4, len(ranking.FEATURES)))
+    x[:, ranking.FEATURES.index("idf_cover")] = (0.1, 0.2, 0.3, 0.9)
+    got = ranking.answer_inputs(x, [0, 1, 2, 3], [1, 2, 3, 4], {1: 0.5, 2: 0.4, 3: 0.3, 4: 0.2})
+    assert got[ranking.ANSWER_INPUTS.index("best_cover")] == pytest.approx(0.3)
