@@ -621,3 +621,10 @@ def test_the_best_cover_reads_the_first_three_hits_only():
     x[:, ranking.FEATURES.index("idf_cover")] = (0.1, 0.2, 0.3, 0.9)
     got = ranking.answer_inputs(x, [0, 1, 2, 3], [1, 2, 3, 4], {1: 0.5, 2: 0.4, 3: 0.3, 4: 0.2})
     assert got[ranking.ANSWER_INPUTS.index("best_cover")] == pytest.approx(0.3)
+
+
+def test_a_certain_or_hopeless_top_document_gives_a_finite_logit():
+    x = np.zeros((1, len(ranking.FEATURES)))
+    for p in (1.0, 0.0):
+        got = ranking.answer_inputs(x, [0], [7], {7: p})
+        assert np.isfinite(got).all() and abs(got[0]) < 20
