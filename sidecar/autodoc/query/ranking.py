@@ -125,6 +125,12 @@ class LinearModel:
         return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
 
 
+def logit(p: np.ndarray) -> np.ndarray:
+    """log(p / (1 - p)), p clipped to [1e-6, 1 - 1e-6]: finite for a certain or hopeless p."""
+    clipped = np.clip(p, 1e-6, 1 - 1e-6)
+    return np.log(clipped / (1 - clipped))
+
+
 @dataclass(frozen=True)
 class DocumentCalibration:
     """The probability that a *document* answers, from its candidates' (the relevance a person
@@ -137,8 +143,7 @@ class DocumentCalibration:
     intercept: float
 
     def probabilities(self, best: np.ndarray, hits: np.ndarray) -> np.ndarray:
-        p = np.clip(best, 1e-6, 1 - 1e-6)
-        z = self.best * np.log(p / (1 - p)) + self.hits * np.log2(hits) + self.intercept
+        z = self.best * logit(best) + self.hits * np.log2(hits) + self.intercept
         return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
 
 
@@ -153,8 +158,7 @@ def section_inputs(x: np.ndarray, p: np.ndarray) -> np.ndarray:
     """SECTION_INPUTS of each candidate from its features and its probability."""
     q = x[:, _INDEX["q_question"]]
     pos, depth = x[:, _INDEX["position"]], x[:, _INDEX["depth"]]
-    clipped = np.clip(p, 1e-6, 1 - 1e-6)
-    return np.column_stack([np.log(clipped / (1 - clipped)), pos, pos * q, depth, depth * q])
+    return np.column_stack([logit(p), pos, pos * q, depth, depth * q])
 
 
 @dataclass(frozen=True)
@@ -481,12 +485,12 @@ def answer_inputs(
         return np.zeros(len(ANSWER_INPUTS))
     col = _INDEX
     top = order[0]
-    p_top = min(max(document_p.get(docs[top], 0.0), 1e-6), 1 - 1e-6)
+    p_top = document_p.get(docs[top], 0.0)
     others = [p for d, p in document_p.items() if d != docs[top]]
     lex_first = np.flatnonzero(x[:, col["lex_rank"]] >= 1.0).tolist()  # rank 1: 1 / log2(2)
     sem_first = np.flatnonzero(x[:, col["sem_rank"]] >= 1.0).tolist()
     values = {
-        "top_logit": math.log(p_top / (1 - p_top)),
+        "top_logit": float(logit(np.asarray(p_top))),
         "document_gap": p_top - max(others, default=0.0),
         "top_cover": x[top, col["idf_cover"]],
         "top_rare_cover": x[top, col["rare_cover"]],

@@ -58,12 +58,11 @@ class FuseStage(StageDefaults):
         named: set[int] = set()  # documents the query names by their name (a prefix's, a term's)
         if learned and "lexical" in stages:
             named = named_documents(conn, ctx.request.ws.id, ctx.request.query, ctx.request.intent)
+        tier = promise_tiers(ctx, fused, stages, named) if learned else []  # worked out once
         if capture:  # training learns from them (bench/train_ranking.py)
-            ctx.trace.candidates = CandidateTrace(
-                [f.chunk_id for f in fused], x, promise_tiers(ctx, fused, stages, named)
-            )
+            ctx.trace.candidates = CandidateTrace([f.chunk_id for f in fused], x, tier)
         if ctx.request.options.fusion == "learned":
-            fused = self._learned(ctx, fused, x, stages, model, named)
+            fused = self._learned(ctx, fused, x, stages, model, tier)
         else:
             fused = self._by_rule(ctx, fused, stages, inbound, tagged)
         if ctx.request.options.recency is not None:  # off: no score is touched, no order changes
@@ -102,12 +101,13 @@ class FuseStage(StageDefaults):
         x: np.ndarray,
         stages: list[str],
         model: ranking.RankingModel,
-        named_docs: set[int],
+        tier: list[int],
     ) -> list[fusion.Fused]:
         """Each candidate's probability of answering (query/ranking.py) as its score, best
-        first within the promises `ranking.tiers` keeps: what a number or a code names and the
-        best hit of each document the query names by its name (`named_docs`) first, and under
-        a query that names its words, what the words found before what only meaning found."""
+        first within the promises `ranking.tiers` keeps (`tier`, from `promise_tiers`): what a
+        number or a code names and the best hit of each document the query names by its name
+        first, and under a query that names its words, what the words found before what only
+        meaning found."""
         for f, p in zip(fused, model.for_stages(stages).probability(x).tolist(), strict=True):
             f.score = p
         ctx.results.document_p = ranking.document_probabilities(
@@ -120,7 +120,6 @@ class FuseStage(StageDefaults):
             intent=ctx.request.intent,
             model=model.version,
         )
-        tier = promise_tiers(ctx, fused, stages, named_docs)
         order = sorted(range(len(fused)), key=lambda i: (tier[i], *fused[i].tie_key))
         docs = [f.document_id for f in fused]
         if model.section is not None:  # a document's likeliest section takes its first place
@@ -158,8 +157,12 @@ class FuseStage(StageDefaults):
         ctx.trace.answer_inputs = inputs
         if model.answer is None or not hybrid or ranking.names_what_it_finds(inputs):
             return
-        if ctx.request.lexical.num_docs() >= ranking.ANSWER_MODEL_MIN_CHUNKS:
-            ctx.results.answer_p = model.answer.probability(inputs)
+        answered = model.answer.probability(inputs)
+        # Only a veto asks the vault's size (a count request on Qdrant): above its threshold
+        # the answer model changes nothing.
+        veto = answered < model.answer.doubtful
+        if not veto or ctx.request.lexical.num_docs() >= ranking.ANSWER_MODEL_MIN_CHUNKS:
+            ctx.results.answer_p = answered
 
     def _by_rule(
         self,
