@@ -196,14 +196,17 @@ def test_doc_indexed_says_which_paths_the_index_holds(rpc, tmp_path):
     shutil.copytree(EXAMPLE_VAULT, vault)
     lexical_workspace(rpc, vault)
     paths = ["notes/onboarding.md", "notes/gone.md", "../README.md", "_schema/frontmatter.yaml",
-             "notes/onboarding.md", "\ud800.md", ""]  # fmt: skip
+             "notes/onboarding.md", ""]  # fmt: skip
     answer = rpc.call("doc.indexed", ["v", paths])
     protocol.conform(answer, protocol.DocsIndexed)
     assert answer == {
         "workspace": "v",
         "indexed": ["notes/onboarding.md"],
-        "absent": ["notes/gone.md", "../README.md", "_schema/frontmatter.yaml", "\ud800.md", ""],
+        "absent": ["notes/gone.md", "../README.md", "_schema/frontmatter.yaml", ""],
     }
+    with pytest.raises(RpcError) as err:  # not text: refused at the door (issue 56)
+        rpc.call("doc.indexed", ["v", ["notes/onboarding.md", "\ud800.md"]])
+    assert err.value.code == INVALID_PARAMS and err.value.data["at"] == "params[1][1]"
     for bad in (["v", "notes/onboarding.md"], ["v", [1]], ["v", None], ["nope", []], ["v"]):
         with pytest.raises(RpcError) as err:
             rpc.call("doc.indexed", bad)

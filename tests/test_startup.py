@@ -532,3 +532,43 @@ def test_mcp_hands_a_first_message_it_does_not_expect_to_the_sdk(
         proc.kill()
     # the request sent first was answered too (refused: before initialize), once
     assert sorted(m.get("id") for m in lines.seen) == answered
+
+
+def test_mcp_refuses_a_nesting_bomb_read_during_the_early_handshake_and_serves_on(
+    embedded_sample, tmp_path, answers_cache
+):
+    """Issue 56: once the handshake's answers are recorded, the main thread reads the messages
+    after `initialize` itself while the SDK loads; one nested 100,000 deep among them passes
+    the door's guard first (no parser meets it), is answered -32602 to its id once the SDK has
+    loaded, and the server goes on serving."""
+    root, db = embedded_sample
+    _mcp_session(db, root, tmp_path)  # records the answers: the next start answers early
+    gate = tmp_path / "open"
+    proc = _server(db, ["mcp", str(root), "--no-watch"], tmp_path, ("mcp", "mcp_types"), gate)
+    lines = _Lines(proc.stdout)
+
+    def send(message: bytes) -> None:
+        proc.stdin.write(message + b"\n")
+        proc.stdin.flush()
+
+    try:
+        client = {"name": f"test-{tmp_path.name}", "version": "1"}
+        params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                         "params": params}).encode())  # fmt: skip
+        assert _answer(lines, 1, ANSWERED_S)["result"]["serverInfo"]["name"] == "autodoc"
+        bomb = b"[" * 100_000 + b"]" * 100_000
+        send(b'{"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": ' + bomb + b"}")
+        time.sleep(0.5)  # read by the early part while the SDK is held
+        assert proc.poll() is None
+        gate.touch()
+        refused = _answer(lines, 5, WAIT_S)["error"]
+        assert refused == {"code": -32602, "message": "params nest deeper than 64 levels",
+                           "data": {"limit": 64}}  # fmt: skip
+        send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
+        send(json.dumps({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}).encode())
+        assert {t["name"] for t in _answer(lines, 6, WAIT_S)["result"]["tools"]} >= {"search"}
+        proc.stdin.close()
+        assert proc.wait(timeout=WAIT_S) == 0
+    finally:
+        proc.kill()

@@ -303,10 +303,9 @@ def _call(dispatcher: Dispatcher, method: str, raw: str | None) -> int:
     """The params are measured before they are parsed: a nesting bomb or a huge argument gets
     its -32602 without reaching the JSON parser."""
     raw = raw or "[]"
-    if len(raw.encode("utf-8", "surrogateescape")) > limits.MAX_REQUEST_BYTES:
-        raise limits.request_too_long()
-    if limits.text_depth(raw) > limits.MAX_DEPTH:
-        raise limits.nested_too_deep()
+    refusal = limits.unreadable(raw)
+    if refusal is not None:
+        raise refusal
     try:
         params = json.loads(raw)
     except json.JSONDecodeError as exc:

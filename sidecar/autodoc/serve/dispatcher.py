@@ -122,7 +122,7 @@ class Dispatcher:
         if long_lived:
             self.methods["index.run"] = partial(engine.index_run, wait=False)
             self.methods["workspace.configure"] = partial(engine.workspace_configure, wait=False)
-        self._arity = {name: _arity(fn) for name, fn in self.methods.items()}
+        self._names = {name: _positional(fn) for name, fn in self.methods.items()}
         self._trace = os.environ.get(TRACE_ENV) or None
 
     def call(
@@ -135,23 +135,11 @@ class Dispatcher:
     ) -> Any:
         """Run a method; every failure is an RpcError with a documented code (but what a
         caller's own `reports` raise)."""
-        fn = self.methods.get(method) if isinstance(method, str) else None
-        if fn is None:
-            raise RpcError(
-                METHOD_NOT_FOUND, f"unknown method {method!r}", {"methods": sorted(self.methods)}
-            )
+        fn = self.checked(method, params)
+        params = params if params is not None else []
         if self._trace is not None:
             with open(self._trace, "a", encoding="utf-8") as trace:
                 trace.write(method + "\n")
-        if params is None:
-            params = []
-        if not isinstance(params, list):
-            raise invalid_params("params must be a JSON array of positional arguments")
-        check_params(params)  # before any method walks them
-        low, high = self._arity[method]
-        if not low <= len(params) <= high:
-            want = str(low) if low == high else f"{low} to {high}"
-            raise invalid_params(f"{method} takes {want} params, got {len(params)}", method=method)
         raised: list[BaseException] = []
         try:
             if cancel is not None and method in CANCELLABLE:
@@ -167,6 +155,28 @@ class Dispatcher:
             log.exception("internal error in %s", method)
             raise RpcError(INTERNAL_ERROR, f"internal error: {exc}", {"method": method}) from exc
 
+    def checked(self, method: Any, params: Any) -> Callable[..., Any]:
+        """The door's checks, before anything else looks at a request (a front end's own
+        checks come after them): the method exists, its params are an array of as many as it
+        takes, nested within MAX_DEPTH, every string text (a lone surrogate is -32602 naming
+        the parameter). Its handler."""
+        fn = self.methods.get(method) if isinstance(method, str) else None
+        if fn is None:
+            raise RpcError(
+                METHOD_NOT_FOUND, f"unknown method {method!r}", {"methods": sorted(self.methods)}
+            )
+        if params is None:
+            params = []
+        if not isinstance(params, list):
+            raise invalid_params("params must be a JSON array of positional arguments")
+        names = self._names[method]
+        check_params(params, [p.name for p in names])  # before any method walks them
+        low, high = sum(1 for p in names if p.default is p.empty), len(names)
+        if not low <= len(params) <= high:
+            want = str(low) if low == high else f"{low} to {high}"
+            raise invalid_params(f"{method} takes {want} params, got {len(params)}", method=method)
+        return fn
+
     def handle(self, request: Any) -> dict[str, Any]:
         """A JSON-RPC 2.0 request object in, a response object out."""
         rid = request.get("id") if isinstance(request, dict) else None
@@ -179,11 +189,10 @@ class Dispatcher:
             return {"jsonrpc": "2.0", "id": rid, "error": err.to_dict()}
 
 
-def _arity(fn: Callable[..., Any]) -> tuple[int, int]:
-    params = [
+def _positional(fn: Callable[..., Any]) -> list[inspect.Parameter]:
+    """The method's positional parameters: how many params it takes, and their names."""
+    return [
         p
         for p in inspect.signature(fn).parameters.values()
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
-    required = sum(1 for p in params if p.default is p.empty)
-    return required, len(params)

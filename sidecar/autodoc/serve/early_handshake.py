@@ -35,7 +35,7 @@ from typing import Any, BinaryIO, Generic, TypeVar
 
 from autodoc import __version__
 from autodoc.models.model_files import cache_dir
-from autodoc.wire.limits import MAX_REQUEST_BYTES
+from autodoc.wire.limits import MAX_REQUEST_BYTES, unreadable
 
 log = logging.getLogger(__name__)
 
@@ -418,7 +418,9 @@ def _request_id(message: Mapping[str, Any]) -> int | str | None:
 
 
 def _parsed(body: bytes | None) -> dict[str, Any] | None:
-    if body is None:
+    """The message as an object; None when it is not one, or when the door's guard refuses it
+    (too deep for the parser, too long): the SDK's reader then answers it, as it would later."""
+    if body is None or unreadable(body) is not None:
         return None
     try:
         message = json.loads(body)

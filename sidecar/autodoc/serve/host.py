@@ -305,8 +305,7 @@ class Host(EngineHost):
         before it is indexed: a request that arrives before that waits for it)."""
         if name:
             return name
-        with self._lock:
-            self._named.wait_for(self._naming_over, timeout=NAMING_WAIT_S)
+        self._await_naming()
         if self.opened.done() and (failed := self.opened.exception()) is not None:
             raise failed  # the store could not open: say why, not "retry shortly"
         served = self.served
@@ -331,6 +330,12 @@ class Host(EngineHost):
         want = {root.resolve() for root in roots}
         with self._lock:
             return self._named.wait_for(lambda: want <= set(self.served.values()), timeout)
+
+    def _await_naming(self) -> None:
+        """Until the folders being opened are named (or gave up), at most NAMING_WAIT_S: what
+        `workspace` and `status` answer from is then what this server serves."""
+        with self._lock:
+            self._named.wait_for(self._naming_over, timeout=NAMING_WAIT_S)
 
     def _naming_over(self) -> bool:
         failed = self.opened.done() and self.opened.exception() is not None
@@ -390,7 +395,10 @@ class Host(EngineHost):
 
     def status(self) -> protocol.Status:
         """The one status every adapter serves (`autodoc.status`, MCP `status`,
-        `autodoc/indexReady`): this process, then each workspace of the store, served first."""
+        `autodoc/indexReady`): this process, then each workspace of the store, served first.
+        The folders being opened are named first, so the first status after a start names the
+        server's folder as served."""
+        self._await_naming()
         served, indexing = self.served, self.indexing
         lease = self.lease_state()
         if lease == "taking over":  # the holder is gone: say so, and take it now

@@ -20,13 +20,12 @@ import ipaddress
 import json
 import logging
 import os
-import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
@@ -143,7 +142,11 @@ class HttpApp:
         size = request.headers.get("content-length")
         if size is not None and (not size.isdigit() or int(size) > limits.MAX_REQUEST_BYTES):
             return _error(413, None, limits.request_too_long())
-        body = await _read_limited(request)
+        try:
+            body = await _read_limited(request)
+        except ClientDisconnect:  # gone mid-body: nothing to answer, one line to say so
+            log.info("a client closed its connection before its request's body arrived")
+            return Response(status_code=400)
         if body is None:
             return _error(413, None, limits.request_too_long())
         try:  # a request waits its turn a while, then is told to come back
@@ -157,8 +160,9 @@ class HttpApp:
             self.slots.release()
 
     async def _answer(self, body: bytes, token: Token) -> Response:
-        if limits.text_depth(body.decode("utf-8", "replace")) > limits.MAX_DEPTH:
-            return _error(400, None, limits.nested_too_deep())
+        refusal = limits.unreadable(body)
+        if refusal is not None:
+            return _error(400, None, refusal)
         try:
             request = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -174,6 +178,7 @@ class HttpApp:
         if method in HTTP_WRITES and token.read_only:
             return _error(403, rid, RpcError(FORBIDDEN, f"{method} needs a token that may write"))
         try:
+            self.host.dispatcher.checked(method, params)  # the door's checks come first
             self._check_workspace(method, params)
             if method in WRITES:
                 result = await self._write(method, params)
@@ -288,14 +293,3 @@ async def _read_limited(request: Request) -> bytes | None:
         if len(out) > limits.MAX_REQUEST_BYTES:
             return None
     return bytes(out)
-
-
-def serve_mcp_http(server: Any, bind: str, port: int, tokens: Tokens) -> None:
-    """The same tools over the SDK's streamable HTTP transport at `/mcp`, every request
-    carrying one of the server's bearer tokens (http_server.py's rules)."""
-    import uvicorn
-
-    app = Gate(server.streamable_http_app(host=bind), tokens)
-    print(f"autodoc: MCP at http://{bind}:{port}/mcp, {len(tokens.tokens)} token(s)",
-          file=sys.stderr, flush=True)  # fmt: skip
-    uvicorn.run(app, host=bind, port=port, log_level="warning")

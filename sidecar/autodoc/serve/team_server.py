@@ -40,6 +40,7 @@ from typing import Any
 from autodoc.serve.host import Host
 from autodoc.serve.http_server import BUSY, DEFAULT_MAX_CONCURRENT, HttpApp, listen_settings
 from autodoc.serve.http_tokens import TokenLimits, Tokens
+from autodoc.serve.mcp.mcp_framing import CheckedBodies
 from autodoc.serve.mcp.mcp_server import AgentServer, build_server
 from autodoc.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 
@@ -144,7 +145,8 @@ def stateless_mcp_app(host: Host, bind: str) -> Any:
     """The MCP tools at `/mcp` over streamable HTTP in the SDK's stateless mode: no session
     outlives a request, so any worker answers any request, each answer one JSON body."""
     server = build_server(AgentServer(host, [], served_only=True))
-    return server.streamable_http_app(stateless_http=True, json_response=True, host=bind)
+    app = server.streamable_http_app(stateless_http=True, json_response=True, host=bind)
+    return CheckedBodies(app)
 
 
 def worker_app() -> Any:

@@ -59,10 +59,65 @@ def text_depth(text: str, stop: int = MAX_DEPTH) -> int:
     return deepest
 
 
-def check_params(params: Any) -> None:
-    """-32602 for params nested deeper than MAX_DEPTH."""
+def unreadable(body: bytes | str) -> RpcError | None:
+    """The guard every byte a server reads passes before any parser sees it (CLI, HTTP, LSP,
+    MCP on stdio and HTTP, the early handshake): -32602 naming the limit for a request longer
+    than MAX_REQUEST_BYTES or nested deeper than MAX_DEPTH; None when it may be parsed."""
+    size = len(body) if isinstance(body, bytes) else len(body.encode("utf-8", "surrogatepass"))
+    if size > MAX_REQUEST_BYTES:
+        return request_too_long()
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    if text_depth(text) > MAX_DEPTH:
+        return nested_too_deep()
+    return None
+
+
+# A UTF-16 surrogate code point: in a decoded string it is always a lone one (JSON's `\ud83d\ude00`
+# pair decodes to one character), and no UTF-8 text can hold it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate_at(value: Any) -> str | None:
+    """Where the first string (or object key) of `value` holding a lone UTF-16 surrogate is, as
+    a path (`[1]`, `[2].kind`, `.arguments.query`); None when every string is text. Walked
+    with a stack, in order."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return at
+        elif isinstance(item, dict):
+            for key in item:
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return f"{at} (a key)"
+            stack.extend((v, f"{at}.{k}") for k, v in reversed(list(item.items())))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((v, f"{at}[{i}]") for i, v in reversed(list(enumerate(item))))
+    return None
+
+
+def not_text(at: str, name: str | None = None, root: str = "params") -> RpcError:
+    """-32602 for a string that is not text (a lone surrogate): nothing could encode it. `at`
+    is its path under `root`; `name`, the parameter (or argument) it is."""
+    where = f"{name} ({root}{at})" if name else f"{root}{at}"
+    return RpcError(
+        INVALID_PARAMS,
+        f"{where} holds a lone UTF-16 surrogate (\\uD800-\\uDFFF), which is not text",
+        {"param": name or "", "at": f"{root}{at}"},
+    )
+
+
+def check_params(params: Any, names: list[str] | None = None) -> None:
+    """-32602 for params nested deeper than MAX_DEPTH, or holding a string that is not text
+    (named by `names`, the method's parameters, when given)."""
     if too_deep(params):
         raise nested_too_deep()
+    at = lone_surrogate_at(params)
+    if at is not None:
+        index = int(at[1 : at.index("]")]) if at.startswith("[") else -1
+        name = names[index] if names is not None and 0 <= index < len(names) else None
+        raise not_text(at, name)
 
 
 def nested_too_deep() -> RpcError:

@@ -19,12 +19,10 @@ from autodoc.serve.early_handshake import LspWire
 from autodoc.wire import workspace_options
 from autodoc.wire.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from autodoc.wire.limits import (
-    MAX_DEPTH,
     MAX_REQUEST_BYTES,
-    nested_too_deep,
     request_id,
     request_too_long,
-    text_depth,
+    unreadable,
 )
 
 
@@ -72,8 +70,9 @@ class FramedStdin:
                 left -= len(block)
             return self._stand_in(head, request_too_long())
         body = self.raw.read(n)
-        if text_depth(body.decode("utf-8", "replace")) > MAX_DEPTH:
-            return self._stand_in(body, nested_too_deep())
+        refusal = unreadable(body)
+        if refusal is not None:
+            return self._stand_in(body, refusal)
         return body
 
     @staticmethod

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from autodoc.serve.early_handshake import (
     MCP_SCRIPT,
@@ -24,6 +24,7 @@ from autodoc.wire.errors import INVALID_PARAMS, RpcError
 
 if TYPE_CHECKING:
     from autodoc.serve.dispatcher import Dispatcher
+    from autodoc.serve.http_tokens import Tokens
     from autodoc.serve.mcp.mcp_server import AgentServer, AutodocMCP
 
 
@@ -48,8 +49,6 @@ def serve(
         if not folder.is_dir():
             raise RpcError(INVALID_PARAMS, f"not a folder: {folder}", {"path": str(folder)})
     if listen is not None:
-        from autodoc.serve.http_server import serve_mcp_http
-
         server, agent = _started(db, folders, watch, served_only=True)
         try:
             serve_mcp_http(server, *listen)
@@ -92,3 +91,18 @@ def _default_root(dispatcher: Dispatcher) -> Path:
         if cwd == root or root in cwd.parents:
             return root
     return cwd
+
+
+def serve_mcp_http(server: Any, bind: str, port: int, tokens: Tokens) -> None:
+    """The same tools over the SDK's streamable HTTP transport at `/mcp`, every request
+    carrying one of the server's bearer tokens (http_server.py's rules) and every body read as
+    the SDK would before it parses it (`mcp_framing.CheckedBodies`)."""
+    import uvicorn
+
+    from autodoc.serve.http_server import Gate
+    from autodoc.serve.mcp.mcp_framing import CheckedBodies
+
+    app = Gate(CheckedBodies(server.streamable_http_app(host=bind)), tokens)
+    print(f"autodoc: MCP at http://{bind}:{port}/mcp, {len(tokens.tokens)} token(s)",
+          file=sys.stderr, flush=True)  # fmt: skip
+    uvicorn.run(app, host=bind, port=port, log_level="warning")

@@ -1,10 +1,14 @@
-"""The MCP wire's edge: every line measured before the SDK parses it. Used by `mcp_server.py`.
+"""The MCP wire's edge: every message measured, and read as the SDK would, before the SDK
+parses it. Used by `mcp_server.py` (stdio) and the HTTP servers (`CheckedBodies`).
 
 The SDK reads a whole line, however long, and parses it; a line it cannot parse (arguments
-nested ~200 deep) is dropped with no answer, so the client waits forever (issue 22). Here stdin
-is read in blocks: a line longer than MAX_REQUEST_BYTES is discarded as it arrives (only its
-head is kept, to find its id), a line nested deeper than MAX_DEPTH is not parsed, and both are
-answered with -32602 naming the limit, on the SDK's own write stream. Other lines pass as sent.
+nested ~200 deep, bad JSON, a lone UTF-16 surrogate its JSON parser rejects) is dropped with no
+answer, so the client waits forever (issues 22, 56). Here stdin is read in blocks: a line longer
+than MAX_REQUEST_BYTES is discarded as it arrives (only its head is kept, to find its id), a
+line nested deeper than MAX_DEPTH is not parsed (-32602 naming the limit), and a line the SDK
+could not read is answered as JSON-RPC says (`unreadable_message`): -32700 for bad JSON, -32602
+naming the string that is not text, -32600 for JSON that is no message; on the SDK's own write
+stream, to the line's id (a line with none is logged, not answered). Other lines pass as sent.
 """
 
 from __future__ import annotations
@@ -18,17 +22,19 @@ import anyio
 import anyio.to_thread
 from anyio.abc import ObjectSendStream
 from mcp.shared.message import SessionMessage
-from mcp_types import ErrorData, JSONRPCError
+from mcp_types import ErrorData, JSONRPCError, jsonrpc_message_adapter
+from pydantic import ValidationError
+from starlette.responses import JSONResponse
 
 from autodoc.serve.early_handshake import EarlyHandshake
-from autodoc.wire.errors import RpcError
+from autodoc.wire.errors import INVALID_REQUEST, PARSE_ERROR, RpcError
 from autodoc.wire.limits import (
-    MAX_DEPTH,
     MAX_REQUEST_BYTES,
-    nested_too_deep,
+    lone_surrogate_at,
+    not_text,
     request_id,
     request_too_long,
-    text_depth,
+    unreadable,
 )
 
 log = logging.getLogger(__name__)
@@ -91,24 +97,106 @@ class LineStdin:
         return read1(BLOCK) if read1 is not None else self.raw.read(BLOCK)
 
     async def _checked(self, line: bytes) -> str | None:
-        """The line as text when it may be parsed; None (and an answer sent) when not."""
-        text = line.decode("utf-8", "replace")
-        if text_depth(text) > MAX_DEPTH:
-            await self._refuse(line, nested_too_deep())
+        """The line as text when the SDK can read it; None (and an answer sent) when not."""
+        refusal = unreadable(line)
+        if refusal is not None:
+            await self._refuse(line, refusal)
             return None
+        text = line.decode("utf-8", "replace")
+        if text.strip():
+            found = unreadable_message(line)
+            if found is not None:
+                rid, why = found
+                await self._refuse(line, why, rid, answer_null=False)
+                return None
         if self.handshake is not None:
             self.handshake.sdk_reads(line)
         return text
 
-    async def _refuse(self, line: bytes, refusal: RpcError) -> None:
-        """`refusal` (a -32602 naming the limit), to the request's id when it can be read (null
-        if not)."""
-        rid = request_id(line.decode("utf-8", "replace"))
+    async def _refuse(
+        self, line: bytes, refusal: RpcError, rid: Any = None, *, answer_null: bool = True
+    ) -> None:
+        """`refusal`, to the request's id (`rid`, else read from the line); with none found,
+        answered with a null id when `answer_null` (a limit's refusal), else only logged."""
+        rid = rid if rid is not None else request_id(line.decode("utf-8", "replace"))
         log.warning("refused a request (id %r): %s", rid, refusal.message)
-        if self.write is None:
+        if self.write is None or (rid is None and not answer_null):
             return
         error = ErrorData(code=refusal.code, message=refusal.message, data=refusal.data)
         await self.write.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=rid, error=error)))
+
+
+def unreadable_message(body: bytes) -> tuple[int | str | None, RpcError] | None:
+    """Why the SDK could not read this message (already within the size and nesting limits),
+    as the answer it owes and the id to send it to (None: the message carries none); None when
+    the SDK reads it. The SDK's own reading decides, so nothing it accepts is refused here."""
+    try:
+        jsonrpc_message_adapter.validate_json(body, by_name=False)
+        return None
+    except ValidationError as exc:
+        first = exc.errors()[0].get("msg", "") if exc.errors() else str(exc)
+    text = body.decode("utf-8", "replace")
+    try:
+        message = json.loads(body)
+    except ValueError as exc:
+        return request_id(text), RpcError(PARSE_ERROR, f"parse error: {exc}")
+    rid = message.get("id") if isinstance(message, dict) else None
+    if not isinstance(rid, (int, str)) or isinstance(rid, bool):
+        rid = None
+    at = lone_surrogate_at(message)
+    if at is not None:
+        parts = at.split(".")
+        name = parts[3] if parts[1:3] == ["params", "arguments"] and len(parts) > 3 else None
+        return rid, not_text(at, name, root="message")
+    return rid, RpcError(INVALID_REQUEST, f"not a JSON-RPC 2.0 message: {first}")
+
+
+class CheckedBodies:
+    """ASGI middleware in front of the SDK's streamable HTTP app: each POSTed body passes the
+    size and nesting guard and is read as the SDK would before the SDK parses it, so a body it
+    could not read gets a JSON-RPC answer (HTTP 400) naming why, as `LineStdin` answers a line."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.router = app.router  # the SDK app's: a host app runs its lifespan through it
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        body, more = bytearray(), True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away mid-body
+                log.info("a client closed its connection before its request's body arrived")
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > MAX_REQUEST_BYTES:
+                break
+        data = bytes(body)
+        refusal = unreadable(data)
+        found = (
+            (request_id(data[:4096].decode("utf-8", "replace")), refusal)
+            if refusal
+            else (unreadable_message(data) if data.strip() else None)
+        )
+        if found is not None:
+            rid, why = found
+            log.warning("refused a request (id %r): %s", rid, why.message)
+            answer = {"jsonrpc": "2.0", "id": rid, "error": why.to_dict()}
+            await JSONResponse(answer, status_code=400)(scope, receive, send)
+            return
+        sent = False
+
+        async def replay() -> Any:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": data, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
 
 class EarlyAnswered:
