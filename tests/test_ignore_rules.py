@@ -504,7 +504,7 @@ def test_the_watcher_leaves_out_what_the_walk_does(serve, vault, kind):
     settled(host, "vault", case.new_in)
     assert indexed(host, "vault", [case.new_out, *case.out]) == []
     # The watcher's own filter: it does not even ask for a re-index of a path left out.
-    refresher = Refresher(host.engine)
+    refresher = Refresher(host.dispatcher)
     try:
         handler = _Handler("vault", vault, refresher, RuleOptions.of(host.options))
         handler.on_any_event(FileModifiedEvent(str(vault / case.new_out)))

@@ -16,7 +16,7 @@ from autodoc.parse import frontmatter_schema
 from autodoc.store import Workspace, read_epochs
 from autodoc.vectors.coverage import note_coverage_now, semantic_coverage, semantic_missing
 from autodoc.wire import protocol
-from autodoc.wire.errors import StoreBusyError
+from autodoc.wire.errors import StoreBusyError, invalid_params
 
 if TYPE_CHECKING:  # the indexer and the fill are imported by what writes: a search loads neither
     from autodoc.index.indexer import Progress
@@ -152,11 +152,13 @@ class Indexing(EngineCore):
             summary["embedding"] = {"background": True}
         return summary
 
-    def index_paths(self, name: Any, paths: list[str]) -> dict[str, Any]:
+    def index_paths(self, name: Any, paths: Any) -> dict[str, Any]:
         """Re-index only these root-relative paths (an editor's save, a watcher's batch)."""
         from autodoc.index.indexer import Indexer
 
         ws = self.workspace(name)
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise invalid_params("paths must be a list of root-relative paths", field="paths")
         with self._write:
             self.store.writer()
             summary = Indexer(self.store, self.lexical(ws), ws).run(paths=paths).to_dict()

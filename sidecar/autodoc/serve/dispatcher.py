@@ -1,4 +1,5 @@
-"""One table of named methods with positional JSON params, shared by the CLI, LSP and tests.
+"""The one door: every method of `method_table.METHODS` with positional JSON params, shared by
+the CLI, LSP, MCP and HTTP servers and tests.
 
 Every front end (the CLI, the LSP, MCP and HTTP servers) reaches the engine through
 `Dispatcher.call`. With `AUTODOC_TRACE_METHODS=FILE` in its environment, a process appends each
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from autodoc.serve import method_table
 from autodoc.wire.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -31,53 +33,6 @@ if TYPE_CHECKING:  # the caller opens the engine: `--help` and a server's `initi
 log = logging.getLogger(__name__)
 
 
-# Every method: its name on the wire -> the Engine method that answers it. Named, not bound: a
-# server registers its methods before its engine has opened (`autodoc serve` answers
-# `initialize` first).
-METHODS: dict[str, str] = {
-    "workspace.add": "workspace_add",
-    "workspace.list": "workspace_list",
-    "workspace.remove": "workspace_remove",
-    "workspace.section_size": "workspace_section_size",
-    "workspace.configure": "workspace_configure",
-    "index.run": "index_run",
-    "index.status": "index_status",
-    "index.check": "index_check",
-    "search.query": "search",
-    "search.find": "find",
-    "related": "related",
-    "doc.read": "doc_read",
-    "doc.indexed": "doc_indexed",
-    "doc.outline": "doc_outline",
-    "doc.actions": "doc_actions",
-    "doc.lenses": "doc_lenses",
-    "changes.since": "changes_since",
-    "links.definition": "links_definition",
-    "links.hover": "links_hover",
-    "links.references": "links_references",
-    "links.document": "links_document",
-    "links.diagnostics": "links_diagnostics",
-    "links.complete": "links_complete",
-    "links.preview": "links_preview",
-    "links.prepare_rename": "links_prepare_rename",
-    "links.rename": "links_rename",
-    "links.file_renamed": "links_file_renamed",
-}
-# Methods that change the store: a long-lived server runs them on its one writer thread.
-WRITES = frozenset(
-    {
-        "workspace.add",
-        "workspace.remove",
-        "workspace.section_size",
-        "workspace.configure",
-        "index.run",
-        "index.check",
-    }
-)
-# Methods that take a cancel token and check it between stages.
-CANCELLABLE = frozenset({"search.query"})
-# Methods that tell a caller's `Reports` how they go.
-REPORTING = frozenset({"index.run"})
 TRACE_ENV = "AUTODOC_TRACE_METHODS"
 
 
@@ -116,12 +71,11 @@ class Dispatcher:
 
     def __init__(self, engine: Engine, *, long_lived: bool = False) -> None:
         self.engine = engine
-        self.methods: dict[str, Callable[..., Any]] = {
-            name: getattr(engine, attr) for name, attr in METHODS.items()
-        }
-        if long_lived:
-            self.methods["index.run"] = partial(engine.index_run, wait=False)
-            self.methods["workspace.configure"] = partial(engine.workspace_configure, wait=False)
+        self.methods: dict[str, Callable[..., Any]] = {}
+        for m in method_table.METHODS:
+            handler = m.handler(engine)
+            background = m.waits and long_lived  # embeddings fill in after the answer
+            self.methods[m.name] = partial(handler, wait=False) if background else handler
         self._names = {name: _positional(fn) for name, fn in self.methods.items()}
         self._trace = os.environ.get(TRACE_ENV) or None
 
@@ -142,9 +96,10 @@ class Dispatcher:
                 trace.write(method + "\n")
         raised: list[BaseException] = []
         try:
-            if cancel is not None and method in CANCELLABLE:
+            facts = method_table.BY_NAME[method]
+            if cancel is not None and facts.cancellable:
                 return fn(*params, cancel=cancel)
-            if reports is not None and method in REPORTING:
+            if reports is not None and facts.reports:
                 return fn(*params, **reports.guarded(raised))
             return fn(*params)
         except RpcError:

@@ -18,13 +18,13 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from autodoc import __version__
 from autodoc.files.ignore_rules import IGNORE_FILES, RuleOptions
-from autodoc.serve.dispatcher import WRITES
+from autodoc.serve import method_table
 from autodoc.serve.host_engine import EngineHost, engine_at
 from autodoc.serve.refresh import SAVE_DELAY_S
 from autodoc.wire import protocol
@@ -99,6 +99,9 @@ class Host(EngineHost):
         # this process took the store's writer lease (once: it holds it until it exits); a
         # team server's worker then takes the other workers' writes
         self.lease_taken_listeners: list[Callable[[], None]] = []
+        # a team server's worker that does not hold the lease hands its writes to the one that
+        # does (`team_server.WriterRelay.forward`)
+        self.relay: Callable[[str, Any], Any] | None = None
         self._lease_announced = False
         self._serve_engine(engine, open_engine)
 
@@ -343,6 +346,26 @@ class Host(EngineHost):
 
     # -- requests ----------------------------------------------------------------------------
 
+    def call(
+        self,
+        method: str,
+        params: Any,
+        *,
+        cancel: CancelToken | None = None,
+        reads: Executor | None = None,
+    ) -> Future[Any]:
+        """A dispatcher method where it runs, decided here once for every front end by the
+        method table: one that writes on the writer thread (or, on a team server's worker
+        without the lease, at the worker that holds it), any other on `reads`, the front
+        end's pool (at once, here, without one). Its answer, as a future."""
+        facts = method_table.BY_NAME.get(method)
+        if facts is not None and facts.writes:
+            if self.relay is not None and self.engine.store.lease.fd is None:
+                relay = self.relay
+                return _run(reads, lambda: relay(method, params))
+            return self.write(method, params)
+        return _run(reads, lambda: self.dispatcher.call(method, params, cancel=cancel))
+
     def write(self, method: str, params: Any) -> Future[Any]:
         """A dispatcher method that changes the store, on the writer thread; a removed
         workspace stops being served, an added one is announced."""
@@ -360,7 +383,7 @@ class Host(EngineHost):
                 self._note_rules(result["workspace"], result)
             return result
 
-        assert method in WRITES, method
+        assert method_table.BY_NAME[method].writes, method
         return self._on_writer(job)
 
     def reindex(self, name: str, progress: Progress | None = None) -> Future[dict[str, Any]]:
@@ -545,3 +568,15 @@ class Host(EngineHost):
             return
         self._closed = True
         self._close_engine()
+
+
+def _run(pool: Executor | None, job: Callable[[], Any]) -> Future[Any]:
+    """`job` on `pool`, or here and now, as a future either way."""
+    if pool is not None:
+        return pool.submit(job)
+    done: Future[Any] = Future()
+    try:
+        done.set_result(job())
+    except BaseException as exc:  # the caller's future holds it, as the pool's would
+        done.set_exception(exc)
+    return done

@@ -69,7 +69,9 @@ class EngineHost:
     def _adopt(self, engine: Engine) -> None:
         """Serve `engine`: its dispatcher, the writer thread and the watcher, then `opened`."""
         self._dispatcher = Dispatcher(engine, long_lived=True)
-        self._refresher = Refresher(engine, on_indexed=self._indexed, on_lease=self._lease)
+        self._refresher = Refresher(
+            self._dispatcher, on_indexed=self._indexed, on_lease=self._lease
+        )
         if self._watch:
             from autodoc.serve.watch import Watcher  # watchdog: not on `initialize`'s path
 

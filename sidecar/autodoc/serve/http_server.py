@@ -21,6 +21,7 @@ import json
 import logging
 import os
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from starlette.applications import Starlette
@@ -29,7 +30,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
-from autodoc.serve.dispatcher import WRITES
+from autodoc.serve import method_table
 from autodoc.serve.host import Host
 from autodoc.serve.http_tokens import Token, TokenLimits, Tokens
 from autodoc.wire import limits
@@ -43,33 +44,6 @@ from autodoc.wire.errors import (
 
 log = logging.getLogger(__name__)
 
-# Served over HTTP: reading, and re-indexing the configured folders (a token that may write).
-READS = frozenset(
-    {
-        "workspace.list",
-        "index.status",
-        "search.query",
-        "search.find",
-        "doc.read",
-        "doc.indexed",
-        "doc.outline",
-        "doc.actions",
-        "doc.lenses",
-        "related",
-        "changes.since",
-        "links.definition",
-        "links.hover",
-        "links.references",
-        "links.document",
-        "links.diagnostics",
-        "links.complete",
-        "links.preview",
-        "links.prepare_rename",
-        "links.rename",
-        "links.file_renamed",
-    }
-)
-HTTP_WRITES = frozenset({"index.run", "index.check"})
 UNAUTHORIZED = -32001  # no token, or not one of the server's: HTTP 401
 FORBIDDEN = -32003  # a read-only token asked for a write: HTTP 403
 BUSY = -32004  # too many requests at once (503), or a token's limit reached (429): retry
@@ -106,13 +80,13 @@ class HttpApp:
         *,
         max_concurrent: int,
         token_limits: TokenLimits | None = None,
-        relay: Any = None,
     ) -> None:
         self.host = host
         self.tokens = tokens
         self.token_limits = token_limits
-        self.relay = relay  # a team server's `WriterRelay`: writes reach the lease holder
         self.slots = asyncio.Semaphore(max_concurrent)
+        # the reads this server runs at once: as many as it takes requests at once
+        self.readers = ThreadPoolExecutor(max_concurrent, thread_name_prefix="autodoc-http")
 
     def asgi(self, mcp_app: Any = None) -> Any:
         """The whole app: a Starlette app for /rpc, /healthz and (given) the MCP app's /mcp,
@@ -130,6 +104,7 @@ class HttpApp:
             async with inner or contextlib.nullcontext():
                 yield
             await run_in_threadpool(self.host.close)  # the writer's last batch committed
+            self.readers.shutdown(wait=False)
 
         app = Starlette(routes=routes, lifespan=lifespan)
         return Gate(app, self.tokens, token_limits=self.token_limits, host=self.host)
@@ -170,20 +145,18 @@ class HttpApp:
         if not isinstance(request, dict) or not isinstance(request.get("method"), str):
             return _error(400, None, RpcError(INVALID_REQUEST, "one JSON-RPC request object"))
         rid, method, params = request.get("id"), request["method"], request.get("params", [])
-        if method not in READS | HTTP_WRITES:
-            served = sorted(READS | HTTP_WRITES)
+        facts = method_table.BY_NAME.get(method)
+        if facts is None or facts.http == "none":
+            served = sorted(m.name for m in method_table.METHODS if m.http != "none")
             err = RpcError(METHOD_NOT_FOUND, f"{method!r} is not served over HTTP",
                            {"methods": served})  # fmt: skip
             return _error(200, rid, err)
-        if method in HTTP_WRITES and token.read_only:
+        if facts.http == "write" and token.read_only:
             return _error(403, rid, RpcError(FORBIDDEN, f"{method} needs a token that may write"))
         try:
             self.host.dispatcher.checked(method, params)  # the door's checks come first
             self._check_workspace(method, params)
-            if method in WRITES:
-                result = await self._write(method, params)
-            else:
-                result = await run_in_threadpool(self.host.dispatcher.call, method, params)
+            result = await asyncio.wrap_future(self.host.call(method, params, reads=self.readers))
         except RpcError as err:
             if err.code == BUSY:  # no writer at the moment: come back
                 return _error(503, rid, err, {"Retry-After": "1"})
@@ -191,12 +164,6 @@ class HttpApp:
         if method == "workspace.list":  # the store may hold others: their names stay private
             result = [w for w in result if w["name"] in self.host.served]
         return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": result})
-
-    async def _write(self, method: str, params: Any) -> Any:
-        """On the writer thread here, or (a team server's reader) at the lease holder."""
-        if self.relay is not None and self.host.engine.store.lease.fd is None:
-            return await run_in_threadpool(self.relay.forward, method, params)
-        return await asyncio.wrap_future(self.host.write(method, params))
 
     def _check_workspace(self, method: str, params: Any) -> None:
         """A method's first param names a workspace: one this server was started on."""

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from autodoc.wire.errors import StoreBusyError
 
 if TYPE_CHECKING:
-    from autodoc.engine import Engine
+    from autodoc.serve.dispatcher import Dispatcher
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +41,12 @@ class _Pending:
 class Refresher:
     def __init__(
         self,
-        engine: Engine,
+        dispatcher: Dispatcher,
         *,
         on_indexed: Callable[[str, dict[str, Any]], None] | None = None,
         on_lease: Callable[[bool, str], None] | None = None,
     ) -> None:
-        self.engine = engine
+        self.dispatcher = dispatcher  # the engine only through the method table
         self.on_indexed = on_indexed
         self.on_lease = on_lease
         self._pending: dict[str, _Pending] = {}
@@ -166,10 +166,10 @@ class Refresher:
 
     def _run(self, workspace: str, paths: list[str], rescan: bool) -> None:
         try:
-            if rescan:
-                summary = self.engine.index_run(workspace, wait=False)
+            if rescan:  # a long-lived dispatcher's: embeddings fill in after
+                summary = self.dispatcher.call("index.run", [workspace])
             else:
-                summary = self.engine.index_paths(workspace, paths)
+                summary = self.dispatcher.call("index.paths", [workspace, paths])
         except StoreBusyError as err:
             self._requeue(workspace, paths, rescan)
             self.note_lease(False, (err.data or {}).get("holder", ""))
@@ -202,7 +202,6 @@ class Refresher:
 
     def _workspace_exists(self, workspace: str) -> bool:
         try:
-            self.engine.workspace(workspace)
+            return any(w["name"] == workspace for w in self.dispatcher.call("workspace.list"))
         except Exception:
             return False
-        return True

@@ -157,6 +157,7 @@ def worker_app() -> Any:
     host = Host(Engine(config.db), watch=True)
     relay = WriterRelay(config.relay_address, bytes.fromhex(config.key), host)
     host.lease_taken_listeners.append(relay.listen)
+    host.relay = relay.forward  # a write reaching this worker without the lease goes there
     folders = [Path(root) for root in config.roots]
     for folder in folders:
         host.open(folder)
@@ -166,7 +167,7 @@ def worker_app() -> Any:
         log.warning("worker %d: not every folder is served yet; answering anyway", os.getpid())
     tokens = Tokens.load(config.token_file, config.token_env)
     app = HttpApp(host, tokens, max_concurrent=config.max_concurrent,
-                  token_limits=TokenLimits(config.limits_file), relay=relay)  # fmt: skip
+                  token_limits=TokenLimits(config.limits_file))  # fmt: skip
     return app.asgi(stateless_mcp_app(host, config.bind))
 
 

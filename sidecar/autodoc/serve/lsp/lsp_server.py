@@ -34,7 +34,7 @@ from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 
 from autodoc import __version__
-from autodoc.serve.dispatcher import WRITES
+from autodoc.serve import method_table
 from autodoc.serve.host import Host
 from autodoc.serve.lsp.editor_documents import EditorDocuments
 from autodoc.serve.lsp.lsp_framing import AutodocProtocol, rpc_exception
@@ -131,14 +131,19 @@ class AutodocServer(LanguageServer):
             raise rpc_exception(err) from None
 
     async def call(self, method: str, params: Any) -> Any:
-        """A dispatcher method through the host: a write on the writer thread, a read on the
-        pool (a search superseding this client's previous one)."""
-        if method in WRITES:
-            return await self.in_writer(self.host.write(method, params))
-        token = self.host.new_search() if method == "search.query" else None
-        return await self.in_reader(
-            lambda: self.host.dispatcher.call(method, params, cancel=token), token
-        )
+        """A dispatcher method where the host runs it (`Host.call`: a write on the writer
+        thread, a read on this server's pool); a search supersedes this client's previous
+        one."""
+        token = self.host.new_search() if method_table.BY_NAME[method].cancellable else None
+        future = self.host.call(method, params, cancel=token, reads=self.readers)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            if token is not None:
+                token.cancel("cancelled by the client")
+            raise
+        except RpcError as err:
+            raise rpc_exception(err) from None
 
     # -- folders -----------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from autodoc.serve.dispatcher import METHODS
+from autodoc.serve import method_table
 from autodoc.serve.lsp.lsp_server import AutodocServer
 
 
@@ -18,5 +18,5 @@ def setup(server: AutodocServer) -> None:
         handler.__name__ = f"autodoc_{method.replace('.', '_')}"
         return handler
 
-    for method in METHODS:
-        server.feature(f"autodoc/{method}")(method_handler(method))
+    for method in method_table.METHODS:
+        server.feature(f"autodoc/{method.name}")(method_handler(method.name))

@@ -28,7 +28,7 @@ def symbols(ls: AutodocServer, query: str, token: CancelToken) -> list[types.Sym
     hits: list[tuple[protocol.Hit, Path]] = []
     for name, root in sorted(ls.host.served.items()):
         params = [name, query, {"limit": SYMBOL_LIMIT}]
-        answer = ls.host.dispatcher.call("search.query", params, cancel=token)
+        answer = ls.host.call("search.query", params, cancel=token).result()  # on this reader
         hits.extend((h, root) for h in answer["hits"])
     hits.sort(key=lambda pair: -pair[0]["score"])
     return [_symbol(ls, hit, root) for hit, root in hits[:SYMBOL_LIMIT]]
@@ -73,7 +73,7 @@ def setup(server: AutodocServer) -> None:
 
         def search() -> Any:
             params = [ls.host.workspace(workspace), query, opts]
-            return ls.host.dispatcher.call("search.query", params, cancel=token)
+            return ls.host.call("search.query", params, cancel=token).result()
 
         return await ls.in_reader(search, token)
 
