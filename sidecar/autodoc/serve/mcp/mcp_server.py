@@ -61,7 +61,7 @@ class AgentServer:
     """The MCP adapter over a `Host`: each tool is one dispatcher call, shaped for a model."""
 
     def __init__(self, host: Host, roots: list[Path], *, served_only: bool = False) -> None:
-        self.host = host  # every tool goes through its dispatcher
+        self.host = host  # every tool goes through it (`Host.call`: routed by the table)
         self.roots = roots
         self.served_only = served_only  # over HTTP: the store's other workspaces stay private
 
@@ -76,8 +76,9 @@ class AgentServer:
     # -- tools -------------------------------------------------------------------------------
 
     def call(self, method: str, params: list[Any], shape=None) -> CallToolResult:
-        """One dispatcher call as a tool result: compact JSON, structured as well as text."""
-        return self.reply(lambda: self.host.dispatcher.call(method, params), shape)
+        """One dispatcher method, where the host runs it, as a tool result: compact JSON,
+        structured as well as text."""
+        return self.reply(lambda: self.host.call(method, params).result(), shape)
 
     def reply(self, answer: Callable[[], Any], shape=None) -> CallToolResult:
         """`answer()` as a tool result; a failure is a tool error whose text starts with the
