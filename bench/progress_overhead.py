@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from autodoc.engine import Engine
-from autodoc.serve.host import INDEX_PROGRESS, Host
+from autodoc.serve.host.serving import INDEX_PROGRESS, Host
 
 
 def once(root: Path, report: bool) -> tuple[float, int]:

@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from autodoc.serve.http_tokens import process_alive
+from autodoc.serve.http.tokens import process_alive
 
 CLIENTS = 50
 RUN_LIMIT_S = 900  # the whole run, whatever happens

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from autodoc.serve.http_tokens import process_alive
+from autodoc.serve.http.tokens import process_alive
 
 TOKEN = "bench-token-0123456789abcdef"
 START_WAIT_S = 900  # the writer walks the root once at start (a first index takes longer)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from autodoc.serve.cli import main
+from autodoc.serve.cli.main import main
 
 from .conftest import EXAMPLE_VAULT
 
@@ -111,7 +111,7 @@ def test_hidden_folders_are_counted_and_can_be_let_in(cli, tmp_path):
 
 
 def test_ctrl_c_says_how_far_it_got_and_the_next_run_resumes(cli, tmp_path, monkeypatch):
-    from autodoc.serve import cli as cli_module
+    from autodoc.serve.cli import main as cli_module
 
     vault = tmp_path / "v"
     vault.mkdir()
@@ -145,7 +145,7 @@ def test_ctrl_c_says_how_far_it_got_and_the_next_run_resumes(cli, tmp_path, monk
 def test_progress_shows_rate_elapsed_and_estimate_on_a_terminal(monkeypatch):
     import io
 
-    from autodoc.serve.cli import _Progress
+    from autodoc.serve.cli.main import _Progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -173,7 +173,7 @@ def test_progress_shows_rate_elapsed_and_estimate_on_a_terminal(monkeypatch):
 def test_ctrl_c_while_embedding_keeps_the_vectors_stored_and_says_what_is_left(
     cli, tmp_path, monkeypatch
 ):
-    from autodoc.serve import cli as cli_module
+    from autodoc.serve.cli import main as cli_module
 
     vault = tmp_path / "v"
     vault.mkdir()

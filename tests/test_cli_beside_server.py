@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from autodoc.serve.cli import main
+from autodoc.serve.cli.main import main
 from autodoc.serve.early_handshake import LspWire
 from autodoc.wire.errors import STORE_BUSY, RpcError
 

@@ -11,7 +11,7 @@ import pytest
 
 from autodoc.evaluation import golden
 from autodoc.evaluation.beir import mrr_at, ndcg_at, recall_at
-from autodoc.serve.cli import main
+from autodoc.serve.cli.main import main
 
 from .conftest import EXAMPLE_VAULT, write
 from .fake_rankers import tiny_cross_encoder

@@ -21,7 +21,7 @@ from autodoc.parse.frontmatter_schema import SchemaError
 from autodoc.parse.query_parser import FacetToken, parse_query
 from autodoc.parse.schema_file import parse_schema
 from autodoc.query import facet_filter
-from autodoc.serve.cli import main
+from autodoc.serve.cli.main import main
 from autodoc.wire.errors import RpcError
 
 from .conftest import REPO, corpus, corpus_workspace, lexical_workspace, write

@@ -28,7 +28,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from pytest_lsp import client_capabilities, make_test_lsp_client
 
-from autodoc.serve.cli import main
+from autodoc.serve.cli.main import main
 from autodoc.serve.dispatcher import TRACE_ENV, Dispatcher, Reports
 from autodoc.wire import protocol
 from autodoc.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError

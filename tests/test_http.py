@@ -213,7 +213,7 @@ def test_refuses_to_listen_beyond_loopback_without_a_token(tmp_path):
 
 
 def test_tokens_are_compared_in_full_and_never_logged(server):
-    from autodoc.serve.http_server import Token, Tokens
+    from autodoc.serve.http.server import Token, Tokens
 
     tokens = Tokens([Token(RW, False), Token(RO, True)])
     assert tokens.check(f"Bearer {RW}") == Token(RW, False)

@@ -26,11 +26,11 @@ from watchdog.events import FileCreatedEvent, FileModifiedEvent
 from autodoc.engine import Engine
 from autodoc.files.ignore_rules import RuleOptions, Rules, Verdict
 from autodoc.files.walker import scan
-from autodoc.serve.cli import main
+from autodoc.serve.cli.main import main
 from autodoc.serve.dispatcher import Dispatcher
-from autodoc.serve.host import Host
-from autodoc.serve.refresh import Refresher
-from autodoc.serve.watch import _Handler
+from autodoc.serve.host.refresh import Refresher
+from autodoc.serve.host.serving import Host
+from autodoc.serve.host.watch import _Handler
 from autodoc.wire import protocol
 from autodoc.wire.errors import RpcError
 from autodoc.wire.file_rules import IndexSummary
@@ -504,7 +504,7 @@ def test_the_watcher_leaves_out_what_the_walk_does(serve, vault, kind):
     settled(host, "vault", case.new_in)
     assert indexed(host, "vault", [case.new_out, *case.out]) == []
     # The watcher's own filter: it does not even ask for a re-index of a path left out.
-    refresher = Refresher(host.dispatcher)
+    refresher = Refresher(host.dispatcher.call)
     try:
         handler = _Handler("vault", vault, refresher, RuleOptions.of(host.options))
         handler.on_any_event(FileModifiedEvent(str(vault / case.new_out)))

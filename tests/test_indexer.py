@@ -366,7 +366,7 @@ def test_hits_from_files_changed_since_indexing_are_dropped_at_answer_time(
 def test_hidden_patterns_let_in_the_same_paths_for_the_walker_saves_and_the_watcher(tmp_path):
     from autodoc.files.ignore_rules import RuleOptions, Rules
     from autodoc.files.walker import find
-    from autodoc.serve.watch import _Handler
+    from autodoc.serve.host.watch import _Handler
 
     include = (".notes", "*/.drafts")
     rules = Rules(str(tmp_path), RuleOptions(include_hidden=include))

@@ -11,6 +11,8 @@ import re
 import shutil
 import subprocess
 
+import pytest
+
 from .conftest import REPO
 
 SIDECAR = REPO / "sidecar" / "autodoc"
@@ -111,3 +113,62 @@ def test_the_contracts_catch_the_old_server_features_cycle(tmp_path):
         tmp_path, "serve/lsp/lsp_server.py", "from autodoc.serve.lsp import features  # noqa"
     )
     assert "No cycles are allowed in autodoc.serve.lsp" in report
+
+
+@pytest.mark.parametrize(
+    ("module", "planted", "broken"),
+    [
+        # a front end importing the engine: it would reach the index around the door
+        ("serve/lsp/lsp_server.py", "from autodoc.engine import Engine  # noqa",
+         "The LSP front end reaches the index only through the host's dispatcher"),
+        ("serve/http/server.py", "from autodoc.engine.reading import Reading  # noqa",
+         "The HTTP front end reaches the index only through the host's dispatcher"),
+        # the refresher calling an engine operation off the table needs the engine
+        ("serve/host/refresh.py", "from autodoc.engine.indexing import Indexing  # noqa",
+         "The refresher and the watcher reach the engine only by the method table's names"),
+        ("serve/host/refresh.py", "from autodoc.serve.dispatcher import Dispatcher  # noqa",
+         "The refresher and the watcher reach the engine only by the method table's names"),
+    ],
+)  # fmt: skip
+def test_the_one_door_contracts_catch_a_planted_way_around(tmp_path, module, planted, broken):
+    """Issue 56: each planted import breaks its contract, and only that one."""
+    report = _lint_imports_with(tmp_path, module, planted)
+    assert f"{broken}" in report and "Contracts: 7 kept, 1 broken." in report, report
+
+
+def _map_packages() -> dict[str, str]:
+    """doc/architecture.md's tree: each package (a path under the sidecar, `serve/host`) and
+    the text of its lines, read by indentation (two spaces a level)."""
+    text = (REPO / "doc" / "architecture.md").read_text(encoding="utf-8")
+    block = text.split("```\nsidecar/autodoc/", 1)[1].split("```", 1)[0]
+    packages: dict[str, str] = {}
+    stack: list[str] = []
+    current = ""
+    for line in block.splitlines()[1:]:
+        head = re.match(r"^( +)([a-z0-9_]+)/(?=\s|$)", line)
+        if head:
+            depth = len(head.group(1)) // 2 - 1
+            stack = [*stack[:depth], head.group(2)]
+            current = "/".join(stack)
+            packages[current] = ""
+        if current:  # the header's own lines come first
+            packages[current] += " " + line
+    return packages
+
+
+def test_the_architecture_map_names_every_module_where_it_lives():
+    """Issue 56: the map drifted (24 modules missing). Every module of every package is named
+    on its package's lines, and every package the map names is in the tree."""
+    packages = _map_packages()
+    missing = []
+    for folder in sorted(p.parent for p in SIDECAR.rglob("__init__.py")):
+        rel = folder.relative_to(SIDECAR).as_posix()
+        if rel == ".":
+            continue
+        words = set(re.findall(r"[a-z0-9_]+", packages.get(rel, "")))
+        assert rel in packages, f"the map has no line for {rel}/"
+        missing += [f"{rel}/{p.stem}" for p in sorted(folder.glob("*.py"))
+                    if not p.name.startswith("__") and p.stem not in words]  # fmt: skip
+    assert missing == []
+    for rel in packages:
+        assert (SIDECAR / rel / "__init__.py").exists(), f"the map names {rel}/, not in the tree"

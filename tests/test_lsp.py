@@ -351,7 +351,7 @@ async def test_a_newer_search_supersedes_the_older(client: LanguageClient):
 
 
 def test_superseding_is_per_client_and_stops_at_the_next_stage(engine, tmp_path):
-    from autodoc.serve.host import Host
+    from autodoc.serve.host.serving import Host
     from autodoc.serve.lsp.lsp_server import AutodocServer
     from autodoc.wire.errors import Cancelled
 
@@ -376,7 +376,7 @@ def test_superseding_is_per_client_and_stops_at_the_next_stage(engine, tmp_path)
 async def test_a_cancelled_request_stops_its_read_at_the_next_stage(engine):
     """Server side of `$/cancelRequest`: the awaiting handler is cancelled, and the read in
     the worker thread sees its token cancelled and stops instead of running to the end."""
-    from autodoc.serve.host import Host
+    from autodoc.serve.host.serving import Host
     from autodoc.serve.lsp.lsp_server import AutodocServer
     from autodoc.wire.errors import Cancelled, CancelToken
 
@@ -952,7 +952,7 @@ def test_logs_reach_the_editor_by_type_and_stderr_keeps_only_warnings(capsys):
     `window/logMessage` as Info, and stderr gets warnings and above only."""
     import logging
 
-    from autodoc.serve.cli import _log_for_server
+    from autodoc.serve.cli.main import _log_for_server
     from autodoc.serve.lsp.lsp_framing import LogToClient
 
     root, ours = logging.getLogger(), logging.getLogger("autodoc")

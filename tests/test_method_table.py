@@ -17,7 +17,7 @@ import pytest
 from autodoc.engine import Engine
 from autodoc.serve import method_table
 from autodoc.serve.dispatcher import Dispatcher
-from autodoc.serve.host import Host
+from autodoc.serve.host.serving import Host
 from autodoc.serve.method_table import Method
 
 from .conftest import EXAMPLE_VAULT, REPO
@@ -119,8 +119,8 @@ def test_the_lsp_server_routes_it_to_the_writer(host, stamp):
 def test_the_http_server_routes_it_to_the_writer_for_a_token_that_may_write(host, stamp):
     from starlette.testclient import TestClient
 
-    from autodoc.serve.http_server import HttpApp
-    from autodoc.serve.http_tokens import Token, Tokens
+    from autodoc.serve.http.server import HttpApp
+    from autodoc.serve.http.tokens import Token, Tokens
 
     tokens = Tokens([Token(RW, False), Token(RO, True)])
     app = HttpApp(host, tokens, max_concurrent=2)
@@ -156,8 +156,8 @@ def test_a_team_workers_write_without_the_lease_goes_to_the_lease_holder(tmp_pat
 def test_a_method_the_table_does_not_serve_over_http_is_not_found_there(host):
     from starlette.testclient import TestClient
 
-    from autodoc.serve.http_server import HttpApp
-    from autodoc.serve.http_tokens import Token, Tokens
+    from autodoc.serve.http.server import HttpApp
+    from autodoc.serve.http.tokens import Token, Tokens
 
     hidden = [m.name for m in method_table.METHODS if m.http == "none"]
     assert "index.paths" in hidden and "workspace.add" in hidden

@@ -130,7 +130,7 @@ def test_the_message_reaches_the_user_as_it_is(nvim: Nvim):
 
 def test_the_plugins_root_markers_are_the_servers_vault_markers(nvim):
     """Neovim's root and the server's (for a client that roots at a note's folder) agree."""
-    from autodoc.serve.host import VAULT_MARKERS
+    from autodoc.serve.host.serving import VAULT_MARKERS
 
     got = nvim.lua("return require('autodoc.config').defaults.root_markers")
     assert tuple(got) == VAULT_MARKERS
@@ -156,7 +156,7 @@ DOCS_LISTING_MARKERS = ("README.md", "doc/autodoc.txt", "doc/editors.md")
 
 def test_every_listing_of_the_markers_in_the_docs_is_the_whole_list():
     """Each place the docs list the vault markers (from `.autodoc` to `.zk`) names them all."""
-    from autodoc.serve.host import VAULT_MARKERS
+    from autodoc.serve.host.serving import VAULT_MARKERS
 
     for rel in DOCS_LISTING_MARKERS:
         text = (REPO / rel).read_text()

@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from autodoc.serve.dispatcher import Dispatcher
-from autodoc.serve.host import Host
+from autodoc.serve.host.serving import Host
 from autodoc.wire import protocol
 from autodoc.wire.errors import RpcError
 

@@ -1,7 +1,7 @@
 """Start like a Unix tool (issue 45): each command imports what it needs and no more, and the
 servers answer `initialize` before their store has opened.
 
-Each command runs in a process of its own through `autodoc.serve.cli.main`, which then writes
+Each command runs in a process of its own through `autodoc.serve.cli.main.main`, which then writes
 the names of every module the process holds: a module imported at the top of any module on a
 command's path is seen here, however deep (a planted `import onnxruntime` is, below). The
 timings are bench/startup.py's (doc/benchmarks/performance.md).
@@ -39,7 +39,7 @@ ENGINE = ("autodoc.engine", "autodoc.store", "autodoc.query", "autodoc.index", "
 PROBE = """
 import json, sys
 out = sys.argv.pop(1)
-from autodoc.serve.cli import main
+from autodoc.serve.cli.main import main
 try:
     code = main(sys.argv[1:])
 except SystemExit as exc:  # --version and --help exit from argparse

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from autodoc.serve.http_tokens import process_alive
+from autodoc.serve.http.tokens import process_alive
 
 from .conftest import EXAMPLE_VAULT
 from .test_http import RO, RW, call, free_port
@@ -237,14 +237,14 @@ def _ready_with(server: Team, token: str) -> None:
 def test_limits_are_counted_across_processes_and_freed_with_a_dead_one(tmp_path):
     """Two processes share one limits file: one's request in flight counts against the
     other's `concurrent=1`; once the first process is killed, its count no longer does."""
-    from autodoc.serve.http_tokens import TokenLimits, Tokens
+    from autodoc.serve.http.tokens import TokenLimits, Tokens
 
     path = tmp_path / "limits"
     TokenLimits.create(path)
     (tmp_path / "tokens").write_text(f"{RW} concurrent=1 rps=100\n")
     holder = subprocess.Popen(
         [sys.executable, "-c", (
-            "import sys, time; from autodoc.serve.http_tokens import TokenLimits, Tokens;"
+            "import sys, time; from autodoc.serve.http.tokens import TokenLimits, Tokens;"
             f"t = Tokens.load({str(tmp_path / 'tokens')!r}, None).tokens[0];"
             f"lim = TokenLimits(__import__('pathlib').Path({str(path)!r}));"
             "assert lim.enter(t) is None; print('in', flush=True); time.sleep(60)")],
@@ -268,7 +268,7 @@ def test_limits_are_counted_across_processes_and_freed_with_a_dead_one(tmp_path)
 
 
 def test_token_file_limits_are_checked(tmp_path):
-    from autodoc.serve.http_tokens import Tokens
+    from autodoc.serve.http.tokens import Tokens
 
     good = tmp_path / "good"
     good.write_text(f"{RW} read-only rps=2.5 concurrent=4  # a bot\n{RO}\n")
@@ -294,7 +294,7 @@ def test_workers_or_slots_out_of_range_are_refused(tmp_path):
 
 def test_each_worker_gets_its_share_of_the_cores_by_the_models_own_setting():
     from autodoc.models.embedders import THREADS_ENV
-    from autodoc.serve import team_server
+    from autodoc.serve.http import team as team_server
 
     assert team_server.THREADS_ENV == THREADS_ENV
 
@@ -340,7 +340,7 @@ def test_mcp_tools_answer_statelessly_from_every_worker(team):
 
 
 def test_a_write_while_no_worker_holds_the_lease_is_a_retryable_busy(tmp_path):
-    from autodoc.serve.team_server import WriterRelay
+    from autodoc.serve.http.team import WriterRelay
     from autodoc.wire.errors import RpcError
 
     relay = WriterRelay(str(tmp_path / "writer.sock"), b"k" * 32, host=None)  # type: ignore[arg-type]

@@ -2,7 +2,7 @@
 
 import sys
 
-from autodoc.serve.cli import main
+from autodoc.serve.cli.main import main
 
 if __name__ == "__main__":  # not when a worker process re-imports the main module
     sys.exit(main())

@@ -25,7 +25,7 @@ from autodoc.serve.early_handshake import (
 )
 
 if TYPE_CHECKING:
-    from autodoc.serve.host import Host
+    from autodoc.serve.host.serving import Host
     from autodoc.serve.lsp.lsp_server import AutodocServer
 
 
@@ -42,7 +42,7 @@ def build_server(host: Host) -> AutodocServer:
 def _loaded(db: str | None) -> AutodocServer:
     """pygls loaded and the server built over a host whose store opens on its own thread:
     a request that needs the store waits for it."""
-    from autodoc.serve.host import Host
+    from autodoc.serve.host.serving import Host
     from autodoc.serve.lsp.lsp_framing import AnsweredErrors, LogToClient
 
     rpc_log = logging.getLogger("pygls.protocol.json_rpc")

@@ -35,7 +35,7 @@ from pygls.lsp.server import LanguageServer
 
 from autodoc import __version__
 from autodoc.serve import method_table
-from autodoc.serve.host import Host
+from autodoc.serve.host.serving import Host
 from autodoc.serve.lsp.editor_documents import EditorDocuments
 from autodoc.serve.lsp.lsp_framing import AutodocProtocol, rpc_exception
 from autodoc.wire.errors import PARSE_ERROR, CancelToken, RpcError

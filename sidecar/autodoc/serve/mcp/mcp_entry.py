@@ -1,7 +1,6 @@
 """`autodoc mcp`'s entry: on stdio, the handshake answered while the MCP SDK loads; then the
 agent server over a host whose store opens on its own thread, and MCP until the client closes
-stdin. With `--http`, MCP over streamable HTTP (no handshake to answer early: each request is
-its own).
+stdin. (`autodoc mcp --http`: `serve/http/mcp_http.py`, over the same `started` server.)
 
 This module imports nothing heavy itself: the SDK (with pydantic), the host and the tools load
 on a thread while the main thread answers `initialize` and `tools/list` from the answers the SDK
@@ -12,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from autodoc.serve.early_handshake import (
     MCP_SCRIPT,
@@ -24,38 +23,14 @@ from autodoc.wire.errors import INVALID_PARAMS, RpcError
 
 if TYPE_CHECKING:
     from autodoc.serve.dispatcher import Dispatcher
-    from autodoc.serve.http_tokens import Tokens
     from autodoc.serve.mcp.mcp_server import AgentServer, AutodocMCP
 
 
-def serve(
-    db: str | None,
-    roots: list[str],
-    *,
-    watch: bool = True,
-    http: str | None = None,
-    token_file: str | None = None,
-    token_env: str | None = None,
-) -> int:
-    """Run until the client closes stdin (with `http`, until interrupted). Nothing but MCP
-    messages ever goes to stdout (the CLI sends logs to stderr or `--log-file`)."""
-    listen = None
-    if http is not None:  # refused before anything is opened or indexed
-        from autodoc.serve.http_server import listen_settings
-
-        listen = listen_settings(http, token_file, token_env)
-    folders = [Path(r) for r in roots]
-    for folder in folders:
-        if not folder.is_dir():
-            raise RpcError(INVALID_PARAMS, f"not a folder: {folder}", {"path": str(folder)})
-    if listen is not None:
-        server, agent = _started(db, folders, watch, served_only=True)
-        try:
-            serve_mcp_http(server, *listen)
-        finally:
-            agent.close()
-        return 0
-    loading = InBackground(lambda: _started(db, folders, watch, served_only=False))
+def serve(db: str | None, roots: list[str], *, watch: bool = True) -> int:
+    """Run until the client closes stdin. Nothing but MCP messages ever goes to stdout (the
+    CLI sends logs to stderr or `--log-file`)."""
+    folders = checked_folders(roots)
+    loading = InBackground(lambda: started(db, folders, watch, served_only=False))
     handshake = EarlyHandshake(MCP_SCRIPT, AnswerBook.for_server(MCP_SCRIPT))
     handshake.answer_first(sys.stdin.buffer, sys.stdout.buffer)
     server, agent = loading.result()
@@ -67,11 +42,20 @@ def serve(
     return 0
 
 
-def _started(
+def checked_folders(roots: list[str]) -> list[Path]:
+    """The folders to serve; -32602 for one that is not a folder, before anything opens."""
+    folders = [Path(r) for r in roots]
+    for folder in folders:
+        if not folder.is_dir():
+            raise RpcError(INVALID_PARAMS, f"not a folder: {folder}", {"path": str(folder)})
+    return folders
+
+
+def started(
     db: str | None, folders: list[Path], watch: bool, *, served_only: bool
 ) -> tuple[AutodocMCP, AgentServer]:
     """The SDK loaded, the server built, every served folder opening in the background."""
-    from autodoc.serve.host import Host
+    from autodoc.serve.host.serving import Host
     from autodoc.serve.mcp.mcp_server import AgentServer, build_server
 
     host = Host.over_store(db, watch=watch)  # a tool call waits for the store, not the handshake
@@ -91,18 +75,3 @@ def _default_root(dispatcher: Dispatcher) -> Path:
         if cwd == root or root in cwd.parents:
             return root
     return cwd
-
-
-def serve_mcp_http(server: Any, bind: str, port: int, tokens: Tokens) -> None:
-    """The same tools over the SDK's streamable HTTP transport at `/mcp`, every request
-    carrying one of the server's bearer tokens (http_server.py's rules) and every body read as
-    the SDK would before it parses it (`mcp_framing.CheckedBodies`)."""
-    import uvicorn
-
-    from autodoc.serve.http_server import Gate
-    from autodoc.serve.mcp.mcp_framing import CheckedBodies
-
-    app = Gate(CheckedBodies(server.streamable_http_app(host=bind)), tokens)
-    print(f"autodoc: MCP at http://{bind}:{port}/mcp, {len(tokens.tokens)} token(s)",
-          file=sys.stderr, flush=True)  # fmt: skip
-    uvicorn.run(app, host=bind, port=port, log_level="warning")

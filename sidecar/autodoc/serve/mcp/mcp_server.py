@@ -28,7 +28,7 @@ from pydantic import Field, ValidationError
 
 from autodoc import __version__
 from autodoc.serve.early_handshake import EarlyHandshake
-from autodoc.serve.host import Host
+from autodoc.serve.host.serving import Host
 from autodoc.serve.mcp.compact_answers import compact_related, compact_search
 from autodoc.serve.mcp.mcp_framing import EarlyAnswered, LineStdin
 from autodoc.serve.mcp.tool_docs import (

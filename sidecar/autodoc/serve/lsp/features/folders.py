@@ -8,7 +8,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from autodoc.serve.host import STATE_CHANGED
+from autodoc.serve.host.serving import STATE_CHANGED
 from autodoc.serve.lsp.features.session import folder_path
 from autodoc.serve.lsp.file_uris import UriError, uri_to_path
 from autodoc.serve.lsp.lsp_server import AutodocServer

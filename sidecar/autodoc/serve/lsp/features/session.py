@@ -69,7 +69,7 @@ def setup(server: AutodocServer) -> None:
         except Exception as exc:
             ls.show(f"cannot open the store: {getattr(exc, 'message', exc)}")
             return
-        from autodoc.serve.watch import Watcher  # watchdog: after `initialize` was answered
+        from autodoc.serve.host.watch import Watcher  # watchdog: after `initialize` was answered
 
         ls.host.watcher = Watcher(ls.host.refresher)
         for uri in ls._initial_folders:  # read now: a folder that names none can be shown

@@ -10,7 +10,7 @@ from typing import Any
 from lsprotocol import types
 
 from autodoc.parse.chunking import BREADCRUMB_SEP
-from autodoc.serve.host import INDEX_READY
+from autodoc.serve.host.serving import INDEX_READY
 from autodoc.serve.lsp.lsp_framing import rpc_exception
 from autodoc.serve.lsp.lsp_server import AutodocServer
 from autodoc.wire import protocol

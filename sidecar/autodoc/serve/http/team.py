@@ -15,7 +15,7 @@ Every worker opens the same store and serves the same folders through its own `H
 - a write that reaches a reader (`index.run`, `index.check`) is relayed to the lease holder over
   a Unix socket in the server's run folder (`WriterRelay`), authenticated with a key only the
   server's processes know;
-- per-token limits are counted across workers in one shared file (`http_tokens.TokenLimits`).
+- per-token limits are counted across workers in one shared file (`tokens.TokenLimits`).
 
 The workers learn their settings from one environment variable the parent sets before it
 starts them (spawned processes inherit it).
@@ -37,9 +37,9 @@ from multiprocessing.connection import Client, Listener
 from pathlib import Path
 from typing import Any
 
-from autodoc.serve.host import Host
-from autodoc.serve.http_server import BUSY, DEFAULT_MAX_CONCURRENT, HttpApp, listen_settings
-from autodoc.serve.http_tokens import TokenLimits, Tokens
+from autodoc.serve.host.serving import Host
+from autodoc.serve.http.server import BUSY, DEFAULT_MAX_CONCURRENT, HttpApp, listen_settings
+from autodoc.serve.http.tokens import TokenLimits, Tokens
 from autodoc.serve.mcp.mcp_framing import CheckedBodies
 from autodoc.serve.mcp.mcp_server import AgentServer, build_server
 from autodoc.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
@@ -48,7 +48,8 @@ log = logging.getLogger(__name__)
 
 CONFIG_ENV = "AUTODOC_TEAM_SERVER"  # the workers' settings, JSON, set by the parent
 # Each worker's share of the cores for its model (models.embedders.THREADS_ENV, named again
-# here because the serve layer reaches no model code: test_team_server checks the two agree):
+# here because the serve layer reaches no model code: tests/test_team_server.py checks the two
+# agree):
 # two workers each running a model on every core only fight over them.
 THREADS_ENV = "AUTODOC_THREADS"
 SERVED_WAIT_S = 30.0  # a new store: a reader names the folder once the writer has added it

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from autodoc.serve.cli_output import tell
+from autodoc.serve.cli.output import tell
 from autodoc.serve.dispatcher import Dispatcher
 from autodoc.wire.errors import STORE_BUSY, STORE_READ_ONLY, RpcError
 

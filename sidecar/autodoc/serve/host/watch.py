@@ -27,7 +27,7 @@ from watchdog.observers.api import ObservedWatch
 
 from autodoc.files.ignore_rules import IGNORE_FILES, RuleOptions, Rules
 from autodoc.files.walker import MARKDOWN_SUFFIXES
-from autodoc.serve.refresh import Refresher
+from autodoc.serve.host.refresh import Refresher
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ own (`Host.over_store`): the server answers `initialize` (and MCP's `tools/list`
 engine's imports (~0.15 s) and the store open, and a request that needs the engine waits for it
 (`opened`); the indexes and the model open when first used. Once open, the engine is served by
 its dispatcher, the one writer thread and, when asked for, the file watcher; work for the writer
-thread queues behind the opening without waiting (`_on_writer`).
+thread queues behind the opening without waiting (`on_writer`).
 """
 
 from __future__ import annotations
@@ -14,35 +14,47 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from autodoc.serve.deferred import after
 from autodoc.serve.dispatcher import Dispatcher
-from autodoc.serve.refresh import Refresher
+from autodoc.serve.host.deferred import after
+from autodoc.serve.host.refresh import Refresher
 from autodoc.wire.errors import INTERNAL_ERROR, RpcError
 
 if TYPE_CHECKING:
     from autodoc.engine import Engine
-    from autodoc.serve.watch import Watcher
+    from autodoc.serve.host.watch import Watcher
 
-log = logging.getLogger("autodoc.serve.host")
+log = logging.getLogger("autodoc.serve.host.serving")
 _Result = TypeVar("_Result")
 
 
-class EngineHost:
-    """The engine part of a `Host`: `opened` holds the engine once it is open; `engine`,
-    `dispatcher` and `refresher` wait for it."""
+@dataclass(frozen=True)
+class EngineEvents:
+    """What the engine and the writer thread tell the host that serves them."""
 
-    def __init__(self, *, watch: bool) -> None:
+    opening_failed: Callable[[], None]  # whoever waits for a folder stops waiting
+    indexed: Callable[[str, dict[str, Any]], None]  # a save or a watcher's batch, indexed
+    lease: Callable[[bool, str], None]  # the writer lease taken, or found held elsewhere
+    stale: Callable[[str, list[str]], None]  # an answer found these files changed
+    embedded: Callable[[str], None]  # a workspace's vectors filled
+    embedding: Callable[[str, int, int], None]  # how far a fill has got
+
+
+class EngineSlot:
+    """Where a host's engine sits: `opened` holds it once it is open; `engine`, `dispatcher`
+    and `refresher` wait for it; `watcher` is the file watcher, when one was asked for."""
+
+    def __init__(self, events: EngineEvents, *, watch: bool) -> None:
+        self.events = events
         self.opened: Future[Engine] = Future()
         self._dispatcher: Dispatcher | None = None
         self._refresher: Refresher | None = None
         self._watch = watch
         self.watcher: Watcher | None = None
 
-    def _serve_engine(
-        self, engine: Engine | None, open_engine: Callable[[], Engine] | None
-    ) -> None:
+    def serve(self, engine: Engine | None, open_engine: Callable[[], Engine] | None) -> None:
         """Serve `engine` now, or the one `open_engine` makes on a thread of its own (the last
         step of a host's set-up: the engine's hooks may call it at once)."""
         if engine is not None:
@@ -62,23 +74,24 @@ class EngineHost:
             if not isinstance(exc, RpcError):
                 exc = RpcError(INTERNAL_ERROR, f"cannot open the store: {exc}")
             self.opened.set_exception(exc)
-            self._opening_failed()
+            self.events.opening_failed()
             return
         self._adopt(engine)
 
     def _adopt(self, engine: Engine) -> None:
         """Serve `engine`: its dispatcher, the writer thread and the watcher, then `opened`."""
+        events = self.events
         self._dispatcher = Dispatcher(engine, long_lived=True)
         self._refresher = Refresher(
-            self._dispatcher, on_indexed=self._indexed, on_lease=self._lease
+            self._dispatcher.call, on_indexed=events.indexed, on_lease=events.lease
         )
         if self._watch:
-            from autodoc.serve.watch import Watcher  # watchdog: not on `initialize`'s path
+            from autodoc.serve.host.watch import Watcher  # watchdog: not on `initialize`'s path
 
             self.watcher = Watcher(self._refresher)
-        engine.on_stale = self._stale
-        engine.on_embedded = self._embedded
-        engine.on_embedding = self._embedding
+        engine.on_stale = events.stale
+        engine.on_embedded = events.embedded
+        engine.on_embedding = events.embedding
         self.opened.set_result(engine)
 
     @property
@@ -98,11 +111,11 @@ class EngineHost:
         assert self._refresher is not None
         return self._refresher
 
-    def _on_writer(self, job: Callable[[], _Result]) -> Future[_Result]:
+    def on_writer(self, job: Callable[[], _Result]) -> Future[_Result]:
         """`job` on the writer thread, once the engine is open: the caller never waits here."""
         return after(self.opened, lambda: self.refresher.submit(job))
 
-    def _close_engine(self) -> None:
+    def close(self) -> None:
         """The watcher, the writer thread and the engine, closed (an opening still under way
         is waited for; one that failed left nothing to close)."""
         try:
@@ -113,26 +126,6 @@ class EngineHost:
             self.watcher.close()
         self.refresher.close()
         engine.close()
-
-    # -- what the engine and the writer thread tell the host (`Host` answers) ----------------
-
-    def _opening_failed(self) -> None:
-        """The engine could not open: whoever waits for a folder stops waiting."""
-
-    def _indexed(self, workspace: str, summary: dict[str, Any]) -> None:
-        raise NotImplementedError
-
-    def _lease(self, writer: bool, holder: str) -> None:
-        raise NotImplementedError
-
-    def _stale(self, workspace: str, paths: list[str]) -> None:
-        raise NotImplementedError
-
-    def _embedded(self, workspace: str) -> None:
-        raise NotImplementedError
-
-    def _embedding(self, workspace: str, done: int, total: int) -> None:
-        raise NotImplementedError
 
 
 def engine_at(db: str | None) -> Engine:

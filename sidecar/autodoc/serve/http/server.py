@@ -31,8 +31,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from autodoc.serve import method_table
-from autodoc.serve.host import Host
-from autodoc.serve.http_tokens import Token, TokenLimits, Tokens
+from autodoc.serve.host.serving import Host
+from autodoc.serve.http.tokens import Token, TokenLimits, Tokens
 from autodoc.wire import limits
 from autodoc.wire.errors import (
     INVALID_PARAMS,

@@ -8,7 +8,7 @@ one does on an edit, a stale hit or a held lease, the other does too. The adapte
 between their wire and these methods.
 
 A server's host may open its engine (the store, and the imports behind it) on a thread of its own
-while the server answers `initialize` (`host_engine.EngineHost`).
+while the server answers `initialize` (`engine_slot.EngineSlot`).
 """
 
 from __future__ import annotations
@@ -16,23 +16,26 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from autodoc import __version__
 from autodoc.files.ignore_rules import IGNORE_FILES, RuleOptions
 from autodoc.serve import method_table
-from autodoc.serve.host_engine import EngineHost, engine_at
-from autodoc.serve.refresh import SAVE_DELAY_S
+from autodoc.serve.host.engine_slot import EngineEvents, EngineSlot, engine_at
+from autodoc.serve.host.progress_reports import Notify, Progress, ProgressReports
+from autodoc.serve.host.refresh import SAVE_DELAY_S
 from autodoc.wire import protocol
 from autodoc.wire.errors import INVALID_PARAMS, CancelToken, RpcError, StoreBusyError
 from autodoc.wire.file_rules import FileRules
 
 if TYPE_CHECKING:
     from autodoc.engine import Engine
+    from autodoc.serve.dispatcher import Dispatcher
+    from autodoc.serve.host.refresh import Refresher
+    from autodoc.serve.host.watch import Watcher
 
 log = logging.getLogger(__name__)
 
@@ -49,15 +52,9 @@ TAKING_OVER = "taking over: the process that wrote this store is gone"
 VAULT_MARKERS = (".autodoc", ".obsidian", "_schema", "dendron.yml", ".dendron.yml", ".zk")
 INDEX_READY = "autodoc/indexReady"
 STATE_CHANGED = "autodoc/stateChanged"
-INDEX_PROGRESS = "autodoc/indexProgress"
-PROGRESS_EVERY_S = 0.25  # at most this often per workspace, and always at the end of a phase
-COUNT_EVERY_S = 1.0  # the chunks a progress report gives are counted at most this often
-
-Notify = Callable[[str, Any], None]
-Progress = Callable[[int, int, str], None]
 
 
-class Host(EngineHost):
+class Host:
     """The workspaces one process serves. `notify(event, params)` is called from any thread;
     `on_lease(writer, holder)` when the writer lease is taken or found held. Over `engine`, or
     over the one `open_engine` makes on a thread of its own (`opened` holds it once open)."""
@@ -71,7 +68,11 @@ class Host(EngineHost):
         notify: Notify | None = None,
         on_lease: Callable[[bool, str], None] | None = None,
     ) -> None:
-        super().__init__(watch=watch)
+        events = EngineEvents(
+            self._opening_failed, self._indexed, self._lease, self._stale, self._embedded,
+            self._embedding,
+        )  # fmt: skip
+        self.slot = EngineSlot(events, watch=watch)
         self.notify: Notify = notify or (lambda event, params: None)
         self.on_lease = on_lease
         # Replaced, never mutated: reader threads iterate them while the writer thread opens
@@ -89,8 +90,10 @@ class Host(EngineHost):
         self._retrying: frozenset[Path] = frozenset()  # read-only folders with a retry queued
         self._rules: dict[str, FileRules] = {}  # workspace -> what left files out of its walk
         self._named = threading.Condition(self._lock)  # a folder was named, or gave up
-        self._reported: dict[tuple[str, str], float] = {}  # (workspace, phase) -> last sent
-        self._chunks: dict[str, tuple[float, int]] = {}  # workspace -> (counted at, chunks)
+        self.progress = ProgressReports(  # `notify` is read at each report: a server sets it
+            lambda event, params: self.notify(event, params),
+            lambda name: self.engine.counts(name)[1],
+        )
         # a folder's first index, a save or a watcher's batch was indexed (on the writer
         # thread): an editor's diagnostics for its open documents, and its code lenses, are due
         self.indexed_listeners: list[Callable[[str], None]] = []
@@ -100,10 +103,36 @@ class Host(EngineHost):
         # team server's worker then takes the other workers' writes
         self.lease_taken_listeners: list[Callable[[], None]] = []
         # a team server's worker that does not hold the lease hands its writes to the one that
-        # does (`team_server.WriterRelay.forward`)
+        # does (`http.team.WriterRelay.forward`)
         self.relay: Callable[[str, Any], Any] | None = None
         self._lease_announced = False
-        self._serve_engine(engine, open_engine)
+        self.slot.serve(engine, open_engine)
+
+    # -- the engine, once open (`EngineSlot`: requests that need it wait for it) --------------
+
+    @property
+    def opened(self) -> Future[Engine]:
+        return self.slot.opened
+
+    @property
+    def engine(self) -> Engine:
+        return self.slot.engine
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        return self.slot.dispatcher
+
+    @property
+    def refresher(self) -> Refresher:
+        return self.slot.refresher
+
+    @property
+    def watcher(self) -> Watcher | None:
+        return self.slot.watcher
+
+    @watcher.setter
+    def watcher(self, watcher: Watcher | None) -> None:  # a client that turns watching on
+        self.slot.watcher = watcher
 
     @classmethod
     def over_store(cls, db: str | None, **options: Any) -> Host:
@@ -145,7 +174,7 @@ class Host(EngineHost):
         with self._lock:
             self.opening += 1
             self.asked = True
-        return self._on_writer(lambda: self._open(root, progress, finished))
+        return self.slot.on_writer(lambda: self._open(root, progress, finished))
 
     def _open(
         self,
@@ -384,24 +413,24 @@ class Host(EngineHost):
             return result
 
         assert method_table.BY_NAME[method].writes, method
-        return self._on_writer(job)
+        return self.slot.on_writer(job)
 
     def reindex(self, name: str, progress: Progress | None = None) -> Future[dict[str, Any]]:
         """Walk a served folder again on the writer thread, telling clients how far it got
         through the same `autodoc/indexProgress` as the first index; its summary."""
         root = self.served[name]
-        return self._on_writer(lambda: self._index(name, root, progress))
+        return self.slot.on_writer(lambda: self._index(name, root, progress))
 
     def _index(self, name: str, root: Path, progress: Progress | None) -> dict[str, Any]:
         """Index a served folder (on the writer thread), its file progress passed on and sent
         as `autodoc/indexProgress`, the last report once every chunk is published; the run's
         summary. The first index and a reindex both."""
         summary = self.engine.index_run(
-            name, progress=self._reporting(name, root, progress), wait=False
+            name, progress=self.progress.files(name, root, progress), wait=False
         )
         self._note_rules(name, summary)
         files = summary["files"]  # once more, with every chunk published
-        self._progress(name, root, "files", files, files, final=True)
+        self.progress.report(name, root, "files", files, files, final=True)
         return summary
 
     def new_search(self) -> CancelToken:
@@ -516,47 +545,10 @@ class Host(EngineHost):
     def _embedded(self, workspace: str) -> None:
         self.check_state(workspace, "semantic")
 
-    def _reporting(self, name: str, root: Path, progress: Progress | None) -> Progress:
-        """The indexer's file progress, passed on and sent to clients as `indexProgress`."""
-
-        def report(done: int, total: int, rel: str) -> None:
-            if progress is not None:
-                progress(done, total, rel)
-            if done < total:  # the last is sent once the run has published everything
-                self._progress(name, root, "files", done, total)
-
-        return report
-
     def _embedding(self, workspace: str, done: int, total: int) -> None:
         root = self.served.get(workspace)
         if root is not None:
-            self._progress(workspace, root, "embedding", done, total, final=done >= total)
-
-    def _progress(
-        self,
-        name: str,
-        root: Path,
-        phase: Literal["files", "embedding"],
-        done: int,
-        total: int,
-        *,
-        final: bool = False,
-    ) -> None:
-        now = time.monotonic()
-        if not final and now - self._reported.get((name, phase), 0.0) < PROGRESS_EVERY_S:
-            return
-        self._reported[(name, phase)] = now
-        counted_at, chunks = self._chunks.get(name, (-1.0, 0))
-        if final or now - counted_at >= COUNT_EVERY_S:  # a count costs ~1 ms per 5k chunks
-            try:
-                _, chunks = self.engine.counts(name)
-            except RpcError:  # removed meanwhile
-                return
-            self._chunks[name] = (now, chunks)
-        event = protocol.IndexProgress(
-            workspace=name, root=str(root), phase=phase, done=done, total=total, chunks=chunks
-        )
-        self.notify(INDEX_PROGRESS, event)
+            self.progress.report(workspace, root, "embedding", done, total, final=done >= total)
 
     def _lease(self, writer: bool, holder: str) -> None:
         if self.on_lease is not None:
@@ -567,7 +559,7 @@ class Host(EngineHost):
         if self._closed:
             return
         self._closed = True
-        self._close_engine()
+        self.slot.close()
 
 
 def _run(pool: Executor | None, job: Callable[[], Any]) -> Future[Any]:

@@ -1,5 +1,5 @@
 """Work queued behind something still being made, without waiting for it: a server's host
-submits a folder to the writer thread before its engine has opened (`Host._on_writer`)."""
+submits a folder to the writer thread before its engine has opened (`EngineSlot.on_writer`)."""
 
 from __future__ import annotations
 

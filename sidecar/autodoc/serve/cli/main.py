@@ -2,7 +2,7 @@
 
 A thin layer over the dispatcher: it parses arguments, calls methods through `Dispatcher.call`
 only (never the engine, the store or the query modules), and prints. What it prints is
-`cli_output`'s; `autodoc eval` is `cli_eval`'s.
+`output`'s; `autodoc eval` is `evaluate`'s.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from autodoc import __version__
-from autodoc.serve import cli_lease
-from autodoc.serve.cli_lease import DEFAULT_WAIT_S, LeaseWait
-from autodoc.serve.cli_output import (
+from autodoc.serve.cli import lease_wait
+from autodoc.serve.cli.lease_wait import DEFAULT_WAIT_S, LeaseWait
+from autodoc.serve.cli.output import (
     EXIT_BROKEN_PIPE,
     EXIT_CANNOT_RUN,
     EXIT_FOUND,
@@ -253,11 +253,15 @@ def _serve(args: argparse.Namespace) -> int:
         from autodoc.serve.lsp.lsp_entry import serve  # pygls loads on a thread
 
         return serve(args.db)
-    from autodoc.serve.mcp.mcp_entry import serve as serve_mcp  # the MCP SDK loads on a thread
-
     try:
-        return serve_mcp(args.db, args.paths, watch=not args.no_watch, http=args.http,
-                         token_file=args.token_file, token_env=args.token_env)  # fmt: skip
+        if args.http:
+            from autodoc.serve.http import mcp_http
+
+            return mcp_http.serve(args.db, args.paths, args.http, watch=not args.no_watch,
+                                  token_file=args.token_file, token_env=args.token_env)  # fmt: skip
+        from autodoc.serve.mcp.mcp_entry import serve as serve_mcp  # the SDK loads on a thread
+
+        return serve_mcp(args.db, args.paths, watch=not args.no_watch)
     except (RpcError, ValueError) as err:
         if not isinstance(err, RpcError):  # a token file that does not read
             err = RpcError(INVALID_PARAMS, str(err))
@@ -267,7 +271,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _serve_http(args: argparse.Namespace) -> int:
     """`autodoc serve --http`: a configuration it refuses cannot run (exit 2)."""
-    from autodoc.serve.team_server import serve_team
+    from autodoc.serve.http.team import serve_team
 
     try:
         return serve_team(
@@ -377,7 +381,7 @@ def _embedded(dispatcher: Dispatcher, name: str, bar: ProgressBar) -> str:
 
 def _check(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
     """Index and check the folder; beside another writer of the store, the files are checked
-    in a private index (`cli_lease`), so the exit status is about the files as they are."""
+    in a private index (`lease_wait`), so the exit status is about the files as they are."""
     if args.path:
         root = Path(args.path).expanduser().resolve()
         name, listed = _folder_workspace(dispatcher, root, args.workspace)
@@ -392,12 +396,12 @@ def _check(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
         report = _check_in_store(dispatcher, name, root, changes)
         why = None if report["indexed"] else RpcError(**report["not_indexed"])
     except RpcError as err:
-        if not cli_lease.is_busy(err):
+        if not lease_wait.is_busy(err):
             raise
         why = err
     if why is not None:
-        options = cli_lease.checking_options(listed and listed["options"], changes)
-        report = cli_lease.check_privately(_private_store, name, root, options, why)
+        options = lease_wait.checking_options(listed and listed["options"], changes)
+        report = lease_wait.check_privately(_private_store, name, root, options, why)
     if args.json:
         print_json(report)
     else:
@@ -426,15 +430,15 @@ def _private_store(db: Path) -> Dispatcher:
 
 def _eval(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
     """`autodoc eval`: a BEIR dataset in a store of its own, or a vault with a golden file."""
-    from autodoc.serve import cli_eval  # the evaluation modules are only needed here
+    from autodoc.serve.cli import evaluate  # the evaluation modules are only needed here
 
     try:
         options = json.loads(args.options) if args.options else None
     except json.JSONDecodeError as exc:
         raise RpcError(PARSE_ERROR, f"--options is not valid JSON: {exc}") from None
     target = Path(args.target).expanduser().resolve() if args.target else None
-    if target is not None and cli_eval.is_beir(target):
-        return cli_eval.eval_beir(args, target, _workspace_name_for(target), options)
+    if target is not None and evaluate.is_beir(target):
+        return evaluate.eval_beir(args, target, _workspace_name_for(target), options)
     if not args.golden:
         raise RpcError(INVALID_PARAMS, "eval takes a BEIR folder, or a vault with --golden FILE")
     if target is not None:
@@ -443,7 +447,7 @@ def _eval(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
         writes.write(lambda: dispatcher.call("workspace.add", [name, str(target)]))
     else:
         name = args.workspace or _default_workspace(dispatcher)
-    return cli_eval.eval_golden(dispatcher, args, name, options)
+    return evaluate.eval_golden(dispatcher, args, name, options)
 
 
 def _search(dispatcher: Dispatcher, args: argparse.Namespace) -> int:

@@ -19,8 +19,8 @@ from typing import Any
 from autodoc.engine import Engine
 from autodoc.evaluation import beir as ev
 from autodoc.evaluation import golden
-from autodoc.serve.cli_lease import LeaseWait, is_busy
-from autodoc.serve.cli_output import (
+from autodoc.serve.cli.lease_wait import LeaseWait, is_busy
+from autodoc.serve.cli.output import (
     EXIT_CANNOT_RUN,
     EXIT_FOUND,
     EXIT_OK,

@@ -18,12 +18,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from autodoc.wire.errors import StoreBusyError
 
-if TYPE_CHECKING:
-    from autodoc.serve.dispatcher import Dispatcher
+# A dispatcher's `call(method, params)`: all the refresher can ask of the engine.
+Call = Callable[[str, Any], Any]
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +41,12 @@ class _Pending:
 class Refresher:
     def __init__(
         self,
-        dispatcher: Dispatcher,
+        call: Call,
         *,
         on_indexed: Callable[[str, dict[str, Any]], None] | None = None,
         on_lease: Callable[[bool, str], None] | None = None,
     ) -> None:
-        self.dispatcher = dispatcher  # the engine only through the method table
+        self.call = call  # a dispatcher's `call`: the engine only by the method table's names
         self.on_indexed = on_indexed
         self.on_lease = on_lease
         self._pending: dict[str, _Pending] = {}
@@ -167,9 +167,9 @@ class Refresher:
     def _run(self, workspace: str, paths: list[str], rescan: bool) -> None:
         try:
             if rescan:  # a long-lived dispatcher's: embeddings fill in after
-                summary = self.dispatcher.call("index.run", [workspace])
+                summary = self.call("index.run", [workspace])
             else:
-                summary = self.dispatcher.call("index.paths", [workspace, paths])
+                summary = self.call("index.paths", [workspace, paths])
         except StoreBusyError as err:
             self._requeue(workspace, paths, rescan)
             self.note_lease(False, (err.data or {}).get("holder", ""))
@@ -202,6 +202,6 @@ class Refresher:
 
     def _workspace_exists(self, workspace: str) -> bool:
         try:
-            return any(w["name"] == workspace for w in self.dispatcher.call("workspace.list"))
+            return any(w["name"] == workspace for w in self.call("workspace.list", []))
         except Exception:
             return False

@@ -1,0 +1,1 @@
+"""The command line: `autodoc` and its commands."""

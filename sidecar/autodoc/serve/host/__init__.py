@@ -1,0 +1,1 @@
+"""Long-lived servers: the served folders, the writer thread, the watcher."""

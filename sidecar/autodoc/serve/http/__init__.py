@@ -1,0 +1,1 @@
+"""HTTP: the team server, its workers and their tokens."""

@@ -1,0 +1,39 @@
+"""`autodoc mcp --http`: the agent server's tools over the MCP SDK's streamable HTTP transport at
+`/mcp`, every request carrying one of the server's bearer tokens (`server.Gate`'s rules) and
+every body read as the SDK would before it parses it (`mcp_framing.CheckedBodies`). No
+handshake to answer early: each request is its own.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from autodoc.serve.http.server import Gate, listen_settings
+from autodoc.serve.mcp.mcp_entry import checked_folders, started
+
+
+def serve(
+    db: str | None,
+    roots: list[str],
+    address: str,
+    *,
+    watch: bool = True,
+    token_file: str | None = None,
+    token_env: str | None = None,
+) -> int:
+    """Serve until interrupted; the address and tokens are refused before anything opens."""
+    import uvicorn
+
+    from autodoc.serve.mcp.mcp_framing import CheckedBodies
+
+    bind, port, tokens = listen_settings(address, token_file, token_env)
+    folders = checked_folders(roots)
+    server, agent = started(db, folders, watch, served_only=True)
+    try:
+        app = Gate(CheckedBodies(server.streamable_http_app(host=bind)), tokens)
+        print(f"autodoc: MCP at http://{bind}:{port}/mcp, {len(tokens.tokens)} token(s)",
+              file=sys.stderr, flush=True)  # fmt: skip
+        uvicorn.run(app, host=bind, port=port, log_level="warning")
+    finally:
+        agent.close()
+    return 0
