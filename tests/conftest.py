@@ -27,6 +27,18 @@ def write(root: Path, rel: str, text: str) -> Path:
     return path
 
 
+# The suite's lanes, one folder each (doc/testing.md): `pytest -m unit` is the inner loop.
+LANES = ("unit", "integration", "editors")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its lane, the folder it lives in."""
+    for item in items:
+        lane = item.path.parent.name
+        if lane in LANES:
+            item.add_marker(lane)
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "store" / "autodoc.db"

@@ -1,4 +1,5 @@
-"""The writer that tests/test_reliability.py kills: index / edit / create / delete cycles, forever.
+"""The writer that tests/integration/test_reliability.py kills: index / edit / create / delete
+cycles, forever.
 
     python tests/crash_child.py STORE_DB VAULT SEED
 

@@ -7,7 +7,8 @@ file goes through AutoDoc's own parse and chunker, and a chunk is **mislabelled*
 holds a heading's body (any non-blank byte of it) under a breadcrumb that ends with neither that
 heading nor a parent of it: a stub merged into another section lent its text that section's
 label (issue 55). A breadcrumb's last part may list several sections (`A › B · C`: it ends with
-each); one that is the title alone labels the whole document. tests/test_heading_labels.py
+each); one that is the title alone labels the whole document.
+tests/integration/test_heading_labels.py
 holds the corpora to the count, bench/heading_labels.py prints it (doc/benchmarks/retrieval.md).
 """
 

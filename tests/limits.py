@@ -8,15 +8,15 @@ TIME_MARGIN = 10  # timings on a shared 2-core machine vary several-fold from ru
 MEMORY_MARGIN = 2
 
 # `search.find` p50 over 8 names on cpp-docs' CRT and MFC references, through the dispatcher
-# (tests/test_lookup.py::test_cpp_docs_lookup_is_fast): 1.8 ms measured.
+# (tests/integration/test_lookup.py::test_cpp_docs_lookup_is_fast): 1.8 ms measured.
 FIND_P50_S = 0.0018 * TIME_MARGIN
 
 # Peak RSS of the `autodoc index` process over the 63 hostile inputs
-# (tests/test_reliability.py::test_hostile_input_is_indexed_or_skipped_with_a_reason):
+# (tests/integration/test_reliability.py::test_hostile_input_is_indexed_or_skipped_with_a_reason):
 # 209 MB measured (195 MB with the hand-written block scanner).
 HOSTILE_INDEX_PEAK_MB = 209 * MEMORY_MARGIN
 
 # Parsing one document with 10,000 wiki and 10,000 Markdown links on two lines
-# (tests/test_markdown.py::test_ten_thousand_links_on_a_line_are_read_in_linear_time):
+# (tests/integration/test_markdown.py::test_ten_thousand_links_on_a_line_are_read_in_linear_time):
 # 0.13 s measured (13.6 s when each link's line was cut out again).
 LINK_BOMB_PARSE_S = 0.13 * TIME_MARGIN

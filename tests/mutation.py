@@ -94,6 +94,7 @@ ALIASES = {
     "query": "parse.query_parser",
     "lexical": "bm25.analyzer",
     "fuse": "query.fusion",
+    "fusion": "query.fusion",
     "semantic": "vectors.embedding_cache",
     "search": "query.pipeline",
     "stages": "query.stages",
@@ -137,7 +138,7 @@ def prepare(work: Path, targets: list[tuple[str, str]], only: list[str] | None =
             shutil.copytree(src, dst, dirs_exist_ok=True, symlinks=True)
         elif src.is_file():
             shutil.copy2(src, dst)
-    tests = sorted({f"tests/{t}" for module, _ in targets for t in only or MODULES[module]})
+    tests = sorted({_lane_path(t) for module, _ in targets for t in only or MODULES[module]})
     modules = sorted({_path(module) for module, _ in targets})
     settings = "\n".join(
         [
@@ -164,6 +165,14 @@ def results(work: Path, mutmut: str) -> dict[str, str]:
         if sep and status in STATUSES:
             found[name] = status
     return found
+
+
+def _lane_path(name: str) -> str:
+    """`tests/<lane>/<name>`: a test file by its name, in whichever lane it lives."""
+    found = sorted((REPO / "tests").glob(f"*/{name}"))
+    if len(found) != 1:
+        raise SystemExit(f"no single test file named {name}: {found}")
+    return found[0].relative_to(REPO).as_posix()
 
 
 def main() -> None:
@@ -266,7 +275,7 @@ def plant(work: Path, targets, only: list[str] | None, mutmut: str) -> None:
     for module, glob in targets:
         source = scratch / "sidecar" / _path(module)
         original = source.read_text()
-        tests = [f"tests/{t}" for t in only or MODULES[module]]
+        tests = [_lane_path(t) for t in only or MODULES[module]]
         prefix = f"autodoc.{module}."
         for name in sorted(found):
             if not name.startswith(prefix) or found[name] != "survived":

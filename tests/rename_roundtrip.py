@@ -2,7 +2,8 @@
 index, `autodoc check`, rename the most-linked note (from a link that names it by its file) and
 the most-linked heading with `autodoc --call links.rename`, apply each edit as an editor would
 (tests/rename_apply.py), index again, `autodoc check` again. What it measured comes back as a
-dict: tests/test_rename_corpus.py holds it to its promises, bench/rename_roundtrip.py prints it.
+dict: tests/integration/test_rename_corpus.py holds it to its promises, bench/rename_roundtrip.py
+prints it.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ pytest-lsp drives it) talking to `autodoc serve` over stdio, as an editor opens 
 - `autodoc check` runs in a second process beside the server (which holds the writer lease),
   and its broken links are counted by cause.
 
-What it measured comes back as a dict: tests/test_vault_conformance.py holds it to its
+What it measured comes back as a dict: tests/integration/test_vault_conformance.py holds it to its
 thresholds, bench/vault_conformance.py prints it (doc/benchmarks/vaults.md).
 """
 

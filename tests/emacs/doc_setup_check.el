@@ -1,6 +1,6 @@
 ;;; doc_setup_check.el --- doc/editors.md's Emacs set-up, as a reader runs it -*- lexical-binding: t -*-
 
-;; Run by tests/test_emacs.py in `emacs -nw' on a pseudo-terminal, with doc/editors.md's
+;; Run by tests/editors/test_emacs.py in `emacs -nw' on a pseudo-terminal, with doc/editors.md's
 ;; set-up as ~/.emacs.d/init.el and the Debian packages the page names: `emacs -nw -l
 ;; doc_setup_check.el NOTE'.  Emacs visits NOTE as it visits any file; one command runs, as a
 ;; person's first key would (`eglot-ensure' connects after a command); then this waits until

@@ -1,6 +1,6 @@
 ;;; eglot_check.el --- drive `autodoc serve' from Emacs's eglot in batch mode -*- lexical-binding: t -*-
 
-;; Run by tests/test_emacs.py: `emacs --batch -l eglot_check.el'.  It opens notes of the
+;; Run by tests/editors/test_emacs.py: `emacs --batch -l eglot_check.el'.  It opens notes of the
 ;; vault in $AUTODOC_VAULT (eglot roots the project at the note's own folder, as it does
 ;; without version control), asks what an editor asks (definition on both link kinds,
 ;; references, workspace/symbol, hover, the outline imenu shows), records the diagnostics the server publishes, and

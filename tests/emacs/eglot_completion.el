@@ -1,6 +1,6 @@
 ;;; eglot_completion.el --- link completion from Emacs's eglot in batch mode -*- lexical-binding: t -*-
 
-;; Run by tests/test_emacs.py: `emacs --batch -l eglot_completion.el'.  It opens a new note
+;; Run by tests/editors/test_emacs.py: `emacs --batch -l eglot_completion.el'.  It opens a new note
 ;; of the vault in $AUTODOC_VAULT, waits until the server has indexed the vault, types a wiki
 ;; link's start, runs `completion-at-point' (eglot's, as M-x completion-at-point would), asks
 ;; where the link it inserted leads (textDocument/definition), and prints one JSON object on

@@ -1,6 +1,6 @@
 ;;; eglot_rename.el --- rename a heading through `autodoc serve' from eglot -*- lexical-binding: t -*-
 
-;; Run by tests/test_emacs.py: `emacs --batch -l eglot_rename.el'.  It opens
+;; Run by tests/editors/test_emacs.py: `emacs --batch -l eglot_rename.el'.  It opens
 ;; notes/search-pipeline.md of the vault in $AUTODOC_VAULT, waits until the server has indexed
 ;; the vault, runs `eglot-rename' on the heading named in $AUTODOC_HEADING_LINE (1-based) with
 ;; the new name $AUTODOC_NEW_NAME, saves every buffer the edit changed, and prints one JSON

@@ -119,7 +119,8 @@ class LexicalIndex:
             self._writer = self.index.writer(heap_size=64_000_000, num_threads=1)
             # A writer killed after writing a segment or delete file but before its commit
             # leaves that file behind, and the next commit at the same opstamp would fail on
-            # it (FileAlreadyExists: found by tests/test_reliability.py). Only this process
+            # it (FileAlreadyExists: found by tests/integration/test_reliability.py). Only this
+            # process
             # writes (the store's lease), so files no commit references are safe to drop.
             self._writer.garbage_collect_files()
         return self._writer

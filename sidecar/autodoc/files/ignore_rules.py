@@ -40,7 +40,7 @@ from autodoc.files.confine import MISSING, read_inside
 IGNORE_FILES = (".ignore", ".gitignore")  # ripgrep's order: .ignore beats .gitignore
 MAX_IGNORE_FILE_BYTES = 1_000_000
 # The group `pathspec` names in a pattern's regex where a folder's trailing slash is matched;
-# tests/test_ignore_rules.py's `!build/` case fails if a new `pathspec` renames it.
+# tests/integration/test_ignore_rules.py's `!build/` case fails if a new `pathspec` renames it.
 _FOLDER_MARK = "ps_d"
 EXCLUDE = "exclude"  # the source of a verdict by the `exclude` option
 HIDDEN = "hidden"  # the source of a verdict on a hidden name (reported apart, as `hidden`)

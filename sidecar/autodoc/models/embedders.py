@@ -8,7 +8,7 @@ onnxruntime and tokenizers are imported when a model is first run, never before:
 name, dimensions and fingerprint are known without them (`weights_identity`), so a command
 that embeds nothing (a lexical search, `find`) starts neither. (usearch 2.26.2-2.26.6 crashed a
 process that imported it before onnxruntime: pyproject.toml pins 2.26.1, and
-tests/test_semantic.py runs both orders.)
+tests/integration/test_semantic.py runs both orders.)
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ class Fused:
     def tie_key(self) -> tuple:
         """Equal scores: the better rank in the first stage (lexical), then the next; the
         chunk id only last. Ids differ between two stores of the same files, ranks do not, so
-        a rebuilt index answers in the same order (found by tests/test_reliability.py)."""
+        a rebuilt index answers in the same order (found by
+        tests/integration/test_reliability.py)."""
         return (-self.score, *[r or _UNRANKED for r in self.ranks], self.chunk_id)
 
 

@@ -3,7 +3,8 @@ the CLI, LSP, MCP and HTTP servers and tests.
 
 Every front end (the CLI, the LSP, MCP and HTTP servers) reaches the engine through
 `Dispatcher.call`. With `AUTODOC_TRACE_METHODS=FILE` in its environment, a process appends each
-method it calls there, one name a line: how tests/test_front_ends.py sees that one dispatcher
+method it calls there, one name a line: how tests/integration/test_front_ends.py sees that one
+dispatcher
 method answered each front end's request.
 """
 

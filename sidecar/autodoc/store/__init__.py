@@ -1,5 +1,5 @@
 """The store: one SQLite file for every workspace, the source of truth for what is visible, and
-the one place in the sidecar that holds SQL (tests/test_layout.py).
+the one place in the sidecar that holds SQL (tests/integration/test_layout.py).
 
     schema     the tables and indexes (`_SCHEMA`), what columns hold (`ChunkState`: PENDING,
                LIVE, DEAD; the name ranks; the change log's meta keys), one-time migrations

@@ -2,7 +2,7 @@
 writes, each named for what it answers or does. The vector cache's rows are in `embedding_rows`,
 the name index's in `name_rows`, the indexer's write protocol in `writes`.
 
-The modules that make them hold no SQL of their own (tests/test_layout.py).
+The modules that make them hold no SQL of their own (tests/integration/test_layout.py).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ by every process that maps the file, as the graph's are. A mapped index must nev
 (usearch 2.26.1: an `add` to one crashed the process), so the first `add` or `remove` works on a
 copy made then (~4 ms for 20k codes): a reader whose store holds no rows past the saved file,
 the common case, never copies it. The copy holds the same codes in the same slots, so searches
-answer as the file read back did (tests/test_sign_index.py).
+answer as the file read back did (tests/unit/test_sign_index.py).
 """
 
 from __future__ import annotations

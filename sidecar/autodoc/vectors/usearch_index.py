@@ -34,7 +34,8 @@ from autodoc.vectors.vector_rows import HASH_WIDTH, Ranked, Rows, mapped, rows_n
 
 if TYPE_CHECKING:  # usearch is imported where an index is made or read: a search that reads
     # no vectors never loads it (2.26.2-2.26.6 crashed a process that imported it before
-    # onnxruntime: pyproject.toml pins 2.26.1 and tests/test_semantic.py runs both orders)
+    # onnxruntime: pyproject.toml pins 2.26.1 and tests/integration/test_semantic.py runs both
+    # orders)
     from usearch.index import Index
 
 # Past this many vectors the writer builds an HNSW graph and the shortlist comes from it: at

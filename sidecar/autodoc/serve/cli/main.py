@@ -43,7 +43,8 @@ from autodoc.wire import limits
 from autodoc.wire.errors import INVALID_PARAMS, PARSE_ERROR, RpcError
 from autodoc.wire.protocol import FUSIONS
 
-_Progress = ProgressBar  # the bars `autodoc index` shows (tests/test_cli.py patches them here)
+# the bars `autodoc index` shows (tests/integration/test_cli.py patches them here)
+_Progress = ProgressBar
 
 
 class UsageError(Exception):

@@ -48,9 +48,8 @@ log = logging.getLogger(__name__)
 
 CONFIG_ENV = "AUTODOC_TEAM_SERVER"  # the workers' settings, JSON, set by the parent
 # Each worker's share of the cores for its model (models.embedders.THREADS_ENV, named again
-# here because the serve layer reaches no model code: tests/test_team_server.py checks the two
-# agree):
-# two workers each running a model on every core only fight over them.
+# here because the serve layer reaches no model code: tests/integration/test_team_server.py
+# checks the two agree): two workers each running a model on every core only fight over them.
 THREADS_ENV = "AUTODOC_THREADS"
 SERVED_WAIT_S = 30.0  # a new store: a reader names the folder once the writer has added it
 NO_WRITER = "no worker holds the writer lease at the moment (one is taking over); retry shortly"

@@ -1,0 +1,1 @@
+"""Neovim with the real picker plugins, Emacs with eglot, the Lua linters."""

@@ -1,0 +1,1 @@
+"""A real store, real servers as processes, the shared corpora."""

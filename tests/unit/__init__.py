@@ -1,0 +1,1 @@
+"""In process: no subprocess, no Neovim, no shared corpus; seconds. `pytest -m unit`."""
