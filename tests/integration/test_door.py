@@ -25,7 +25,7 @@ from autodoc.wire.errors import RpcError
 
 from ..conftest import EXAMPLE_VAULT, REPO, lexical_workspace, write
 from .test_fuzz import Wire
-from .test_http import RW, call, launch, post
+from .test_http import RW, call, post, team_server
 
 LONE = "\ud800x"  # a high surrogate with no low one after it
 # (method, params, the parameter named): a query, a path and a workspace name
@@ -186,21 +186,12 @@ def test_mcp_stdio_answers_every_line_that_carries_an_id(tmp_path):
 
 
 def test_http_rpc_and_mcp_answer_each_and_a_client_gone_mid_body_is_one_line(tmp_path):
-    proc, port, _ = launch(tmp_path, "serve", f"{RW}\n")
-    url = f"http://127.0.0.1:{port}"
+    served = team_server(tmp_path)  # up once its folder is indexed
+    rpc, _, proc = next(served)
+    url = rpc.removesuffix("/rpc")
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                status, answer, _ = call(f"{url}/rpc", "index.status", "vault")
-                if status == 200 and answer.get("result", {}).get("documents"):
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.2)
         for method, params, param in CASES:
-            status, answer, _ = call(f"{url}/rpc", method, *params)
+            status, answer, _ = call(rpc, method, *params)
             assert status == 200
             _not_text(answer["error"], param)
         arguments = {"query": LONE}
@@ -209,14 +200,14 @@ def test_http_rpc_and_mcp_answer_each_and_a_client_gone_mid_body_is_one_line(tmp
         status, answer, _ = post(f"{url}/mcp", json.dumps(body).encode())
         assert status == 400 and answer["id"] == 7
         assert answer["error"]["code"] == -32602 and answer["error"]["data"]["param"] == "query"
+        port = int(url.rsplit(":", 1)[1])
         with socket.create_connection(("127.0.0.1", port)) as gone:  # promises 1,000 bytes
             gone.sendall(b"POST /rpc HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + RW.encode()
                          + b"\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"")  # fmt: skip
             time.sleep(0.3)
-        assert call(f"{url}/rpc", "index.status", "vault")[0] == 200  # serving on
+        assert call(rpc, "index.status", "vault")[0] == 200  # serving on
         time.sleep(0.3)
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        next(served, None)  # terminated
     stderr = proc.stderr.read().decode()
     assert "Traceback" not in stderr and "ClientDisconnect" not in stderr, stderr
