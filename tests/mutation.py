@@ -54,7 +54,7 @@ MODULES: dict[str, list[str]] = {
     "parse.chunking": ["test_chunking.py", "test_markdown.py"],
     "parse.query_parser": ["test_query.py", "test_lexical.py", "test_facets.py"],
     "bm25.analyzer": ["test_lexical_index.py", "test_lexical.py", "test_indexer.py"],
-    "query.fusion": ["test_fuse.py", "test_semantic.py", "test_lexical.py"],
+    "query.fusion": ["test_fuse.py", "test_semantic.py", "test_lexical.py", "test_dates.py"],
     "vectors.embedding_cache": ["test_semantic_stage.py", "test_semantic.py"],
     "query.pipeline": QUERY_PATH,
     "query.stages": QUERY_PATH,

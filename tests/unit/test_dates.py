@@ -108,3 +108,26 @@ def test_recency_boosts_newer_documents_and_changes_nothing_when_off(rpc, vault)
         with pytest.raises(RpcError) as err:
             paths(rpc, "lease", recency=bad)
         assert err.value.data["field"] == "recency"
+
+
+def test_a_documents_age_comes_from_its_date_else_its_files_time():
+    """Found by mutation testing (issue 56's run): no test read an age from a file's time, or a
+    document with no frontmatter at all."""
+    from autodoc.query.fusion import document_age_days
+
+    now = time.time()
+    ten_days_ago_ns = int((now - 10 * 86_400) * 1e9)
+    assert document_age_days(ten_days_ago_ns, None, now) == pytest.approx(10.0, abs=1e-6)
+    assert document_age_days(ten_days_ago_ns, "", now) == pytest.approx(10.0, abs=1e-6)
+    assert document_age_days(ten_days_ago_ns, '{"title": "x"}', now) == pytest.approx(
+        10.0, abs=1e-6
+    )
+    dated = dt.datetime(2020, 1, 2).timestamp()
+    assert document_age_days(ten_days_ago_ns, '{"Date": "2020-01-02"}', dated + 3 * 86_400) == (
+        pytest.approx(3.0, abs=1e-9)
+    )
+    from autodoc.query.fusion import recency_weight
+
+    assert recency_weight(0.0, 90) == 1.0  # dated now: no discount, not a day's
+    assert recency_weight(-5.0, 90) == 1.0  # dated in the future: as now
+    assert recency_weight(90.0, 90) < recency_weight(45.0, 90) < 1.0

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from autodoc import __version__
 from autodoc.files.ignore_rules import IGNORE_FILES, RuleOptions
 from autodoc.serve import method_table
+from autodoc.serve.dispatcher import Reports
 from autodoc.serve.host.engine_slot import EngineEvents, EngineSlot, engine_at
 from autodoc.serve.host.progress_reports import Notify, Progress, ProgressReports
 from autodoc.serve.host.refresh import SAVE_DELAY_S
@@ -319,7 +320,8 @@ class Host:
         ws = self.engine.workspace(name)
         changes = {k: v for k, v in self.options.items() if ws.options.get(k) != v}
         if changes:
-            self._configured(name, self.engine.workspace_configure(name, changes, wait=False))
+            configured = self.dispatcher.call("workspace.configure", [name, changes])
+            self._configured(name, configured)
 
     def saved(self, path: Path) -> None:
         """An editor saved this file: re-index it now if it is under a served folder (the
@@ -347,7 +349,8 @@ class Host:
             raise RpcError(INVALID_PARAMS, "; ".join(self.refused))
         if self.opening or self.asked:  # being added, or waiting for another writer's lease
             raise RpcError(INVALID_PARAMS, "the workspace is still being added; retry shortly")
-        names = [w["name"] for w in self.engine.workspace_list()]
+        listed: list[protocol.WorkspaceInfo] = self.dispatcher.call("workspace.list")
+        names = [w["name"] for w in listed]
         if len(names) == 1:
             return names[0]
         raise RpcError(
@@ -425,9 +428,8 @@ class Host:
         """Index a served folder (on the writer thread), its file progress passed on and sent
         as `autodoc/indexProgress`, the last report once every chunk is published; the run's
         summary. The first index and a reindex both."""
-        summary = self.engine.index_run(
-            name, progress=self.progress.files(name, root, progress), wait=False
-        )
+        files = Reports(progress=self.progress.files(name, root, progress))
+        summary: dict[str, Any] = self.dispatcher.call("index.run", [name], reports=files)
         self._note_rules(name, summary)
         files = summary["files"]  # once more, with every chunk published
         self.progress.report(name, root, "files", files, files, final=True)
@@ -458,7 +460,7 @@ class Host:
             for root in [served[k] for k, v in self.indexing.items() if v == READ_ONLY]:
                 self._retry(root)
         workspaces: list[protocol.WorkspaceState] = []
-        for ws in self.engine.workspace_list():
+        for ws in self.dispatcher.call("workspace.list"):
             name = ws["name"]
             state = self.engine.semantic_state(name)
             workspaces.append(
