@@ -109,15 +109,7 @@ class AutodocServer(LanguageServer):
 
     async def in_reader(self, fn, token: CancelToken | None = None) -> Any:
         """Run a read on the pool; a cancelled request stops at the next stage boundary."""
-        future = asyncio.get_running_loop().run_in_executor(self.readers, fn)
-        try:
-            return await future
-        except asyncio.CancelledError:
-            if token is not None:
-                token.cancel("cancelled by the client")
-            raise
-        except RpcError as err:
-            raise rpc_exception(err) from None
+        return await _answered(asyncio.get_running_loop().run_in_executor(self.readers, fn), token)
 
     async def store_opened(self) -> None:
         """Wait, without holding the loop, for the host's engine (it opens on a thread of its
@@ -125,10 +117,7 @@ class AutodocServer(LanguageServer):
         await asyncio.shield(asyncio.wrap_future(self.host.opened))
 
     async def in_writer(self, future) -> Any:
-        try:
-            return await asyncio.wrap_future(future)
-        except RpcError as err:
-            raise rpc_exception(err) from None
+        return await _answered(asyncio.wrap_future(future), None)
 
     async def call(self, method: str, params: Any) -> Any:
         """A dispatcher method where the host runs it (`Host.call`: a write on the writer
@@ -136,14 +125,7 @@ class AutodocServer(LanguageServer):
         one."""
         token = self.host.new_search() if method_table.BY_NAME[method].cancellable else None
         future = self.host.call(method, params, cancel=token, reads=self.readers)
-        try:
-            return await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
-            if token is not None:
-                token.cancel("cancelled by the client")
-            raise
-        except RpcError as err:
-            raise rpc_exception(err) from None
+        return await _answered(asyncio.wrap_future(future), token)
 
     # -- folders -----------------------------------------------------------------------------
 
@@ -251,3 +233,16 @@ def _summary_line(summary: dict[str, Any]) -> str:
         f" ({summary['added']} added, {summary['modified']} changed,"
         f" {summary['deleted']} removed)"
     )
+
+
+async def _answered(work: asyncio.Future[Any], token: CancelToken | None) -> Any:
+    """`work`'s answer; a request the client cancels cancels its token too (the read stops at
+    its next stage boundary), and an RpcError becomes the error pygls answers with."""
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if token is not None:
+            token.cancel("cancelled by the client")
+        raise
+    except RpcError as err:
+        raise rpc_exception(err) from None
