@@ -73,6 +73,11 @@ class Nvim:
         st = self.state()
         return self.nvim.request("nvim_buf_get_lines", st["bufs"][name], 0, -1, False)
 
+    def current_name(self) -> str:
+        """The current buffer's name in one request: asked in two (the buffer, then its name),
+        a picker that closes its buffer in between makes the second fail."""
+        return self.lua("return vim.api.nvim_buf_get_name(0)")
+
     def until(self, predicate, timeout: float = WAIT_S):
         deadline = time.monotonic() + timeout
         while True:
@@ -746,7 +751,7 @@ def test_the_snacks_sources_search_relate_and_jump(tmp_path: Path, vault: Path):
         assert got[0][0] == "adr/0002-store-documents-in-postgres.md"
         assert all(path != "adr/0003-embedded-sqlite-store.md" for path, *_ in got)
         n.nvim.input("<CR>")  # as a person confirms: the picker's own key
-        n.until(lambda: n.nvim.current.buffer.name.endswith("0002-store-documents-in-postgres.md"))
+        n.until(lambda: n.current_name().endswith("0002-store-documents-in-postgres.md"))
         assert n.nvim.current.window.cursor[0] == got[0][1]
     finally:
         n.close()
