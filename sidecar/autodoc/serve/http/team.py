@@ -40,6 +40,7 @@ from typing import Any
 from autodoc.serve.host.serving import Host
 from autodoc.serve.http.server import BUSY, DEFAULT_MAX_CONCURRENT, HttpApp, listen_settings
 from autodoc.serve.http.tokens import TokenLimits, Tokens
+from autodoc.serve.mcp.mcp_entry import checked_folders
 from autodoc.serve.mcp.mcp_framing import CheckedBodies
 from autodoc.serve.mcp.mcp_server import AgentServer, build_server
 from autodoc.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
@@ -193,10 +194,7 @@ def serve_team(
         raise RpcError(INVALID_PARAMS, f"--workers takes 1 to 64, got {workers}")
     if max_concurrent is not None and not 1 <= max_concurrent <= 1024:
         raise RpcError(INVALID_PARAMS, f"--max-concurrent takes 1 to 1024, got {max_concurrent}")
-    folders = [Path(r).expanduser().resolve() for r in roots]
-    for folder in folders:
-        if not folder.is_dir():
-            raise RpcError(INVALID_PARAMS, f"not a folder: {folder}", {"path": str(folder)})
+    folders = checked_folders([str(Path(r).expanduser().resolve()) for r in roots])
     rundir = Path(tempfile.mkdtemp(prefix="autodoc-team-"))
     TokenLimits.create(rundir / "limits")
     settings = TeamConfig(db=db, roots=[str(f) for f in folders], token_file=token_file,
