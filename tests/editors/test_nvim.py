@@ -150,10 +150,20 @@ def test_picker_searches_as_you_type_and_toggles_stages(start):
     n = start({"embedding": "bundled"})
     n.nvim.command("set columns=200 lines=50")  # the whole line fits: nothing is cut
     n.nvim.command("AutodocSearch")
-    type_query(n, "why did we pick an embedded store")
+    query = "why did we pick an embedded store"
+    type_query(n, query)
     # The vectors fill in the background; the picker re-runs its query when the sidecar says
-    # the semantic state changed, so the answer becomes hybrid without another keystroke.
-    n.until(lambda: (s := n.state()) and s.get("answer") and s["answer"]["semantic"] == "ready")
+    # the semantic state changed, so the answer becomes hybrid without another keystroke. The
+    # answer waited for is the whole query's: a prefix's (keys still arriving when the vectors
+    # were ready) may list nothing.
+    n.until(
+        lambda: (
+            (s := n.state())
+            and (a := s.get("answer"))
+            and a["query"] == query
+            and a["semantic"] == "ready"
+        )
+    )
     answer = n.state()["answer"]
     assert answer["stages"]["performed"] == ["lexical", "semantic"]
     assert answer["hits"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
