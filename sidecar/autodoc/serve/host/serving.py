@@ -349,8 +349,7 @@ class Host:
             raise RpcError(INVALID_PARAMS, "; ".join(self.refused))
         if self.opening or self.asked:  # being added, or waiting for another writer's lease
             raise RpcError(INVALID_PARAMS, "the workspace is still being added; retry shortly")
-        listed: list[protocol.WorkspaceInfo] = self.dispatcher.call("workspace.list")
-        names = [w["name"] for w in listed]
+        names = [w["name"] for w in self.engine.workspace_list()]
         if len(names) == 1:
             return names[0]
         raise RpcError(
@@ -460,7 +459,7 @@ class Host:
             for root in [served[k] for k, v in self.indexing.items() if v == READ_ONLY]:
                 self._retry(root)
         workspaces: list[protocol.WorkspaceState] = []
-        for ws in self.dispatcher.call("workspace.list"):
+        for ws in self.engine.workspace_list():  # the host's own read: no client's call
             name = ws["name"]
             state = self.engine.semantic_state(name)
             workspaces.append(
