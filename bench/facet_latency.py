@@ -50,10 +50,10 @@ def main() -> int:
     engine = Engine(db)
     ws = args.workspace
     t0 = time.perf_counter()
-    engine.workspace_configure(ws, {"schema": str(SCHEMA)})
-    summary = engine.index_run(ws)  # loads the schema, fills the facets table
+    engine.workspaces.workspace_configure(ws, {"schema": str(SCHEMA)})
+    summary = engine.indexing.index_run(ws)  # loads the schema, fills the facets table
     load_s = time.perf_counter() - t0
-    status = engine.index_status(ws)
+    status = engine.indexing.index_status(ws)
     if status["semantic"] != "ready":
         print(f"semantic is {status['semantic']}: embed every chunk first", file=sys.stderr)
         return 1
@@ -64,10 +64,10 @@ def main() -> int:
         if label == "none":
             reach[label] = documents
             continue
-        browse = engine.search(ws, inline, {**opts, "limit": 1})
+        browse = engine.reading.search(ws, inline, {**opts, "limit": 1})
         reach[label] = browse["matched"]
     for q in queries[:10]:  # warm-up: model, sign index, page cache
-        engine.search(ws, q, {"stages": SETS["hybrid"]})
+        engine.reading.search(ws, q, {"stages": SETS["hybrid"]})
     results: dict[str, dict[str, dict]] = {}
     for set_name, stages in SETS.items():
         for label, inline, opts in FILTERS:
@@ -77,7 +77,9 @@ def main() -> int:
                 runs = []
                 for _ in range(3):
                     t = time.perf_counter()
-                    answer = engine.search(ws, text, {**opts, "stages": stages, "limit": 10})
+                    answer = engine.reading.search(
+                        ws, text, {**opts, "stages": stages, "limit": 10}
+                    )
                     runs.append((time.perf_counter() - t) * 1000)
                 runs_ms.append(statistics.median(runs))
                 filled += len(answer["hits"]) == 10

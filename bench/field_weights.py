@@ -72,9 +72,9 @@ def main() -> int:
         vault = work / name
         names = write_corpus(corpus, vault)
         engine = Engine(work / f"{name}.db")
-        engine.workspace_add(name, str(vault))
-        engine.workspace_configure(name, {"embedding": "none"})
-        engine.index_run(name)
+        engine.workspaces.workspace_add(name, str(vault))
+        engine.workspaces.workspace_configure(name, {"embedding": "none"})
+        engine.indexing.index_run(name)
         sets[name] = (engine, list(queries.items())[: args.queries], qrels, names)
     print(
         "| combine | weights (title / breadcrumb / body) | "
@@ -91,7 +91,9 @@ def main() -> int:
         for name, (engine, queries, qrels, names) in sets.items():
             scores = []
             for qid, text in queries:
-                hits = engine.search(name, text, {"stages": ["lexical"], "limit": 100})["hits"]
+                hits = engine.reading.search(name, text, {"stages": ["lexical"], "limit": 100})[
+                    "hits"
+                ]
                 ranked = list(dict.fromkeys(names[h["path"]] for h in hits))
                 scores.append(ndcg_at(ranked, qrels[qid]))
             cells.append(f"{statistics.fmean(scores):.3f}")

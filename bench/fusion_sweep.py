@@ -71,7 +71,9 @@ class Target:
         self.label, self.workspace, self.run = label, workspace, run
         self.engine = Engine(db)
         self.dispatcher = Dispatcher(self.engine)
-        self.engine.index_run(workspace)  # up to date with this revision's chunker and index
+        self.engine.indexing.index_run(
+            workspace
+        )  # up to date with this revision's chunker and index
         _wrap(self.engine.semantic_plan(self.engine.workspace(workspace)))
 
 

@@ -43,7 +43,7 @@ def main() -> int:
     args = ap.parse_args()
     db = args.db / "autodoc.db"
     engine = Engine(db)
-    status = engine.index_status(args.workspace)
+    status = engine.indexing.index_status(args.workspace)
     cov = status.get("semantic_coverage") or {}
     if status["semantic"] != "ready":
         print(f"semantic is {status['semantic']} ({cov}): embed every chunk first", file=sys.stderr)
@@ -52,7 +52,7 @@ def main() -> int:
         q["query"] for q in make_queries(live_chunks(db, args.workspace), args.queries, args.seed)
     ]
     for q in queries[:20]:  # warm-up: model, sign index, page cache
-        engine.search(args.workspace, q, {"stages": SETS["hybrid"]})
+        engine.reading.search(args.workspace, q, {"stages": SETS["hybrid"]})
     timings: dict[str, list[float]] = {k: [] for k in [*SETS, PLAIN]}
     parts: dict[str, list[float]] = {"embed_ms": [], "lexical_ms": [], "semantic_ms": []}
     for q in queries:
@@ -61,7 +61,7 @@ def main() -> int:
             runs = []
             for _ in range(3):
                 t0 = time.perf_counter()
-                answer = engine.search(args.workspace, q, opts)
+                answer = engine.reading.search(args.workspace, q, opts)
                 runs.append((time.perf_counter() - t0) * 1000)
             timings[label].append(statistics.median(runs))
             if label == "hybrid":

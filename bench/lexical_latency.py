@@ -57,14 +57,16 @@ def workspace_name(corpus: Path) -> str:
 def open_engine(db_dir: Path, name: str, corpus: Path) -> tuple[Engine, float | None]:
     """The engine with `name` indexed; the seconds indexing took, or None if it was reused."""
     engine = Engine(db_dir / "autodoc.db")
-    info = engine.workspace_add(name, str(corpus))
+    info = engine.workspaces.workspace_add(name, str(corpus))
     if info["indexed_at"] is not None and info["chunks"] > 0:
         log(f"reusing index: {info['chunks']} chunks in {db_dir}")
         return engine, None
     log(f"indexing {corpus} into {db_dir} ...")
-    engine.workspace_configure(name, {"embedding": "none"})  # this benchmark is lexical only
+    engine.workspaces.workspace_configure(
+        name, {"embedding": "none"}
+    )  # this benchmark is lexical only
     t0 = time.perf_counter()
-    summary = engine.index_run(name)
+    summary = engine.indexing.index_run(name)
     took = time.perf_counter() - t0
     log(f"indexed {summary['chunks']} chunks in {took:.1f} s")
     return engine, took
@@ -192,7 +194,7 @@ def run_bench(engine: Engine, name: str, fts_path: Path, queries: list[dict]) ->
 
     def autodoc_once(q: dict) -> tuple[int, list[int]]:
         t0 = now()
-        result = engine.search(name, q["query"], opts)
+        result = engine.reading.search(name, q["query"], opts)
         return now() - t0, [h["chunk_id"] for h in result["hits"]]
 
     def tantivy_once(q: dict) -> tuple[int, int, list[int]]:

@@ -33,7 +33,7 @@ def served(engine: Engine, name: str, judged, names) -> tuple[list[float], list[
     scores, ms = [], []
     for q in judged:
         t0 = time.perf_counter()
-        hits = engine.search(name, q.text, {"stages": ["lexical"], "limit": DEPTH})["hits"]
+        hits = engine.reading.search(name, q.text, {"stages": ["lexical"], "limit": DEPTH})["hits"]
         ms.append((time.perf_counter() - t0) * 1000)
         ranked = list(dict.fromkeys(names[h["path"]] for h in hits))
         scores.append(ndcg_at(ranked, q.relevant))
@@ -51,10 +51,10 @@ def run(dataset: Path, work: Path, most: int | None = None) -> dict:
     out: dict = {"dataset": dataset.name, "split": split, "queries": len(judged),
                  "refused": len(refused)}  # fmt: skip
     for name, embedding in (("tantivy", "none"), ("sparse", {"provider": "none", "store": LOCAL})):
-        engine.workspace_add(name, str(work / "vault"))
-        engine.workspace_configure(name, {"embedding": embedding})
+        engine.workspaces.workspace_add(name, str(work / "vault"))
+        engine.workspaces.workspace_configure(name, {"embedding": embedding})
         t0 = time.perf_counter()
-        engine.index_run(name)
+        engine.indexing.index_run(name)
         out[f"{name}_index_s"] = time.perf_counter() - t0
         scores, ms = served(engine, name, judged, names)
         out[f"{name}_ndcg10"] = statistics.fmean(scores)

@@ -121,7 +121,7 @@ def main() -> int:
         times = []
         for _ in range(3):
             t1 = time.perf_counter()
-            answer = engine.search(args.workspace, q, opts)
+            answer = engine.reading.search(args.workspace, q, opts)
             times.append((time.perf_counter() - t1) * 1000)
         return statistics.median(times), answer
 

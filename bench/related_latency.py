@@ -39,19 +39,19 @@ def main() -> None:
             (ws.id,),
         ).fetchall()
     picks = random.Random(args.seed).sample(rows, min(args.samples, len(rows)))
-    engine.related(ws.name, picks[0][0], picks[0][1])  # warm: the sign index, the model
-    engine.search(ws.name, picks[0][3], {"stages": ["semantic"]})
+    engine.reading.related(ws.name, picks[0][0], picks[0][1])  # warm: the sign index, the model
+    engine.reading.search(ws.name, picks[0][3], {"stages": ["semantic"]})
     section, document, baseline, hits = [], [], [], []
     for path, start, end, crumb in picks:  # interleaved, so drift hits all three alike
         t = time.perf_counter()
-        answer = engine.related(ws.name, path, (start + end) // 2)
+        answer = engine.reading.related(ws.name, path, (start + end) // 2)
         section.append((time.perf_counter() - t) * 1000)
         hits.append(len(answer["hits"]))
         t = time.perf_counter()
-        engine.related(ws.name, path)
+        engine.reading.related(ws.name, path)
         document.append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
-        engine.search(ws.name, crumb, {"stages": ["semantic"], "limit": 10})
+        engine.reading.search(ws.name, crumb, {"stages": ["semantic"], "limit": 10})
         baseline.append((time.perf_counter() - t) * 1000)
     base = statistics.median(baseline)
     report = {

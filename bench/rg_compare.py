@@ -70,7 +70,7 @@ def main() -> int:
     sets = {"lexical": ["lexical"], "hybrid": ["lexical", "semantic"]}
     for w in words[:5]:  # warm: page cache, model, indexes
         run_rg(rg, w, ws.root)
-        engine.search(args.workspace, w, {"stages": sets["hybrid"]})
+        engine.reading.search(args.workspace, w, {"stages": sets["hybrid"]})
     times: dict[str, list[float]] = {"rg": [], **{k: [] for k in sets}}
     files: list[int] = []
     for w in words:
@@ -81,7 +81,7 @@ def main() -> int:
             runs_ms = []
             for _ in range(3):
                 t0 = time.perf_counter()
-                engine.search(args.workspace, w, {"stages": stages, "limit": 10})
+                engine.reading.search(args.workspace, w, {"stages": stages, "limit": 10})
                 runs_ms.append((time.perf_counter() - t0) * 1000)
             times[label].append(statistics.median(runs_ms))
     base = statistics.median(times["rg"])

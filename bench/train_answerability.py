@@ -68,7 +68,7 @@ def capture_set(db: Path, ws: str, gold: Path) -> list[Row]:
     try:
         for q in golden.load(gold):
             trace = SearchTrace(capture=True)
-            answer = engine.search(ws, q.query, {"limit": 10}, trace=trace)
+            answer = engine.reading.search(ws, q.query, {"limit": 10}, trace=trace)
             inputs = trace.answer_inputs
             rows.append(
                 Row(

@@ -86,7 +86,9 @@ def _run(engine: Engine, ws: str, text: str, stages: list[str]) -> Any:
     """The candidates as the fuse stage saw them (the search's trace), their spans, and the
     promise tiers it keeps (`stages.fuse.promise_tiers`, the one place they are worked out)."""
     trace = SearchTrace(capture=True)
-    engine.search(ws, text, {"stages": stages, "limit": LIMIT, "fusion": "rrf"}, trace=trace)
+    engine.reading.search(
+        ws, text, {"stages": stages, "limit": LIMIT, "fusion": "rrf"}, trace=trace
+    )
     got = trace.candidates
     if got is None:
         return np.zeros((0, len(ranking.FEATURES))), [], np.zeros(0, dtype=int)

@@ -105,11 +105,11 @@ def fake_openai_engine(db: Path, root: Path, url: str, name: str = "v", dim: int
     """An engine with workspace `name` on `root`, embedding through the local OpenAI-protocol
     server at `url` (tests/fake_openai.py)."""
     engine = Engine(db)
-    engine.workspace_add(name, str(root))
+    engine.workspaces.workspace_add(name, str(root))
     spec = {"provider": "openai", "base_url": url, "model": "fake"}
     if dim is not None:
         spec["dimensions"] = dim
-    engine.workspace_configure(name, {"embedding": spec})
+    engine.workspaces.workspace_configure(name, {"embedding": spec})
     return engine
 
 

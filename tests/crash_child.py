@@ -49,11 +49,11 @@ def main() -> int:
                 rng.choice(files).unlink(missing_ok=True)
             files = sorted(vault.glob("*.md"))
         if rng.random() < 0.5:
-            engine.index_run("v")  # a whole run, then its embeddings
+            engine.indexing.index_run("v")  # a whole run, then its embeddings
         else:
             changed = [p.name for p in files[: rng.randint(1, 5)]]
-            engine.index_paths("v", changed)  # a targeted run, as a save
-            engine.embed_run("v", incremental=True)
+            engine.indexing.index_paths("v", changed)  # a targeted run, as a save
+            engine.indexing.embed_run("v", incremental=True)
         print(f"cycle {cycle}", flush=True)
 
 

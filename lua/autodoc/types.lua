@@ -57,6 +57,7 @@
 ---@field requested ("lexical"|"semantic"|"rerank")[]
 ---@field performed ("lexical"|"semantic"|"rerank")[]
 ---@field skipped table<string, string>
+---@field engines table<string, string> The store each retrieval stage that ran searched: `tantivy` or `qdrant-sparse:WHERE` (lexical), `usearch` or `qdrant:WHERE` (semantic); WHERE is `local` (a folder), `memory` or `server`.
 
 ---@class autodoc.FusionRecord
 ---@field method string `learned` (the default: each hit's calibrated probability of answering, from the shipped ranking model), `convex` (scaled scores, fixed shares), `confidence` (weighted RRF) or the spec's plain `rrf`; under a fixed fusion one stage alone is `rrf` with weight 1.

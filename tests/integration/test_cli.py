@@ -264,3 +264,34 @@ def test_the_index_report_says_why_fewer_vectors_than_chunks(cli, tmp_path):
     assert re.search(r"embeddings \(.+\): 2 new vectors.*, 3/3 chunks covered"
                      r" \(1 repeats another chunk's text: one vector serves each text\)",
                      out), out  # fmt: skip
+
+
+def test_a_search_over_a_local_qdrant_store_names_it_and_leaves_stderr_empty(tmp_path):
+    """Issue 57: the answer says which store ran each stage, and the process ends without
+    qdrant-client's `__del__` complaining on stderr at interpreter shutdown."""
+    pytest.importorskip("qdrant_client", reason="the qdrant extra is not installed")
+    vault = tmp_path / "v"
+    shutil.copytree(EXAMPLE_VAULT, vault)
+    store = {"kind": "qdrant", "path": str(tmp_path / "qdrant")}
+    env = {**os.environ, "AUTODOC_DB": str(tmp_path / "db" / "autodoc.db")}
+
+    def call(method: str, params: list) -> subprocess.CompletedProcess:
+        args = [sys.executable, "-m", "autodoc", "--call", method, json.dumps(params)]
+        return subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+
+    for method, params in (
+        ("workspace.add", ["v", str(vault)]),
+        ("workspace.configure", ["v", {"embedding": {"provider": "bundled", "store": store}}]),
+        ("index.run", ["v"]),
+    ):
+        done = call(method, params)
+        assert done.returncode == 0 and done.stderr == "", (method, done.stderr)
+    done = call("search.query", ["v", "writer lease"])
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["stages"]["performed"] == ["lexical", "semantic"]
+    assert answer["stages"]["engines"] == {
+        "lexical": "qdrant-sparse:local",
+        "semantic": "qdrant:local",
+    }
+    assert answer["hits"]

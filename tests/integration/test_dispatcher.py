@@ -154,8 +154,8 @@ def test_second_writer_gets_a_clear_error(ws, db_path, vault):
 def test_lease_is_released_on_close(db_path, vault):
     write(vault, "a.md", "# A\n")
     first = Engine(db_path)
-    first.workspace_add("kb", str(vault))
+    first.workspaces.workspace_add("kb", str(vault))
     first.close()
     second = Engine(db_path)
-    second.index_run("kb")  # would raise StoreBusyError if the lease had leaked
+    second.indexing.index_run("kb")  # would raise StoreBusyError if the lease had leaked
     second.close()

@@ -511,7 +511,7 @@ def test_check_reports_the_same_problems_on_every_run(tmp_path, capsys):
 
     engine = Engine(db)
     try:
-        engine.index_paths("v", ["decisions/0001.md", "notes/latin1.md", "notes/fine.md"])
+        engine.indexing.index_paths("v", ["decisions/0001.md", "notes/latin1.md", "notes/fine.md"])
     finally:
         engine.close()
     assert run() == first

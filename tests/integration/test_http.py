@@ -239,7 +239,7 @@ def test_mcp_over_streamable_http_with_the_sdks_client(tmp_path):
 
     (tmp_path / "private").mkdir()
     engine = Engine(tmp_path / "store" / "a.db")  # another workspace in the same store
-    engine.workspace_add("private", str(tmp_path / "private"))
+    engine.workspaces.workspace_add("private", str(tmp_path / "private"))
     engine.close()
     proc, port, _ = launch(tmp_path, "mcp", f"{RO} read-only\n")
     url = f"http://127.0.0.1:{port}/mcp"
@@ -285,7 +285,7 @@ def test_other_workspaces_of_the_store_stay_private(tmp_path):
     private.mkdir()
     (private / "secret.md").write_text("# Salaries\n\nnot for the team server\n")
     engine = Engine(tmp_path / "store" / "a.db")
-    engine.workspace_add("private", str(private))
+    engine.workspaces.workspace_add("private", str(private))
     engine.close()
     proc, port, _ = launch(tmp_path, "serve", f"{RW}\n")
     url = f"http://127.0.0.1:{port}/rpc"

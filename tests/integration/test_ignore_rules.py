@@ -337,7 +337,7 @@ def test_include_lets_back_in_what_exclude_gitignore_or_a_hidden_name_leave_out(
     # A save of a file named by `include` inside a folder left out indexes it; the others not.
     note(vault, "archive/keep.md", "quillwort")
     note(vault, "archive/old.md", "quillwort")
-    rpc.engine.index_paths("v", ["archive/keep.md", "archive/old.md"])
+    rpc.engine.indexing.index_paths("v", ["archive/keep.md", "archive/old.md"])
     assert indexed(rpc, "v", ["archive/keep.md", "archive/old.md"]) == ["archive/keep.md"]
 
 

@@ -357,17 +357,17 @@ def test_superseding_is_per_client_and_stops_at_the_next_stage(engine, tmp_path)
 
     vault = tmp_path / "v"
     shutil.copytree(EXAMPLE_VAULT, vault)
-    engine.workspace_add("v", str(vault))
-    engine.index_run("v")
+    engine.workspaces.workspace_add("v", str(vault))
+    engine.indexing.index_run("v")
     server = AutodocServer(Host(engine, watch=False))
     try:
         first = server.host.new_search()
         second = server.host.new_search()
         assert first.cancelled and not second.cancelled
         with pytest.raises(Cancelled) as err:
-            engine.search("v", "reclaimBatch", None, cancel=first)
+            engine.reading.search("v", "reclaimBatch", None, cancel=first)
         assert err.value.code == -32800
-        assert engine.search("v", "reclaimBatch", None, cancel=second)["hits"]
+        assert engine.reading.search("v", "reclaimBatch", None, cancel=second)["hits"]
     finally:
         server.host.refresher.close()
         server.readers.shutdown()

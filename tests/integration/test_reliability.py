@@ -50,9 +50,11 @@ def _answers(engine: Engine, markers: list[str]) -> dict[str, object]:
     entries until Tantivy merges segments. The chunks themselves are compared by _live."""
     out: dict[str, object] = {}
     for m in markers:
-        lexical = engine.search("v", f"mk{m}", {"stages": ["lexical"], "limit": 100})["hits"]
+        lexical = engine.reading.search("v", f"mk{m}", {"stages": ["lexical"], "limit": 100})[
+            "hits"
+        ]
         out[f"mk{m}|lexical"] = {h["path"] for h in lexical}
-        hybrid = engine.search("v", f"mk{m}", {"limit": 10})["hits"]
+        hybrid = engine.reading.search("v", f"mk{m}", {"limit": 10})["hits"]
         out[f"mk{m}|hybrid"] = hybrid[0]["path"] if hybrid else None
     return out
 
@@ -78,7 +80,7 @@ def _check_after_kill(db: Path, vault: Path, url: str, tmp: Path, n: int) -> dic
     try:
         ws = engine.workspace("v")
         lexical = engine.lexical(ws)
-        with engine._write:
+        with engine.writing:
             engine.store.writer()
             Indexer(engine.store, lexical, ws).reconcile()
         with engine.store.snapshot() as c:
@@ -126,8 +128,8 @@ def _check_after_kill(db: Path, vault: Path, url: str, tmp: Path, n: int) -> dic
     engine = fake_openai_engine(db, vault, url, dim=64)
     fresh = fake_openai_engine(tmp / f"fresh-{n}" / "autodoc.db", vault, url, dim=64)
     try:
-        engine.index_run("v")
-        fresh.index_run("v")
+        engine.indexing.index_run("v")
+        fresh.indexing.index_run("v")
         markers = sorted({m for p in vault.glob("*.md") for m in MARK.findall(p.read_text())})
         live = _live(engine)
         assert live == _live(fresh)
@@ -149,7 +151,7 @@ def test_sigkill_the_writer_at_random_points(tmp_path):
     rng = random.Random(11)
     with FakeOpenAI(dim=64) as server:
         engine = fake_openai_engine(db, vault, server.url, dim=64)
-        engine.index_run("v")
+        engine.indexing.index_run("v")
         engine.close()
         cycles = 0
         for n in range(kills):
@@ -182,9 +184,9 @@ def test_readers_never_see_two_versions_of_a_document(tmp_path):
     vault = tmp_path / "vault"
     _seed_vault(vault, 4)
     engine = Engine(tmp_path / "store" / "autodoc.db")
-    engine.workspace_add("v", str(vault))
-    engine.workspace_configure("v", {"embedding": "none"})
-    engine.index_run("v")
+    engine.workspaces.workspace_add("v", str(vault))
+    engine.workspaces.workspace_configure("v", {"embedding": "none"})
+    engine.indexing.index_run("v")
     stop = threading.Event()
     errors: list[BaseException] = []
     stats = {"queries": 0, "mixed": 0, "edits": 0}
@@ -198,9 +200,9 @@ def test_readers_never_see_two_versions_of_a_document(tmp_path):
                 name = f"d{marker % 4:02}"
                 (vault / f"{name}.md").write_text(body(name, marker))
                 if marker % 2:
-                    engine.index_paths("v", [f"{name}.md"])
+                    engine.indexing.index_paths("v", [f"{name}.md"])
                 else:
-                    engine.index_run("v")
+                    engine.indexing.index_run("v")
                 stats["edits"] += 1
         except BaseException as exc:
             errors.append(exc)
@@ -208,7 +210,9 @@ def test_readers_never_see_two_versions_of_a_document(tmp_path):
     def reader() -> None:
         try:
             while not stop.is_set():
-                answer = engine.search("v", "sentinel lease", {"stages": ["lexical"], "limit": 40})
+                answer = engine.reading.search(
+                    "v", "sentinel lease", {"stages": ["lexical"], "limit": 40}
+                )
                 seen: dict[str, set[str]] = {}
                 for h in answer["hits"]:
                     for m in MARK.findall(h["snippet"]):
@@ -393,10 +397,10 @@ def test_hostile_input_is_indexed_or_skipped_with_a_reason(tmp_path):
         assert outcome["nul-early"].startswith("skipped: binary")
         # Every indexed case answers a search, and the words outside the root never do.
         for q in ("name case", "text", "bad", "deep", "secret outside words"):
-            answer = engine.search("v", q, {"limit": 20})
+            answer = engine.reading.search("v", q, {"limit": 20})
             assert all(not h["path"].startswith("..") for h in answer["hits"])
-        assert not engine.search("v", "secret outside", {"limit": 5})["hits"]
-        status = engine.index_status("v")
+        assert not engine.reading.search("v", "secret outside", {"limit": 5})["hits"]
+        status = engine.indexing.index_status("v")
     finally:
         engine.close()
     assert peak_mb < limits.HOSTILE_INDEX_PEAK_MB, f"indexing peaked at {peak_mb:.0f} MB"
@@ -427,9 +431,9 @@ def test_no_method_reads_outside_the_workspace_root(tmp_path):
     os.symlink("../vault-secret", root / "prefixdir")
     engine = Engine(tmp_path / "store" / "autodoc.db")
     try:
-        engine.workspace_add("v", str(root))
-        engine.workspace_configure("v", {"embedding": "none"})
-        summary = engine.index_run("v")
+        engine.workspaces.workspace_add("v", str(root))
+        engine.workspaces.workspace_configure("v", {"embedding": "none"})
+        summary = engine.indexing.index_run("v")
         assert {s["path"] for s in summary["skipped"]} >= {
             "link.md",
             "dirlink",
@@ -437,14 +441,14 @@ def test_no_method_reads_outside_the_workspace_root(tmp_path):
             "prefix.md",
             "prefixdir",
         }
-        assert engine.doc_read("v", "a.md")["text"].startswith("# A")
+        assert engine.reading.doc_read("v", "a.md")["text"].startswith("# A")
         for path in ["../outside/secret.md", str(outside / "secret.md"), "/etc/passwd",
                      "link.md", "dirlink/secret.md", "sub/abs.md", "sub/../../outside/secret.md",
                      "./../outside/secret.md", "a.md\x00", "", ".", "sub",
                      "../vault-secret/secret.md", "prefix.md", "prefixdir/secret.md",
                      "sub/../../vault-secret/secret.md"]:  # fmt: skip
             try:
-                engine.doc_read("v", path)
+                engine.reading.doc_read("v", path)
             except RpcError as err:
                 assert err.code == -32602, (path, err.to_dict())
                 assert "secret outside" not in json.dumps(err.to_dict())
@@ -454,8 +458,10 @@ def test_no_method_reads_outside_the_workspace_root(tmp_path):
             else:
                 raise AssertionError(f"doc.read({path!r}) read outside the root")
         for q in ("secret outside words", "secret"):
-            assert {h["path"] for h in engine.search("v", q, {"limit": 10})["hits"]} <= {"a.md"}
-        report = engine.index_check("v")
+            assert {h["path"] for h in engine.reading.search("v", q, {"limit": 10})["hits"]} <= {
+                "a.md"
+            }
+        report = engine.indexing.index_check("v")
         assert all(not f["path"].startswith(("/", "..")) for f in report["findings"])
     finally:
         engine.close()
@@ -472,25 +478,25 @@ def test_api_keys_never_appear_in_answers_status_or_logs(tmp_path, monkeypatch, 
     with FakeOpenAI(dim=32) as server:
         engine = Engine(tmp_path / "store" / "autodoc.db")
         try:
-            engine.workspace_add("v", str(root))
+            engine.workspaces.workspace_add("v", str(root))
             spec = {"provider": "openai", "base_url": server.url, "model": "m"}
-            seen.append(json.dumps(engine.workspace_configure("v", {"embedding": spec})))
-            seen.append(json.dumps(engine.index_run("v")))
-            status = engine.index_status("v")
+            seen.append(json.dumps(engine.workspaces.workspace_configure("v", {"embedding": spec})))
+            seen.append(json.dumps(engine.indexing.index_run("v")))
+            status = engine.indexing.index_status("v")
             assert status["embedding"]["api_key"] == "set"  # said, never shown
             assert server.requests[-1]["headers"]["Authorization"] == f"Bearer {key}"
             seen.append(json.dumps(status))
             # The provider now refuses the key and echoes it back in its error.
             server.mode = "unauthorized"
             (root / "a.md").write_text("# A\n\nlease recovery, edited\n")
-            seen.append(json.dumps(engine.index_run("v")))
-            seen.append(json.dumps(engine.search("v", "lease", {})))
-            seen.append(json.dumps(engine.index_status("v")))
+            seen.append(json.dumps(engine.indexing.index_run("v")))
+            seen.append(json.dumps(engine.reading.search("v", "lease", {})))
+            seen.append(json.dumps(engine.indexing.index_status("v")))
             engine.close()
             engine = Engine(tmp_path / "store" / "autodoc.db")  # a fresh process's view
-            seen.append(json.dumps(engine.index_status("v")))
-            seen.append(json.dumps(engine.search("v", "lease", {})))
-            seen.append(json.dumps(engine.workspace_list()))
+            seen.append(json.dumps(engine.indexing.index_status("v")))
+            seen.append(json.dumps(engine.reading.search("v", "lease", {})))
+            seen.append(json.dumps(engine.workspaces.workspace_list()))
         finally:
             engine.close()
     assert "Incorrect API key provided" in "".join(seen)  # the error reached the answers
@@ -517,12 +523,12 @@ def test_hostile_text_through_the_bundled_model(tmp_path):
         (root / name).write_bytes(data)
     engine = Engine(tmp_path / "store" / "autodoc.db")
     try:
-        engine.workspace_add("v", str(root))
-        summary = engine.index_run("v")
+        engine.workspaces.workspace_add("v", str(root))
+        summary = engine.indexing.index_run("v")
         assert summary["embedding"]["coverage"]["embedded"] == summary["chunks"]
         expected = {"broken bytes": "bad-utf8.md", "token token": "long-line.md"}
         for q in ("broken bytes", "\u202e", "\U0001f680 launch", "token token", "\x00"):
-            answer = engine.search("v", q, {"stages": ["semantic"]})
+            answer = engine.reading.search("v", q, {"stages": ["semantic"]})
             assert answer["stages"]["performed"] == ["semantic"], q
             paths = [h["path"] for h in answer["hits"]]
             assert set(paths) <= set(texts), (q, paths)

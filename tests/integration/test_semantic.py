@@ -515,12 +515,12 @@ def test_background_embedding_serves_lexical_answers_meanwhile(rpc, vault):
             vault, f"n{i:02}.md", "".join(f"## Part {j}\nnotes {i} part {j}\n\n" for j in range(8))
         )
     engine = rpc.engine
-    engine.workspace_add("kb", str(vault))
-    summary = engine.index_run("kb", wait=False)  # returns after the lexical write
+    engine.workspaces.workspace_add("kb", str(vault))
+    summary = engine.indexing.index_run("kb", wait=False)  # returns after the lexical write
     assert summary["embedding"] == {"background": True}
     early = search(rpc, "kb", "notes part")
     assert early["hits"] and early["semantic"] == "partial"  # 320 texts take seconds to embed
-    engine._workers["kb"].join(timeout=120)
+    engine.indexing._workers["kb"].join(timeout=120)
     done = search(rpc, "kb", "notes part")
     assert done["semantic"] == "ready"
     assert done["semantic_coverage"]["embedded"] == done["semantic_coverage"]["total"] == 320
@@ -558,15 +558,15 @@ def test_coverage_is_kept_incrementally_and_matches_a_full_count(sample):
     assert reported() == truth()
     for i in range(3):
         (root / f"new-{i}.md").write_text(f"# New {i}\n\nfresh text number {i} about stores.\n")
-        with engine._write:  # index without the background fill, so vectors are missing
+        with engine.writing:  # index without the background fill, so vectors are missing
             from autodoc.index.indexer import Indexer
 
             Indexer(engine.store, engine.lexical(ws), ws).run(paths=[f"new-{i}.md"])
         got = reported()
         assert got == truth() and got["embedded"] < got["total"]
     (root / "new-0.md").unlink()
-    engine.index_paths("kb", ["new-0.md"])
-    engine.embed_run("kb")
+    engine.indexing.index_paths("kb", ["new-0.md"])
+    engine.indexing.embed_run("kb")
     got = reported()
     assert got == truth() and got["embedded"] == got["total"]
 
@@ -580,15 +580,15 @@ def test_the_sign_index_forgets_collected_vectors_even_when_more_arrive(tmp_path
         write(root, f"d{i}.md", f"# D{i}\n\nfirst version of document {i}\n")
     with FakeOpenAI(dim=32) as server:
         engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
-        engine.index_run("v")
+        engine.indexing.index_run("v")
         for i in range(3):  # every old text becomes unused...
             write(root, f"d{i}.md", f"# D{i}\n\nsecond version of document {i}\n")
-        engine.index_run("v")
+        engine.indexing.index_run("v")
         ws = engine.workspace("v")
         Indexer(engine.store, engine.lexical(ws), ws).purge_retired(grace=0)
         for i in range(6):  # ...and more new texts arrive than old ones go
             write(root, f"n{i}.md", f"# N{i}\n\na new note {i}\n")
-        summary = engine.index_run("v")  # collects the 3 old vectors, adds 6
+        summary = engine.indexing.index_run("v")  # collects the 3 old vectors, adds 6
 
         def stale(e: Engine) -> set[int]:
             embedder, _ = e.embedder(ws)
@@ -614,14 +614,14 @@ def test_a_sign_index_saved_halfway_loads_without_adding_rows_twice(tmp_path):
     write(root, "a.md", "# A\n\nfirst text\n")
     with FakeOpenAI(dim=32) as server:
         engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
-        engine.index_run("v")
+        engine.indexing.index_run("v")
         ws = engine.workspace("v")
         embedder, _ = engine.embedder(ws)
         meta = engine.signs(ws, embedder).path.with_suffix(".json")
         old_meta = meta.read_text()
         for i in range(4):
             write(root, f"n{i}.md", f"# N{i}\n\nnew text {i}\n")
-        engine.index_run("v")  # saves the index with the new rows...
+        engine.indexing.index_run("v")  # saves the index with the new rows...
         engine.close()
         meta.write_text(old_meta)  # ...but the .json was never replaced
         reopened = Engine(tmp_path / "store" / "autodoc.db")
@@ -630,7 +630,7 @@ def test_a_sign_index_saved_halfway_loads_without_adding_rows_twice(tmp_path):
             signs.refresh(conn, ws.id, ws.active_model_fp, read_epochs(conn, ws.id)[1])
             known = {r[0] for r in conn.execute("SELECT id FROM embeddings")}
         assert {int(k) for k in signs.index.keys} == known
-        found = reopened.search("v", "new text", {"stages": ["semantic"], "fusion": "rrf"})
+        found = reopened.reading.search("v", "new text", {"stages": ["semantic"], "fusion": "rrf"})
         assert len(found["hits"]) == 5
         reopened.close()
 

@@ -20,8 +20,8 @@ def body(marker: int) -> str:
 def test_no_answer_mixes_generations_while_a_writer_edits(engine, vault):
     write(vault, "doc.md", body(0))
     write(vault, "other.md", "# Other\n\nsentinel elsewhere\n")
-    engine.workspace_add("v", str(vault))
-    engine.index_run("v")
+    engine.workspaces.workspace_add("v", str(vault))
+    engine.indexing.index_run("v")
     stop = threading.Event()
     errors: list[BaseException] = []
 
@@ -29,7 +29,7 @@ def test_no_answer_mixes_generations_while_a_writer_edits(engine, vault):
         try:
             for marker in range(1, 31):
                 (vault / "doc.md").write_text(body(marker))
-                engine.index_run("v")
+                engine.indexing.index_run("v")
         except BaseException as exc:  # surfaced below
             errors.append(exc)
         finally:
@@ -42,7 +42,9 @@ def test_no_answer_mixes_generations_while_a_writer_edits(engine, vault):
     while not stop.is_set() or answers < 60:
         # every stage set in turn: retired chunks must stay out of each (issue 19)
         stages = list(per_stage)[answers % 3].split("+")
-        answer = engine.search("v", "sentinel text for section", {"limit": 20, "stages": stages})
+        answer = engine.reading.search(
+            "v", "sentinel text for section", {"limit": 20, "stages": stages}
+        )
         hits = answer["hits"]
         per_stage["+".join(answer["stages"]["performed"])] += bool(hits)
         doc_hits = [h for h in hits if h["path"] == "doc.md"]

@@ -72,7 +72,7 @@ def test_every_answer_names_the_rare_words_found_nowhere_and_its_confidence(
 def test_a_deleted_word_stops_counting_once_its_chunk_is_gone(kb, vault):
     (vault / "adr" / "0002-postgres.md").write_text("# Use Postgres\n\nOne store.\n")
     kb.call("index.run", ["kb"])
-    kb.engine.index_run("kb")
+    kb.engine.indexing.index_run("kb")
     answer = ask(kb, "orders")
     assert answer["hits"] == [] and answer["confidence"] == "none"
 

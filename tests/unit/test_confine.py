@@ -227,7 +227,7 @@ def test_re_indexing_a_file_while_it_is_swapped_for_a_link_to_outside(tmp_path):
     swapper.start()
     try:
         for _ in range(long_count(300, 3000)):
-            rpc.engine.index_paths("v", ["d/a.md"])
+            rpc.engine.indexing.index_paths("v", ["d/a.md"])
             assert rpc.call("search.query", ["v", "SECRET outside vault"])["hits"] == []
     finally:
         stop.set()

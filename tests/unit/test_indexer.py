@@ -207,7 +207,7 @@ def test_reader_snapshot_never_mixes_generations(indexed, engine, vault):
     lex = engine.lexical(ws)
     hits = indexed.call("search.query", ["v", "alpha rows", {"stages": ["lexical"]}])["hits"]
     assert all("omega" in h["snippet"] or h["path"] != "design.md" for h in hits)
-    assert len(lex.all_chunk_ids()) > engine.workspace_list()[0]["chunks"]
+    assert len(lex.all_chunk_ids()) > engine.workspaces.workspace_list()[0]["chunks"]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads unreadable files")
@@ -274,14 +274,14 @@ def test_retired_chunks_leave_tantivy_after_the_grace_period(indexed, engine, va
 def test_file_vanishing_between_scan_and_read_is_skipped(engine, vault):
     write(vault, "a.md", "# A\n\nalpha\n")
     write(vault, "b.md", "# B\n\nbeta\n")
-    engine.workspace_add("v", str(vault))
-    engine.workspace_configure("v", {"embedding": "none"})
+    engine.workspaces.workspace_add("v", str(vault))
+    engine.workspaces.workspace_configure("v", {"embedding": "none"})
 
     def vanish(done, total, path):
         if path == "b.md":
             (vault / "b.md").unlink()  # gone after the scan saw it, before it is read
 
-    summary = engine.index_run("v", progress=vanish)
+    summary = engine.indexing.index_run("v", progress=vanish)
     assert summary["added"] == 1
     assert [s["path"] for s in summary["skipped"]] == ["b.md"]
     assert summary["skipped"][0]["reason"] == "no such file in the workspace"
@@ -308,8 +308,8 @@ def test_an_index_with_another_schema_is_replaced(indexed, engine, db_path):
     tantivy.Index(sb.build(), str(path))  # a foreign schema where ours should be
     again = Engine(db_path)
     try:
-        assert again.index_run("v")["chunks"] > 0
-        hits = again.search("v", "gamma", {"stages": ["lexical"]})["hits"]
+        assert again.indexing.index_run("v")["chunks"] > 0
+        hits = again.reading.search("v", "gamma", {"stages": ["lexical"]})["hits"]
         assert [h["path"] for h in hits] == ["design.md"]
     finally:
         again.close()
@@ -327,19 +327,23 @@ def test_hits_from_files_changed_since_indexing_are_dropped_at_answer_time(
     on the answer, not a stage."""
     write(vault, "a.md", "# A\n\nmarmoset facts, first version.\n")
     write(vault, "b.md", "# B\n\nmarmoset facts elsewhere.\n")
-    engine.workspace_add("v", str(vault))
+    engine.workspaces.workspace_add("v", str(vault))
     if stages == ["lexical"]:
-        engine.workspace_configure("v", {"embedding": "none"})
+        engine.workspaces.workspace_configure("v", {"embedding": "none"})
     if where == "qdrant":
         pytest.importorskip("qdrant_client", reason="the qdrant extra is not installed")
         store = {"kind": "qdrant", "url": ":memory:"}
-        engine.workspace_configure("v", {"embedding": {"provider": "bundled", "store": store}})
-    engine.index_run("v")
+        engine.workspaces.workspace_configure(
+            "v", {"embedding": {"provider": "bundled", "store": store}}
+        )
+    engine.indexing.index_run("v")
     seen: list[tuple[str, list[str]]] = []
     engine.on_stale = lambda ws, paths: seen.append((ws, paths))
 
     def answer():
-        got = engine.search("v", "marmoset", {"stages": stages, "fusion": "rrf"})  # every hit
+        got = engine.reading.search(
+            "v", "marmoset", {"stages": stages, "fusion": "rrf"}
+        )  # every hit
         assert got["stages"]["performed"] == stages
         return got
 
@@ -354,8 +358,8 @@ def test_hits_from_files_changed_since_indexing_are_dropped_at_answer_time(
     got = answer()
     assert got["hits"] == [] and got["stale"] == ["a.md", "b.md"]
     assert seen[-1] == ("v", ["a.md", "b.md"])
-    engine.index_paths("v", ["a.md", "b.md"])  # what a server does with the stale paths
-    engine.embed_run("v", incremental=True)  # the vectors of the new text, now
+    engine.indexing.index_paths("v", ["a.md", "b.md"])  # what a server does with the stale paths
+    engine.indexing.embed_run("v", incremental=True)  # the vectors of the new text, now
     got = answer()
     assert [h["path"] for h in got["hits"]] == ["a.md"] and got["stale"] == []
     hit = got["hits"][0]

@@ -207,7 +207,14 @@ def test_path_prefix_filter(kb):
 def test_answer_shape_is_honest_about_stages(kb):
     _, answer = top(kb, "lease", stages=["lexical"])
     assert answer["mode_used"] == "lexical"
-    assert answer["stages"] == {"requested": ["lexical"], "performed": ["lexical"], "skipped": {}}
+    # the store that ran the stage is named (issue 57)
+    engine = "qdrant-sparse:memory" if isinstance(kb, InQdrant) else "tantivy"
+    assert answer["stages"] == {
+        "requested": ["lexical"],
+        "performed": ["lexical"],
+        "skipped": {},
+        "engines": {"lexical": engine},
+    }
     hit = answer["hits"][0]
     for key in (
         "path",

@@ -40,8 +40,8 @@ def test_resolution_and_inbound_counts(engine, vault):
         """,
     )
     write(vault, "notes/b.md", "# B\n\n[[a]] and [[A]] and [[b]]\n")
-    engine.workspace_add("v", str(vault))
-    engine.index_run("v")
+    engine.workspaces.workspace_add("v", str(vault))
+    engine.indexing.index_run("v")
     got, inbound = links(engine)
     resolved = {(s, t): r for s, t, r in got}
     for target in (
@@ -61,13 +61,13 @@ def test_resolution_and_inbound_counts(engine, vault):
     }  # self-links don't count
 
     write(vault, "later note.md", "# Later\n")  # the target appears: the old link resolves
-    engine.index_run("v")
+    engine.indexing.index_run("v")
     got, inbound = links(engine)
     assert {(s, t): r for s, t, r in got}[("notes/a.md", "later note")] == "later note.md"
     assert inbound["later note.md"] == 1
 
     (vault / "notes" / "a.md").unlink()  # the source goes: its links and their counts go
-    engine.index_run("v")
+    engine.indexing.index_run("v")
     got, inbound = links(engine)
     assert all(s != "notes/a.md" for s, _, _ in got)
     assert inbound["adr/0003-store.md"] == 0 and inbound["later note.md"] == 0
@@ -90,9 +90,9 @@ def test_a_targeted_run_resolves_links_as_a_full_run_would(engine, vault):
     write(vault, "adr/0001.md", "---\ntitle: First\naliases: [the first]\n---\n# First\n")
     write(vault, "adr/0002.md", "# Second\n\nSuperseded by [[0003]].\n")
     write(vault, "notes/n.md", "# N\n\n[[the first]], [[First]], [[Third]], [[0002]].\n")
-    engine.workspace_add("v", str(vault))
-    engine.workspace_configure("v", {"embedding": "none"})
-    engine.index_run("v")
+    engine.workspaces.workspace_add("v", str(vault))
+    engine.workspaces.workspace_configure("v", {"embedding": "none"})
+    engine.indexing.index_run("v")
 
     def check():
         targeted = _link_state(engine)
@@ -116,7 +116,7 @@ def test_a_targeted_run_resolves_links_as_a_full_run_would(engine, vault):
     ]
     for rel, text in steps:
         write(vault, rel, text)
-        engine.index_paths("v", [rel])
+        engine.indexing.index_paths("v", [rel])
         check()
     got, inbound, pairs = check()
     resolved = {(s, t): r for s, t, r in got}
@@ -126,10 +126,10 @@ def test_a_targeted_run_resolves_links_as_a_full_run_would(engine, vault):
     assert inbound["adr/0003.md"] == 2 and pairs == []
     assert resolved[("adr/0005.md", "6")] is None  # two records 6
     write(vault, "adr/0002.md", "# Second\n\nSuperseded by [[0003]].\n")
-    engine.index_paths("v", ["adr/0002.md"])
+    engine.indexing.index_paths("v", ["adr/0002.md"])
     assert check()[2] == [("adr/0002.md", "adr/0003.md")]
     (vault / "adr" / "0003.md").unlink()  # the target goes
-    engine.index_paths("v", ["adr/0003.md"])
+    engine.indexing.index_paths("v", ["adr/0003.md"])
     got, inbound, pairs = check()
     assert {(s, t): r for s, t, r in got}[("notes/n.md", "Third")] is None and pairs == []
 
@@ -201,21 +201,21 @@ def test_record_links_resolve_by_number_in_the_folder_and_only_as_a_fallback(eng
     write(vault, "adr/0040-a.md", "# Forty A\n")
     write(vault, "adr/0040-b.md", "# Forty B\n")  # two records numbered 40: neither is meant
     write(vault, "other/0012.md", "# Twelve\n\nSuperseded by ADR 17.\n")  # its folder has one
-    engine.workspace_add("v", str(vault))
-    engine.workspace_configure("v", {"embedding": "none"})
-    engine.index_run("v")
+    engine.workspaces.workspace_add("v", str(vault))
+    engine.workspaces.workspace_configure("v", {"embedding": "none"})
+    engine.indexing.index_run("v")
     assert _pairs(engine) == [
         ("adr/0009-old.md", "adr/0010-new.md"),  # the link, not record 17
         ("adr/2022-03-28_017-udp.md", "adr/2025-02-12_032-etcd.md"),
         ("other/0012.md", "other/0017-elsewhere.md"),
     ]
     # a guess is not a link its author wrote: `check` and the link counts leave it out
-    report = engine.index_check("v")
+    report = engine.indexing.index_check("v")
     broken = [f for f in report["findings"] if f["kind"] == "link"]
     assert [(f["path"], f["line"]) for f in broken] == [("adr/2022-03-28_017-udp.md", 5)]
-    assert engine.index_status("v")["links"] == {"total": 2, "resolved": 1}
+    assert engine.indexing.index_status("v")["links"] == {"total": 2, "resolved": 1}
     (vault / "adr" / "0040-b.md").unlink()  # one record 40 left: a targeted run finds it
-    engine.index_paths("v", ["adr/0040-b.md"])
+    engine.indexing.index_paths("v", ["adr/0040-b.md"])
     assert ("adr/0011-older.md", "adr/0040-a.md") in _pairs(engine)
 
 
@@ -249,16 +249,16 @@ def test_frontmatter_links_resolve_like_body_links_and_check_is_quiet(engine, va
     write(vault, "notes/0003-old.md", "---\nsuperseded_by: ../adr/0050-use-lmdb.md\n---\n# 3\n")
     # From the root, as the sample vault writes it: no adr/adr/ beside the file, so the root's
     write(vault, "adr/0004-old.md", "---\nsuperseded_by: adr/0043-use-sqlite.md\n---\n# 4\n")
-    engine.workspace_add("v", str(vault))
-    engine.workspace_configure("v", {"embedding": "none"})
-    engine.index_run("v")
+    engine.workspaces.workspace_add("v", str(vault))
+    engine.workspaces.workspace_configure("v", {"embedding": "none"})
+    engine.indexing.index_run("v")
     assert _pairs(engine) == [
         ("adr/0001-old.md", "adr/0042-use-postgres.md"),
         ("adr/0002-old.md", "adr/0043-use-sqlite.md"),
         ("adr/0004-old.md", "adr/0043-use-sqlite.md"),
         ("notes/0003-old.md", "adr/0050-use-lmdb.md"),
     ]
-    report = engine.index_check("v")
+    report = engine.indexing.index_check("v")
     assert [f for f in report["findings"] if f["kind"] == "link"] == []
 
 
@@ -274,9 +274,9 @@ def test_any_frontmatter_value_written_as_a_link_and_link_typed_fields_are_links
           "owner: Ana\nsite: \"[home](https://example.org/x.md)\"\n---\n# A\n\nbody\n")  # fmt: skip
     write(vault, "notes/b.md", "---\ndepends: \"[B](../adr/0099-gone.md)\"\nowner: \"[[Bo]]\"\n"
           "---\n# B\n")  # fmt: skip
-    engine.workspace_add("v", str(vault))
-    engine.workspace_configure("v", {"embedding": "none"})
-    engine.index_run("v")
+    engine.workspaces.workspace_add("v", str(vault))
+    engine.workspaces.workspace_configure("v", {"embedding": "none"})
+    engine.indexing.index_run("v")
     assert links(engine, "meta")[0] == [
         ("notes/a.md", "../adr/0042-use-postgres.md", "adr/0042-use-postgres.md"),
         ("notes/a.md", "0042-use-postgres", "adr/0042-use-postgres.md"),
@@ -285,20 +285,20 @@ def test_any_frontmatter_value_written_as_a_link_and_link_typed_fields_are_links
         ("notes/b.md", "../adr/0099-gone.md", None),
         ("notes/b.md", "Bo", None),  # a string field, but written as a link: a link
     ]  # the web address in `site` is not a document link
-    report = engine.index_check("v")
+    report = engine.indexing.index_check("v")
     said = {(f["path"], f["line"]): f["message"] for f in report["findings"] if f["kind"] == "link"}
     assert said == {
         ("notes/a.md", 6): "link to 'no-such-note' does not resolve",
         ("notes/b.md", 2): "link to '../adr/0099-gone.md' does not resolve",
         ("notes/b.md", 3): "link to 'Bo' does not resolve",
     }
-    found = engine.search("v", "related:0043-use-sqlite", {"stages": ["lexical"]})
+    found = engine.reading.search("v", "related:0043-use-sqlite", {"stages": ["lexical"]})
     assert [h["path"] for h in found["hits"]] == ["notes/a.md"]
-    found = engine.search("v", "related:[[0043-use-sqlite]]", {"stages": ["lexical"]})
+    found = engine.reading.search("v", "related:[[0043-use-sqlite]]", {"stages": ["lexical"]})
     assert [h["path"] for h in found["hits"]] == ["notes/a.md"]  # the target, however written
     # A list of mappings is not a link: check says so.
     write(vault, "notes/c.md", "---\nrelated:\n  - {a: 1}\n---\n# C\n")
-    engine.index_run("v")
-    report = engine.index_check("v")
+    engine.indexing.index_run("v")
+    report = engine.indexing.index_check("v")
     assert any(f["path"] == "notes/c.md" and f["kind"] == "type" and "expected a link" in
                f["message"] for f in report["findings"])  # fmt: skip

@@ -35,8 +35,8 @@ def wired(tmp_path_factory):
     with FakeOpenAI(dim=32) as embedder, FakeRanker("tei") as ranker:
         engine = fake_openai_engine(base / "store" / "autodoc.db", root, embedder.url)
         spec = {"provider": "tei", "base_url": ranker.url, "model": "rr", "window": 10}
-        engine.workspace_configure("v", {"ranker": spec})
-        engine.index_run("v")
+        engine.workspaces.workspace_configure("v", {"ranker": spec})
+        engine.indexing.index_run("v")
         yield Dispatcher(engine), root
         engine.close()
 
@@ -66,7 +66,7 @@ def test_the_other_answers_are_exactly_their_types(wired):
     protocol.conform(rpc.call("changes.since", ["v", 0]), protocol.Changes)
     for entry in rpc.call("workspace.list"):
         protocol.conform(entry, protocol.WorkspaceInfo)
-    protocol.conform(rpc.engine.semantic_state("v"), protocol.StageState)
+    protocol.conform(rpc.engine.reading.semantic_state("v"), protocol.StageState)
     protocol.conform(rpc.call("index.status", ["v"]), protocol.IndexStatus)
     protocol.conform(rpc.call("workspace.add", ["v", str(root)]), protocol.WorkspaceAdded)
     with pytest.raises(RpcError) as err:

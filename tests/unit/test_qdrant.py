@@ -31,7 +31,7 @@ LOCAL = {"kind": "qdrant", "url": ":memory:"}
 
 def in_qdrant(engine: Engine, name: str = "v", where: dict | None = None) -> None:
     spec = engine.workspace(name).options["embedding"]
-    engine.workspace_configure(name, {"embedding": {**spec, "store": where or LOCAL}})
+    engine.workspaces.workspace_configure(name, {"embedding": {**spec, "store": where or LOCAL}})
 
 
 def points(engine: Engine, name: str = "v") -> dict[int, dict]:
@@ -52,7 +52,7 @@ def qdrant_vault(tmp_path, files: dict[str, str]) -> Iterator[tuple[Engine, Path
     with FakeOpenAI(dim=32) as server:
         engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
         in_qdrant(engine)
-        engine.index_run("v")
+        engine.indexing.index_run("v")
         try:
             yield engine, root
         finally:
@@ -78,22 +78,27 @@ def test_the_same_answers_as_the_embedded_store(tmp_path):
         vault = tmp_path / where
         shutil.copytree(EXAMPLE_VAULT, vault)
         engine = Engine(tmp_path / f"{where}.db")
-        engine.workspace_add("v", str(vault))
+        engine.workspaces.workspace_add("v", str(vault))
         if where == "qdrant":  # the vectors' store alone: the lexical stage stays on Tantivy
             in_qdrant(engine, where={**LOCAL, "lexical": "tantivy"})
-        engine.index_run("v")
+        engine.indexing.index_run("v")
         engines.append(engine)
     try:
         for text in ("why did we pick sqlite", "writer lease", "how are documents split"):
             for stages in (["semantic"], ["lexical", "semantic"]):
-                a, b = (e.search("v", text, {"stages": stages}) for e in engines)
+                a, b = (e.reading.search("v", text, {"stages": stages}) for e in engines)
                 assert [(h["path"], h["line_start"]) for h in a["hits"]] == [
                     (h["path"], h["line_start"]) for h in b["hits"]
                 ]
                 assert [h["score"] for h in a["hits"]] == pytest.approx(
                     [h["score"] for h in b["hits"]], abs=1e-4
                 )
-                assert a["stages"] == b["stages"] and a["semantic"] == b["semantic"] == "ready"
+                assert a["semantic"] == b["semantic"] == "ready"
+                # the same stages ran, and each answer names the store that ran each
+                assert {**a["stages"], "engines": {}} == {**b["stages"], "engines": {}}
+                lexical = {"lexical": "tantivy"} if "lexical" in stages else {}
+                assert a["stages"]["engines"] == {**lexical, "semantic": "usearch"}
+                assert b["stages"]["engines"] == {**lexical, "semantic": "qdrant:memory"}
     finally:
         for e in engines:
             e.close()
@@ -126,8 +131,8 @@ def test_a_reader_snapshot_never_mixes_generations_while_the_collection_moves_on
             write(root, "a.md", "# A\n\n## New\n\nzebra okapi second version\n")
 
             def publish() -> None:  # ...while a writer publishes and mirrors
-                engine.index_paths("v", ["a.md"])
-                engine.embed_run("v", incremental=True)
+                engine.indexing.index_paths("v", ["a.md"])
+                engine.indexing.embed_run("v", incremental=True)
 
             writer = threading.Thread(target=publish)  # its own reader connection
             writer.start()
@@ -147,20 +152,20 @@ def test_the_mirror_marks_retired_chunks_and_deletes_purged_ones(tmp_path):
         assert set(points(engine)) == first
         assert {p["state"] for p in points(engine).values()} == {1}
         write(root, "d0.md", "# D0\n\nsecond version of document 0\n")
-        engine.index_run("v")
+        engine.indexing.index_run("v")
         now = points(engine)
         retired = first - live_chunks(engine)
         assert retired and {now[c]["state"] for c in retired} == {2}  # marked, still there
         assert {now[c]["gen"] for c in live_chunks(engine) - first} == {2}
         ws = engine.workspace("v")
         Indexer(engine.store, engine.lexical(ws), ws).purge_retired(grace=0)
-        engine.embed_run("v")
+        engine.indexing.embed_run("v")
         assert set(points(engine)) == live_chunks(engine)  # purged: deleted
         model_fp = ws.active_model_fp
         engine.close()  # removed by a process that never opened the collection
         other = Engine(tmp_path / "store" / "autodoc.db")
         try:
-            other.workspace_remove("v")
+            other.workspaces.workspace_remove("v")
             vectors = QdrantVectors(LOCAL, 32, other.store.store_id, ws.id, model_fp)
         finally:
             other.close()
@@ -182,9 +187,11 @@ def test_the_mirror_marks_retired_chunks_and_deletes_purged_ones(tmp_path):
 def test_a_bad_store_option_is_refused_naming_its_field(tmp_path, store, field):
     engine = Engine(tmp_path / "autodoc.db")
     try:
-        engine.workspace_add("v", str(tmp_path))
+        engine.workspaces.workspace_add("v", str(tmp_path))
         with pytest.raises(RpcError) as err:
-            engine.workspace_configure("v", {"embedding": {"provider": "bundled", "store": store}})
+            engine.workspaces.workspace_configure(
+                "v", {"embedding": {"provider": "bundled", "store": store}}
+            )
         assert err.value.code == -32602 and err.value.data["field"] == field
     finally:
         engine.close()
@@ -225,7 +232,7 @@ def test_points_are_mirrored_as_a_fill_stores_them_not_only_after(tmp_path, monk
         for i in range(3, 9):
             write(root, f"d{i}.md", f"# D{i}\n\nnotes on document {i}\n")
         seen: list[tuple[int, int]] = []
-        engine.index_run("v", embed_progress=lambda done, total: seen.append(
+        engine.indexing.index_run("v", embed_progress=lambda done, total: seen.append(
             (done, len(points(engine)))))  # fmt: skip
         assert len(seen) >= 3
         for done, held in seen:  # every stored batch is a point by the next one's report
@@ -246,7 +253,7 @@ def test_points_of_chunks_purged_before_a_mirror_marked_them_are_swept(tmp_path)
         Indexer(engine.store, engine.lexical(ws), ws).purge_retired(grace=0)
         orphans = first - live_chunks(engine)
         assert orphans and orphans <= set(points(engine))  # their points outlived them
-        engine.embed_run("v")
+        engine.indexing.embed_run("v")
         assert set(points(engine)) == live_chunks(engine)
 
 
@@ -260,7 +267,7 @@ def test_a_sweep_from_an_older_snapshot_keeps_the_points_written_since(tmp_path)
         with engine.store.snapshot() as older:
             assert older.execute("SELECT count(*) FROM chunks").fetchone()[0]  # pinned here
             write(root, "d9.md", "# D9\n\nnotes written after that snapshot\n")
-            writer = threading.Thread(target=lambda: engine.index_run("v"))
+            writer = threading.Thread(target=lambda: engine.indexing.index_run("v"))
             writer.start()  # indexed, embedded and mirrored meanwhile (its own connection)
             writer.join()
             swept = vectors._sweep(older)

@@ -31,15 +31,15 @@ def kb(tmp_path):
     write(root, "a.md", "# Alpha\n\n## Old\n\nzebra okapi first version\n")
     write(root, "b.md", "# Beta\n\nunrelated giraffe notes\n")
     engine = Engine(tmp_path / "store" / "autodoc.db")
-    engine.workspace_add("v", str(root))
-    engine.workspace_configure("v", LEXICAL_ONLY)
-    engine.index_run("v")
+    engine.workspaces.workspace_add("v", str(root))
+    engine.workspaces.workspace_configure("v", LEXICAL_ONLY)
+    engine.indexing.index_run("v")
     yield engine, root
     engine.close()
 
 
 def paths(engine: Engine, text: str) -> list[str]:
-    hits = engine.search("v", text, {"stages": ["lexical"]})["hits"]
+    hits = engine.reading.search("v", text, {"stages": ["lexical"]})["hits"]
     return [h["path"] for h in hits]
 
 
@@ -67,7 +67,7 @@ def test_no_tantivy_index_is_kept_and_the_status_says_qdrant(kb):
     ws = engine.workspace("v")
     local = engine.store.lexical_root / str(ws.id)
     assert not (local / "meta.json").exists()  # Tantivy's
-    status = engine.index_status("v")
+    status = engine.indexing.index_status("v")
     assert status["lexical"] == {"engine": "qdrant", "entries": len(live(engine))}
     assert point_ids(engine) == live(engine)
     assert paths(engine, "okapi") == ["a.md"]
@@ -77,7 +77,7 @@ def test_an_edit_retires_the_old_words_and_a_purge_deletes_their_points(kb):
     engine, root = kb
     first = live(engine)
     write(root, "a.md", "# Alpha\n\n## New\n\nzebra okapi second edition\n")
-    engine.index_run("v")
+    engine.indexing.index_run("v")
     assert paths(engine, "edition") == ["a.md"]
     assert paths(engine, "first") == []  # its chunk is retired: the snapshot hides it
     assert point_ids(engine) >= first | live(engine)  # still held until the purge
@@ -99,7 +99,7 @@ def test_a_reader_snapshot_never_sees_another_generation(kb):
     with engine.store.snapshot() as reader:  # a search under way...
         before = found(reader)
         write(root, "a.md", "# Alpha\n\n## New\n\nzebra okapi second version\n")
-        writer = threading.Thread(target=lambda: engine.index_paths("v", ["a.md"]))
+        writer = threading.Thread(target=lambda: engine.indexing.index_paths("v", ["a.md"]))
         writer.start()  # ...while a writer publishes the new generation's points
         writer.join()
         assert point_ids(engine) - old  # the new chunks' points are in the collection
@@ -115,7 +115,7 @@ def test_a_lost_collection_is_rebuilt_from_sqlite(kb):
     lex.client.delete_collection(lex._current())  # a server wiped, dropped by hand
     lex._ensure()
     assert paths(engine, "okapi") == []
-    engine.index_run("v")  # the reconcile sees fewer entries than live chunks
+    engine.indexing.index_run("v")  # the reconcile sees fewer entries than live chunks
     assert point_ids(engine) == live(engine)
     assert paths(engine, "okapi") == ["a.md"]
 
@@ -126,23 +126,31 @@ def on_tantivy(tmp_path):
     root = tmp_path / "vault"
     write(root, "a.md", "# Alpha\n\nzebra okapi notes\n")
     engine = Engine(tmp_path / "autodoc.db")
-    engine.workspace_add("v", str(root))
-    engine.workspace_configure("v", {"embedding": "none"})
-    engine.index_run("v")
+    engine.workspaces.workspace_add("v", str(root))
+    engine.workspaces.workspace_configure("v", {"embedding": "none"})
+    engine.indexing.index_run("v")
     yield engine, root
     engine.close()
 
 
+def engines(engine: Engine) -> dict[str, str]:
+    """The stores an answer names as its stages'."""
+    return engine.reading.search("v", "okapi", {"stages": ["lexical"]})["stages"]["engines"]
+
+
 def test_a_workspace_moves_to_qdrant_and_back_answering_at_once(on_tantivy):
     engine, root = on_tantivy
-    assert engine.index_status("v")["lexical"]["engine"] == "tantivy"
-    engine.workspace_configure("v", LEXICAL_ONLY)
-    assert engine.index_status("v")["lexical"] == {"engine": "qdrant", "entries": 1}
+    assert engine.indexing.index_status("v")["lexical"]["engine"] == "tantivy"
+    assert engines(engine) == {"lexical": "tantivy"}
+    engine.workspaces.workspace_configure("v", LEXICAL_ONLY)
+    assert engine.indexing.index_status("v")["lexical"] == {"engine": "qdrant", "entries": 1}
+    assert engines(engine) == {"lexical": "qdrant-sparse:memory"}
     assert paths(engine, "okapi") == ["a.md"]
     write(root, "b.md", "# Beta\n\nokapi again\n")
-    engine.index_run("v")
-    engine.workspace_configure("v", {"embedding": "none"})  # back: Tantivy refilled
-    assert engine.index_status("v")["lexical"] == {"engine": "tantivy", "entries": 2}
+    engine.indexing.index_run("v")
+    engine.workspaces.workspace_configure("v", {"embedding": "none"})  # back: Tantivy refilled
+    assert engine.indexing.index_status("v")["lexical"] == {"engine": "tantivy", "entries": 2}
+    assert engines(engine) == {"lexical": "tantivy"}
     assert sorted(paths(engine, "okapi")) == ["a.md", "b.md"]
 
 
@@ -151,22 +159,22 @@ def test_a_removed_workspace_takes_its_collection(kb):
     lex = lexical_of(engine)
     held = lex._current()
     assert held is not None and lex.client.collection_exists(held)
-    engine.workspace_remove("v")
+    engine.workspaces.workspace_remove("v")
     assert not lex.client.collection_exists(held) and lex._aliased() is None
 
 
 def test_the_lexical_option_is_checked(tmp_path):
     engine = Engine(tmp_path / "autodoc.db")
     try:
-        engine.workspace_add("v", str(tmp_path))
+        engine.workspaces.workspace_add("v", str(tmp_path))
         bad = {"embedding": {"provider": "none", "store": {**LOCAL, "lexical": "lucene"}}}
         with pytest.raises(RpcError) as err:
-            engine.workspace_configure("v", bad)
+            engine.workspaces.workspace_configure("v", bad)
         assert err.value.code == -32602 and err.value.data["field"] == "embedding.store.lexical"
-        engine.workspace_configure(
+        engine.workspaces.workspace_configure(
             "v", {"embedding": {"provider": "none", "store": {**LOCAL, "lexical": "tantivy"}}}
         )
-        assert engine.index_status("v")["lexical"]["engine"] == "tantivy"
+        assert engine.indexing.index_status("v")["lexical"]["engine"] == "tantivy"
     finally:
         engine.close()
 
@@ -185,7 +193,7 @@ def test_missing_words_are_found_over_pages_of_chunks(kb, monkeypatch, page):
     engine, root = kb
     for i in range(3):
         write(root, f"c{i}.md", f"# C{i}\n\nzebra notes {i}\n")
-    engine.index_run("v")
+    engine.indexing.index_run("v")
     monkeypatch.setattr("autodoc.bm25.qdrant_sparse.MISSING_PAGE", page)
     words = [("zebra", False), ("giraffe", False), ("nothere", False), ("oka", True),
              ("gnu", True), ("notes", False)]  # fmt: skip
@@ -218,21 +226,21 @@ def test_a_move_drops_the_index_it_leaves_so_a_cut_short_move_back_is_refilled(
     engine, root = on_tantivy
     tantivy = engine.store.lexical_root / str(engine.workspace("v").id)
     assert (tantivy / "meta.json").exists()
-    engine.workspace_configure("v", LEXICAL_ONLY)
+    engine.workspaces.workspace_configure("v", LEXICAL_ONLY)
     assert not tantivy.exists()  # left: gone, not kept stale beside the store
     lex = lexical_of(engine)
     write(root, "a.md", "# Alpha\n\nzebra quokka notes\n")
-    engine.index_run("v")
+    engine.indexing.index_run("v")
 
     def cut_short(self):
         raise RuntimeError("killed during the move back")
 
     monkeypatch.setattr(Indexer, "rebuild_lexical", cut_short)
     with pytest.raises(RuntimeError):
-        engine.workspace_configure("v", {"embedding": "none"})
+        engine.workspaces.workspace_configure("v", {"embedding": "none"})
     monkeypatch.undo()
     assert collections_of(lex) == [] and lex._aliased() is None  # the collection went
-    engine.index_run("v")  # the reconcile finds Tantivy short of the live chunks
+    engine.indexing.index_run("v")  # the reconcile finds Tantivy short of the live chunks
     assert paths(engine, "quokka") == ["a.md"] and paths(engine, "okapi") == []
 
 
@@ -241,7 +249,7 @@ def test_a_store_field_that_does_not_move_the_index_does_not_rebuild_it(kb, monk
     rebuilt = []
     original = Indexer.rebuild_lexical
     monkeypatch.setattr(Indexer, "rebuild_lexical", lambda s: rebuilt.append(1) or original(s))
-    engine.workspace_configure(
+    engine.workspaces.workspace_configure(
         "v", {"embedding": {"provider": "none", "store": {**LOCAL, "timeout": 30}}}
     )
     assert rebuilt == [] and paths(engine, "okapi") == ["a.md"]

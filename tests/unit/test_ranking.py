@@ -118,7 +118,7 @@ def test_a_trace_asked_for_holds_the_candidates_the_answer_was_ranked_from(
     one row of every feature a candidate, the listed hits among them, and the promise tiers,
     whichever fusion answers; a search that asks for no capture records none."""
     trace = SearchTrace(capture=True)
-    answer = engine.search("kb", "adr 3 storage", {"limit": 5, "fusion": fusion_method},
+    answer = engine.reading.search("kb", "adr 3 storage", {"limit": 5, "fusion": fusion_method},
                            trace=trace)  # fmt: skip
     got = trace.candidates
     assert got is not None
@@ -130,7 +130,7 @@ def test_a_trace_asked_for_holds_the_candidates_the_answer_was_ranked_from(
         assert trace.answer_inputs is not None
         assert trace.answer_inputs.shape == (len(ranking.ANSWER_INPUTS),)
     plain = SearchTrace()
-    engine.search("kb", "adr 3 storage", {"limit": 5}, trace=plain)
+    engine.reading.search("kb", "adr 3 storage", {"limit": 5}, trace=plain)
     assert plain.candidates is None and plain.performed == ["lexical", "semantic"]
 
 

@@ -49,11 +49,11 @@ def sem(tmp_path_factory, request):
         if request.param == "qdrant":
             spec = engine.workspace("v").options["embedding"]
             where = {"kind": "qdrant", "url": ":memory:"}
-            engine.workspace_configure("v", {"embedding": {**spec, "store": where}})
+            engine.workspaces.workspace_configure("v", {"embedding": {**spec, "store": where}})
         with pytest.MonkeyPatch.context() as mp:
             if request.param == "graph":
                 mp.setattr(usearch_index, "HNSW_ABOVE", 1)
-            engine.index_run("v")
+            engine.indexing.index_run("v")
         assert searched_by(plan(engine)[1].signs) == request.param
         engine.searched_by = request.param  # checked by candidates_for
         yield engine, root
@@ -236,12 +236,12 @@ def test_the_sign_codes_grow_with_the_vectors_after_a_filtered_scan(tmp_path):
     with FakeOpenAI(dim=32) as server:
         engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
         try:
-            engine.index_run("v")
+            engine.indexing.index_run("v")
             old = doc_ids(engine, "n00")
             found, _ = candidates(engine, note(0), DocumentSet(len(old), keep=old))
             assert {d for _, d, _ in found} == old  # the codes are now held in memory
             write(root, "late.md", "# Late\n\nzebra okapi giraffe\n")
-            engine.index_run("v")
+            engine.indexing.index_run("v")
             both = old | doc_ids(engine, "late")
             for text in ("zebra okapi giraffe", note(0)):
                 found, _ = candidates(engine, text, DocumentSet(len(both), keep=both))
@@ -283,14 +283,14 @@ def test_a_filtered_search_before_any_vector_exists_answers(tmp_path):
     db = tmp_path / "store" / "autodoc.db"
     with FakeOpenAI(dim=32) as server:
         engine = fake_openai_engine(db, root, server.url)
-        engine.index_run("v")
+        engine.indexing.index_run("v")
         with engine.store.transaction() as conn:  # as before the first fill
             conn.execute("DELETE FROM embeddings")
             conn.execute("UPDATE workspaces SET vector_epoch = vector_epoch + 1")
         engine.close()
         engine = Engine(db)  # a new process: no sign codes in memory
         try:
-            answer = engine.search("v", "lease", {"paths": ["x/"]})
+            answer = engine.reading.search("v", "lease", {"paths": ["x/"]})
             assert [h["path"] for h in answer["hits"]] == ["x/only.md"]
             assert answer["stages"]["performed"] == ["lexical", "semantic"]
             assert answer["semantic"] == "partial"
@@ -367,7 +367,7 @@ def small_engine(tmp_path, server, n: int = 12):
     for i in range(n):
         write(root, f"n{i:02}.md", note(i))
     engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
-    engine.index_run("v")
+    engine.indexing.index_run("v")
     return engine, root
 
 
@@ -448,11 +448,11 @@ def test_chunks_sharing_a_text_come_in_chunk_order(tmp_path):
         write(root, "a.md", "# Common\n\nalpha page words\n")
         engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
         try:
-            engine.index_run("v")
+            engine.indexing.index_run("v")
             write(root, "b.md", "# Common\n\nbeta page words\n\n" + LICENCE)
-            engine.index_run("v")
+            engine.indexing.index_run("v")
             write(root, "a.md", "# Common\n\nalpha page words\n\n" + LICENCE)
-            engine.index_run("v")
+            engine.indexing.index_run("v")
             (a,), (b,) = doc_ids(engine, "a.md"), doc_ids(engine, "b.md")
             found, _ = candidates(engine, LICENCE, need=2)
             with engine.store.snapshot() as conn:
@@ -519,7 +519,7 @@ def test_a_new_process_reuses_the_saved_sign_index(tmp_path):
             found, _ = candidates(engine, note(3), DocumentSet(len(keep), keep=keep))
             assert {d for _, d, _ in found} == keep  # the codes read again, once
             write(root, "late.md", "# Late\n\nzebra okapi giraffe\n")
-            engine.index_run("v")
+            engine.indexing.index_run("v")
             plan(engine)
             assert signs.index is rebuilt and len(rebuilt) == len(ids) + 1
             with traced(engine) as statements, engine.store.snapshot() as conn:
@@ -618,7 +618,7 @@ def test_collecting_keeps_the_named_models_and_drops_every_other(tmp_path):
 
 def test_a_ready_workspace_reports_no_reason(sem):
     engine, _ = sem
-    state = engine.semantic_state("v")
+    state = engine.reading.semantic_state("v")
     assert (state["semantic"], state["semantic_reason"]) == ("ready", "")
 
 
@@ -649,7 +649,7 @@ def test_the_filters_own_scan_keeps_exactly_the_nearest_sign_codes(tmp_path, mon
             write(root, f"d{i:02}.md", f"# D{i}\n\nword{i}\n")
         engine = fake_openai_engine(tmp_path / "store" / "autodoc.db", root, server.url)
         try:
-            engine.index_run("v")
+            engine.indexing.index_run("v")
             ws, p = plan(engine)
             fp = p.model_fp
             with engine.store.snapshot() as conn:
@@ -697,5 +697,5 @@ def test_the_filters_own_scan_keeps_exactly_the_nearest_sign_codes(tmp_path, mon
 def test_a_query_without_words_embeds_nothing_and_finds_nothing(sem):
     engine, _ = sem
     for stages in (["semantic"], ["lexical", "semantic"]):
-        answer = engine.search("v", "*** !!!", {"stages": stages})
+        answer = engine.reading.search("v", "*** !!!", {"stages": stages})
         assert answer["hits"] == [] and "embed_ms" not in answer["timings"], stages

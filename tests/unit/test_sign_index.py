@@ -90,7 +90,7 @@ def test_a_reader_maps_the_saved_index_until_rows_arrive_past_it(tmp_path):
             writer = Engine(db)
             try:
                 write(root, "late.md", "# Late\n\nzebra okapi giraffe\n")
-                writer.index_run("v")
+                writer.indexing.index_run("v")
             finally:
                 writer.close()
             _, p = plan(reader)  # the rows since are added: to a copy

@@ -36,17 +36,17 @@ def served(tmp_path_factory):
     with FakeOpenAI(dim=32) as embedder, FakeRanker("tei") as ranker:
         engine = fake_openai_engine(base / "store" / "autodoc.db", root, embedder.url, "s-r")
         for name in ("s-n", "n-r", "n-n"):
-            engine.workspace_add(name, str(root))
-        engine.workspace_configure(
+            engine.workspaces.workspace_add(name, str(root))
+        engine.workspaces.workspace_configure(
             "s-n", {"embedding": engine.workspace("s-r").options["embedding"]}
         )
         for name in ("n-r", "n-n"):
-            engine.workspace_configure(name, {"embedding": "none"})
+            engine.workspaces.workspace_configure(name, {"embedding": "none"})
         spec = {"provider": "tei", "base_url": ranker.url, "model": "rr"}
         for name in ("s-r", "n-r"):
-            engine.workspace_configure(name, {"ranker": spec})
+            engine.workspaces.workspace_configure(name, {"ranker": spec})
         for name in ("s-r", "s-n", "n-r", "n-n"):
-            engine.index_run(name)
+            engine.indexing.index_run(name)
         yield engine, embedder, ranker
         embedder.mode = ranker.mode = "ok"
         engine.close()
@@ -64,17 +64,17 @@ def test_the_stages_record_follows_toggles_and_availability(served, toggles, sem
     sem_ok, rank_ok = semantic == "model", ranker == "configured"
     if not set(requested) & {"lexical", "semantic"}:
         with pytest.raises(RpcError) as err:
-            engine.search(name, "passkey challenge", {"stages": toggles})
+            engine.reading.search(name, "passkey challenge", {"stages": toggles})
         assert err.value.code == INVALID_PARAMS and err.value.data == {"field": "stages"}
         return
     if "lexical" not in requested and not sem_ok:  # never silently lexical instead
         with pytest.raises(RpcError) as err:
-            engine.search(name, "passkey challenge", {"stages": toggles})
+            engine.reading.search(name, "passkey challenge", {"stages": toggles})
         assert err.value.code == (UNSUPPORTED if semantic == "none" else EMBED_FAILED)
         assert err.value.data["stage"] == "semantic"
         return
     t0 = time.perf_counter()
-    answer = engine.search(name, "passkey challenge", {"stages": toggles})
+    answer = engine.reading.search(name, "passkey challenge", {"stages": toggles})
     wall_ms = (time.perf_counter() - t0) * 1000
     protocol.conform(answer, protocol.Answer)
     ran = {
@@ -90,7 +90,7 @@ def test_the_stages_record_follows_toggles_and_availability(served, toggles, sem
     if "semantic" in expect_skipped:
         reason = record["skipped"]["semantic"]
         if semantic == "none":
-            assert reason == engine.semantic_state(name)["semantic_reason"] != ""
+            assert reason == engine.reading.semantic_state(name)["semantic_reason"] != ""
         else:
             assert reason.startswith("embedding the query failed: ")
     if "rerank" in expect_skipped:
@@ -123,11 +123,11 @@ def test_named_modes_are_the_evaluations_stage_sets(served):
         "rerank": ["lexical", "semantic", "rerank"],
     }
     for mode, expected in beir.STAGE_SETS.items():
-        answer = engine.search("s-r", "passkey", {"mode": mode})
+        answer = engine.reading.search("s-r", "passkey", {"mode": mode})
         assert answer["stages"]["performed"] == expected
         assert answer["mode_used"] == ("hybrid" if mode in ("hybrid", "rerank") else mode)
     with pytest.raises(RpcError) as err:
-        engine.search("s-r", "passkey", {"mode": "bm25"})
+        engine.reading.search("s-r", "passkey", {"mode": "bm25"})
     assert err.value.message == "mode must be one of lexical, semantic, hybrid, rerank"
 
 
@@ -159,7 +159,7 @@ def test_a_filters_only_query_browses_the_matching_files_in_path_order(served, n
     engine, embedder, fake_ranker = served
     embedder.mode = fake_ranker.mode = "ok"
     t0 = time.perf_counter()
-    answer = engine.search(name, "  ", {"paths": ["api/", "guides/"], "limit": limit})
+    answer = engine.reading.search(name, "  ", {"paths": ["api/", "guides/"], "limit": limit})
     wall_ms = (time.perf_counter() - t0) * 1000
     protocol.conform(answer, protocol.Answer)
     ws = engine.workspace(name)
@@ -185,6 +185,7 @@ def test_a_filters_only_query_browses_the_matching_files_in_path_order(served, n
         "requested": list(stages.TOGGLES),
         "performed": [],
         "skipped": {s: "the query has only facet filters" for s in stages.TOGGLES},
+        "engines": {},  # no store searched
     }
     if name.endswith("-r"):
         assert answer["rank"] == {
@@ -194,7 +195,7 @@ def test_a_filters_only_query_browses_the_matching_files_in_path_order(served, n
         assert answer["rank"] == {"state": "off", "model": "", "error": "no ranker configured"}
     if name.startswith("s-"):
         assert answer["semantic"] == "ready" and answer["model"] != ""
-        chunks = engine.workspace_list()[0]["chunks"]
+        chunks = engine.workspaces.workspace_list()[0]["chunks"]
         assert answer["semantic_coverage"] == {"embedded": chunks, "total": chunks}
     else:
         assert (answer["semantic"], answer["semantic_coverage"], answer["model"]) == (

@@ -111,11 +111,11 @@ def test_a_saved_graph_is_loaded_and_kept_in_step(graphed, monkeypatch):
         before = vector_ids(engine)
         write(root, "n00.md", "# Note 0\n\nrewritten zebra okapi\n")  # its old texts go unused
         write(root, "late.md", "# Late\n\nzebra okapi giraffe\n")
-        engine.index_run("v")
+        engine.indexing.index_run("v")
         from autodoc.index.indexer import Indexer
 
         Indexer(engine.store, engine.lexical(ws), ws).purge_retired(grace=0)
-        engine.embed_run("v")  # collects the unused vectors
+        engine.indexing.embed_run("v")  # collects the unused vectors
         now = vector_ids(engine)
         assert before - now and now - before  # some collected, some added
         assert graph_keys(engine) == now == searched(engine)  # a new graph saved
@@ -123,7 +123,7 @@ def test_a_saved_graph_is_loaded_and_kept_in_step(graphed, monkeypatch):
         assert same(found, brute_force(engine, "zebra okapi giraffe", None))
         monkeypatch.setattr(usearch_index, "RESAVE_SHARE", 100.0)  # the graph file is kept...
         write(root, "later.md", "# Later\n\nadded after the graph was saved\n")
-        engine.index_run("v")
+        engine.indexing.index_run("v")
         now = vector_ids(engine)
         saved = json.loads(p.signs.path.with_suffix(".json").read_text())
         assert saved["graph_rows"] < saved["rows"]  # ...so it misses the newest rows
@@ -153,8 +153,8 @@ def test_a_reader_searches_the_graph_the_writer_saved_last(graphed):
         assert first is not None and graph_keys(reader) == graph_keys(engine)
         for i in range(4):  # a third of the vectors new: past RESAVE_SHARE
             write(root, f"new{i}.md", f"# New {i}\n\nfresh words {i}\n")
-        engine.index_run("v")
-        engine.embed_run("v")
+        engine.indexing.index_run("v")
+        engine.indexing.embed_run("v")
         _, theirs = plan(engine)
         saved = json.loads(theirs.signs.path.with_suffix(".json").read_text())
         assert saved["graph_seq"] > first and saved["graph_rows"] == saved["rows"]
@@ -186,7 +186,7 @@ def test_a_graph_saved_with_other_build_settings_is_built_again_and_saved(graphe
         assert p.signs.graph is None  # not loaded
         found, _ = candidates(engine, "lease writer")
         assert same(found, brute_force(engine, "lease writer", None))  # the exact scan
-        engine.embed_run("v")  # the writer catches up: builds the graph, saves it
+        engine.indexing.embed_run("v")  # the writer catches up: builds the graph, saves it
         assert graph_keys(engine) == vector_ids(engine)
         again = json.loads(meta.read_text())
         assert again["graph"] and again["graph_build"] == usearch_index.GRAPH_BUILD
@@ -214,7 +214,7 @@ def test_a_writer_killed_before_its_json_leaves_the_last_complete_set(tmp_path, 
         monkeypatch.setattr(usearch_index.VectorIndex, "_drop_old", lambda self, saved: None)
         for i in range(4):
             write(root, f"k{i}.md", f"# K{i}\n\nkilled text {i}\n")
-        engine.index_run("v")  # rows appended, new index files, new .json...
+        engine.indexing.index_run("v")  # rows appended, new index files, new .json...
         engine.close()
         meta.write_text(old)  # ...as if killed before the .json was replaced
         monkeypatch.undo()
@@ -255,7 +255,7 @@ def test_a_writer_that_read_the_rows_before_another_grew_them_never_cuts_them(
             monkeypatch.setattr(usearch_index.VectorIndex, "_drop_old", lambda self, saved: None)
             for i in range(4):
                 write(root, f"g{i}.md", f"# G{i}\n\ngrown text {i}\n")
-            engine.index_run("v")  # the writer appends 4 rows to the same files
+            engine.indexing.index_run("v")  # the writer appends 4 rows to the same files
             meta = json.loads(p.signs.path.with_suffix(".json").read_text())
             grown = p.signs.path.with_suffix(f".r{meta['rows_gen']}.f32")
             before = grown.stat().st_size, grown.stat().st_mtime_ns
@@ -320,17 +320,17 @@ def test_the_newest_vectors_collected_are_not_taken_for_a_rebuilt_store(graphed)
     engine, root = graphed
     ws = engine.workspace("v")
     write(root, "newest.md", "# Newest\n\nthe last words written here\n")
-    engine.index_run("v")
-    engine.embed_run("v")
+    engine.indexing.index_run("v")
+    engine.indexing.embed_run("v")
     newest = max(vector_ids(engine))
     reader = Engine(engine.store.path)
     try:
         _, mine = plan(reader)
         assert mine.signs.graph is not None and mine.signs.max_id == newest
         (root / "newest.md").unlink()
-        engine.index_run("v")
+        engine.indexing.index_run("v")
         Indexer(engine.store, engine.lexical(ws), ws).purge_retired(grace=0)
-        engine.embed_run("v")  # collects the unused vectors, the newest among them
+        engine.indexing.embed_run("v")  # collects the unused vectors, the newest among them
         assert max(vector_ids(engine)) < newest
         _, mine = plan(reader)  # refreshed: the same index, what was collected left out
         _, theirs = plan(engine)

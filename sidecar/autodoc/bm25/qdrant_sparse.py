@@ -62,7 +62,7 @@ from autodoc.bm25.sparse_encoding import (
     term_id,
 )
 from autodoc.parse.query_parser import ParsedQuery, QueryItem
-from autodoc.store.qdrant_connection import client_for, is_local, quiet
+from autodoc.store.qdrant_connection import client_for, is_local, location_kind, quiet
 
 BM25, NAMES = "bm25", "names"
 UPSERT_BATCH = 256  # points a call
@@ -108,6 +108,7 @@ class QdrantLexical:
 
         self.m = models
         self.spec = spec
+        self.engine = f"qdrant-sparse:{location_kind(spec)}"
         self.client, self.lock = client_for(spec)
         self.local = is_local(spec)
         self.name = collection_name(spec, owner, ws_id)  # an alias of the collection in use

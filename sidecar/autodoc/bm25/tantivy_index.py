@@ -72,6 +72,8 @@ HELD_TERMS_MAX = 24  # query terms `held_terms` tells apart (2^24: f32's exact i
 class LexicalIndex:
     """A workspace's Tantivy index: add and retire chunks, and find candidates."""
 
+    engine = "tantivy"  # what an answer names as the lexical stage's store
+
     def __init__(self, path: Path) -> None:
         self.path = path
         path.mkdir(parents=True, exist_ok=True)

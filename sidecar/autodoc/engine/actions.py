@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from autodoc import store as sql
+from autodoc.engine.core import EngineCore
 from autodoc.engine.navigation import (
     Navigation,
     checked_position,
@@ -31,14 +32,18 @@ from autodoc.wire.link_answers import Units
 TEMPLATE_MAX_BYTES = 256 * 1024  # a note template larger than this is not read
 
 
-class Actions(Navigation):
+class Actions:
+    def __init__(self, core: EngineCore, navigation: Navigation) -> None:
+        self.core = core
+        self.navigation = navigation
+
     def doc_actions(
         self, name: Any, path: Any, line: Any, character: Any, opts: Any = None
     ) -> DocumentActions:
         """What can be done at `path:line:character`: create the note an unresolved link asks
         for, make a bare URL a Markdown link, copy a link to the heading's section. opts:
         `text` (the whole document as the client has it now), `units`."""
-        ws, rel, text, units = self._document_text(name, path, opts)
+        ws, rel, text, units = self.navigation.document_text(name, path, opts)
         checked_position(line, character)
         _, lines, offsets, problem = split_lines(text.encode("utf-8"))
         structure = read_structure(text, offsets, len(lines), lossy=problem is not None)
@@ -60,9 +65,9 @@ class Actions(Navigation):
         links lead to with their count (opts as `doc.outline`)."""
         from autodoc.links import navigate, note_actions  # here: a search loads neither
 
-        ws, rel, text, units = self._document_text(name, path, opts)
+        ws, rel, text, units = self.navigation.document_text(name, path, opts)
         lines, headings = outline(text.encode("utf-8"))
-        with self.store.snapshot() as conn:
+        with self.core.store.snapshot() as conn:
             doc_id = sql.live_document_id(conn, ws.id, rel)
             inbound = sql.links_into(conn, doc_id) if doc_id is not None else []
         total, by_slug = note_actions.backlink_counts(inbound, navigate.anchor_key)
@@ -86,7 +91,7 @@ class Actions(Navigation):
         if found is None:
             return []
         start, end, link = found
-        with self.store.snapshot() as conn:
+        with self.core.store.snapshot() as conn:
             if navigate.resolve(conn, ws, rel, line, link) is not None:
                 return []
         spec = ws.options.get("new_notes") or {"folder": ".", "template": ""}
@@ -115,7 +120,7 @@ class Actions(Navigation):
         level 1, links to the note itself)."""
         from autodoc.links.link_style import vault_link_style
 
-        with self.store.snapshot() as conn:
+        with self.core.store.snapshot() as conn:
             style = vault_link_style(conn, ws)
         target_heading = heading.text if heading.level > 1 else ""
         link = style.link(rel, heading=target_heading)

@@ -45,7 +45,10 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 
 
-class Completion(EngineCore):
+class Completion:
+    def __init__(self, core: EngineCore) -> None:
+        self.core = core
+
     def links_complete(
         self, name: Any, path: Any, line: Any, character: Any, opts: Any = None
     ) -> LinkCompletion:
@@ -58,7 +61,7 @@ class Completion(EngineCore):
         from autodoc.links.note_completion import short
         from autodoc.links.paragraph_meaning import LONE_WAIT_S, MEANING, WAIT_S
 
-        ws = self.workspace(name)
+        ws = self.core.workspace(name)
         rel = checked_rel_path(path)
         checked_position(line, character)
         text, units, limit = _complete_options(opts)
@@ -77,13 +80,13 @@ class Completion(EngineCore):
             meaning = paragraph(lines, line - 1, where)
         elif ahead:
             meaning = paragraph_ahead(lines, line - 1, cursor)
-        with self.store.snapshot() as conn:
+        with self.core.store.snapshot() as conn:
             epochs = read_epochs(conn, ws.id)  # read once a keystroke
             style = vault_link_style(conn, ws, epochs)
             nearest, pending = None, False
             if meaning:
                 wait = 0.0 if ahead else WAIT_S if where and where.typed.strip() else LONE_WAIT_S
-                nearest, pending = MEANING.nearest(self.store, ws, self.semantic_plan(ws),
+                nearest, pending = MEANING.nearest(self.core.store, ws, self.core.semantic_plan(ws),
                                                    epochs, meaning, wait)  # fmt: skip
             found: tuple[list[Entry], bool, Ranked] = ([], False, "")
             if where is not None:
@@ -99,13 +102,13 @@ class Completion(EngineCore):
         from autodoc.links import navigate
         from autodoc.parse.chunking import BREADCRUMB_SEP
 
-        ws = self.workspace(name)
+        ws = self.core.workspace(name)
         rel = checked_rel_path(path)
         if line is not None and (
             isinstance(line, bool) or not isinstance(line, int) or not 1 <= line < BIG
         ):
             raise invalid_params(f"line must be an integer 1..{BIG - 1} or null", field="line")
-        with self.store.snapshot() as conn:
+        with self.core.store.snapshot() as conn:
             doc = sql.live_document_id(conn, ws.id, rel)
             if doc is None:
                 raise invalid_params(f"{rel!r} is not a document of {ws.name!r}", field="path")

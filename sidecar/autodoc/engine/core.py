@@ -18,8 +18,8 @@ from autodoc.models.embedders import Embedder, key_status, load_embedder
 from autodoc.models.rankers import NO_RANKER, RankPlan, load_ranker
 from autodoc.store import Store, Workspace
 from autodoc.vectors.coverage import semantic_coverage
-from autodoc.vectors.nearest import SemanticPlan
-from autodoc.vectors.usearch_index import VectorIndex, Vectors
+from autodoc.vectors.nearest import SemanticPlan, Vectors
+from autodoc.vectors.usearch_index import VectorIndex
 from autodoc.wire import protocol
 from autodoc.wire.errors import SWITCHING, UNSUPPORTED
 
@@ -56,14 +56,10 @@ def lexical_home(ws: Workspace) -> tuple[Any, ...] | None:
 class EngineCore:
     def __init__(self, db_path: Path | str | None = None) -> None:
         self.store = Store(db_path)
-        self._lexical: dict[int, tuple[tuple[Any, ...] | None, Lexical]] = {}
-        self._signs: dict[tuple[int, str], Vectors] = {}
-        self._lock = threading.RLock()
-        self._workers: dict[str, threading.Thread] = {}
-        self._again: set[str] = set()
-        self._stop = threading.Event()
-        self._write = threading.RLock()  # one writer at a time among this process's threads
-        self._collected: dict[int, float] = {}  # workspace id -> when unused vectors went
+        self.lexical_indexes: dict[int, tuple[tuple[Any, ...] | None, Lexical]] = {}
+        self.sign_indexes: dict[tuple[int, str], Vectors] = {}
+        self.lock = threading.RLock()
+        self.writing = threading.RLock()  # one writer at a time among this process's threads
         # Hooks for long-lived front ends (the LSP server): files that changed since they were
         # indexed were dropped from an answer; a background embedding round finished.
         self.on_stale: Callable[[str, list[str]], None] | None = None
@@ -72,29 +68,26 @@ class EngineCore:
         self.on_embedding: Callable[[str, int, int], None] | None = None
 
     def close(self) -> None:
-        self._stop.set()
-        for worker in list(self._workers.values()):
-            worker.join(timeout=60)
-        for _, lex in self._lexical.values():
+        for _, lex in self.lexical_indexes.values():
             lex.close()
-        self._lexical.clear()
+        self.lexical_indexes.clear()
         self.store.close()
 
     def lexical(self, ws: Workspace) -> Lexical:
         """The workspace's lexical index: Tantivy beside the store, or sparse vectors in the
         configured Qdrant (a changed store opens the other one)."""
         home = lexical_home(ws)
-        with self._lock:
-            held = self._lexical.get(ws.id)
+        with self.lock:
+            held = self.lexical_indexes.get(ws.id)
             if held is not None and held[0] == home:
                 return held[1]
             if held is not None:
                 held[1].close()
-            lex = self._open_lexical(ws)
-            self._lexical[ws.id] = (home, lex)
+            lex = self.open_lexical(ws)
+            self.lexical_indexes[ws.id] = (home, lex)
             return lex
 
-    def _open_lexical(self, ws: Workspace) -> Lexical:
+    def open_lexical(self, ws: Workspace) -> Lexical:
         where = lexical_store(ws)
         if where is None:
             return LexicalIndex(self.store.lexical_root / str(ws.id))
@@ -108,10 +101,10 @@ class EngineCore:
 
     def embedder(self, ws: Workspace) -> tuple[Embedder | None, str]:
         """The configured embedder, or None and why not."""
-        return self._load(ws.options["embedding"])
+        return self.load_embedder(ws.options["embedding"])
 
     @staticmethod
-    def _load(spec: dict[str, Any]) -> tuple[Embedder | None, str]:
+    def load_embedder(spec: dict[str, Any]) -> tuple[Embedder | None, str]:
         if spec.get("provider") == "none":
             return None, NO_EMBEDDER
         try:  # where the vectors are kept is not the model's business
@@ -131,9 +124,9 @@ class EngineCore:
 
     def signs(self, ws: Workspace, embedder: Embedder) -> Vectors:
         """The vector set's index: in-process beside the store, or the configured Qdrant."""
-        with self._lock:
+        with self.lock:
             key = (ws.id, embedder.model_fp)
-            index = self._signs.get(key)
+            index = self.sign_indexes.get(key)
             if index is None:
                 where = store_spec(ws)
                 if where["kind"] == "qdrant":
@@ -147,7 +140,7 @@ class EngineCore:
                 else:
                     path = self.store.vectors_root / f"{ws.id}-{embedder.model_fp}.usearch"
                     index = VectorIndex(embedder.dim, path, self.store.store_id)
-                self._signs[key] = index
+                self.sign_indexes[key] = index
             return index
 
     def semantic_plan(self, ws: Workspace) -> SemanticPlan:
@@ -157,7 +150,7 @@ class EngineCore:
             return SemanticPlan(None, None, state="off", reason=why, code=UNSUPPORTED)
         if ws.active_model_fp in (None, target.model_fp):
             return SemanticPlan(target, target.model_fp, open_signs=partial(self.signs, ws, target))
-        old = self._load(ws.active_embedding)[0] if ws.active_embedding else None
+        old = self.load_embedder(ws.active_embedding)[0] if ws.active_embedding else None
         if old is None or old.model_fp != ws.active_model_fp:
             return SemanticPlan(None, None, state="switching", reason=FILLING, code=SWITCHING)
         opened = partial(self.signs, ws, old)
@@ -175,7 +168,7 @@ class EngineCore:
         with self.store.snapshot() as conn:  # one statement, whatever the number served
             return sql.epochs_by_name(conn, names)
 
-    def _describe(self, ws: Workspace) -> protocol.WorkspaceInfo:
+    def describe(self, ws: Workspace) -> protocol.WorkspaceInfo:
         with self.store.snapshot() as conn:
             docs, chunks = sql.workspace_counts(conn, ws.id)
         return protocol.WorkspaceInfo(
@@ -202,7 +195,7 @@ class EngineCore:
             state["api_key"] = key
         return state
 
-    def _semantic_state(self, ws: Workspace, plan: SemanticPlan) -> protocol.StageState:
+    def stage_state(self, ws: Workspace, plan: SemanticPlan) -> protocol.StageState:
         state: protocol.SemanticStateName = plan.state or "off"
         coverage = None
         if plan.embedder is not None and plan.model_fp is not None:

@@ -22,7 +22,14 @@ if TYPE_CHECKING:  # the indexer and the fill are imported by what writes: a sea
     from autodoc.index.indexer import Progress
 
 
-class Indexing(EngineCore):
+class Indexing:
+    def __init__(self, core: EngineCore) -> None:
+        self.core = core
+        self._workers: dict[str, threading.Thread] = {}  # the background fill, by workspace
+        self._again: set[str] = set()  # workspaces saved again while their fill ran
+        self._stop = threading.Event()
+        self._collected: dict[int, float] = {}  # workspace id -> when unused vectors went
+
     def embed_run(
         self, name: Any, *, progress=None, incremental: bool = False, notice=None
     ) -> dict[str, Any]:
@@ -33,11 +40,11 @@ class Indexing(EngineCore):
         every COLLECT_EVERY_S, so a save costs milliseconds, not whole-workspace scans."""
         from autodoc.vectors.embedding_cache import collect_unused, fill
 
-        ws = self.workspace(name)
-        target, why = self.embedder(ws)
+        ws = self.core.workspace(name)
+        target, why = self.core.embedder(ws)
         if target is None:
             return {"model": None, "embedded": 0, "reason": why}
-        self.store.writer()
+        self.core.store.writer()
         spec = ws.options["embedding"]
         if ws.active_model_fp is None:
             self._activate(ws, target, spec)
@@ -46,13 +53,13 @@ class Indexing(EngineCore):
         among = self._to_embed(ws, target, incremental, notice)
         try:
             done = fill(
-                self.store, ws, target, progress, self._stop, among, self._mirror(ws, target)
+                self.core.store, ws, target, progress, self._stop, among, self._mirror(ws, target)
             )
         except Exception as exc:  # the provider failed: the lexical index stands, say why
             error = str(getattr(exc, "message", exc))
             done = -1  # unknown: the batches stored before the error are counted in coverage
-        with self.store.snapshot() as conn:
-            embedded, total = semantic_coverage(conn, self.store, ws, target.model_fp)
+        with self.core.store.snapshot() as conn:
+            embedded, total = semantic_coverage(conn, self.core.store, ws, target.model_fp)
             texts = sql.distinct_text_count(conn, ws.id)
         switched = embedded >= total and ws.active_model_fp not in (None, target.model_fp)
         if switched:
@@ -60,11 +67,11 @@ class Indexing(EngineCore):
         due = time.monotonic() - self._collected.get(ws.id, -COLLECT_EVERY_S) >= COLLECT_EVERY_S
         current = ws.active_model_fp in (None, target.model_fp)  # mid-switch, the old set stays
         if not error and (switched or (current and (not incremental or due))):
-            collect_unused(self.store, ws, {target.model_fp})
+            collect_unused(self.core.store, ws, {target.model_fp})
             self._collected[ws.id] = time.monotonic()
         self._catch_up(ws, target)  # bring the saved vector index up to date
-        self.signs(ws, target).save()
-        note_coverage_now(self.store, ws, target.model_fp)  # what a new process reads
+        self.core.signs(ws, target).save()
+        note_coverage_now(self.core.store, ws, target.model_fp)  # what a new process reads
         seconds = time.perf_counter() - started
         return {
             "model": target.name,
@@ -82,11 +89,11 @@ class Indexing(EngineCore):
     ) -> list[int] | None:
         """The chunks a fill may find missing (None: any); a notice of what is left."""
         if incremental:
-            with self.store.snapshot() as conn:
-                return sorted(semantic_missing(conn, self.store, ws, target.model_fp))
+            with self.core.store.snapshot() as conn:
+                return sorted(semantic_missing(conn, self.core.store, ws, target.model_fp))
         if notice is not None:  # say what is left, and what an earlier run already stored
-            with self.store.snapshot() as conn:
-                embedded, total = semantic_coverage(conn, self.store, ws, target.model_fp)
+            with self.core.store.snapshot() as conn:
+                embedded, total = semantic_coverage(conn, self.core.store, ws, target.model_fp)
             if embedded < total:
                 kept = f" ({embedded:,} already stored)" if embedded else ""
                 notice(f"embedding {total - embedded:,} of {total:,} chunks{kept}")
@@ -94,16 +101,16 @@ class Indexing(EngineCore):
 
     def _catch_up(self, ws: Workspace, target: Embedder) -> None:
         """The writer's refresh of the vector index: rows added, a graph built, a mirror."""
-        with self.store.snapshot() as conn:
+        with self.core.store.snapshot() as conn:
             epochs = read_epochs(conn, ws.id)
             assert epochs is not None  # the workspace exists: this run holds the writer
-            self.signs(ws, target).refresh(conn, ws.id, target.model_fp, epochs[1], build=True)
+            self.core.signs(ws, target).refresh(conn, ws.id, target.model_fp, epochs[1], build=True)
 
     def _mirror(self, ws: Workspace, target: Embedder) -> Callable[[], None] | None:
         """For a remote vector store, a call that mirrors what a fill stored so far, at most
         every MIRROR_EVERY_S: readers in other processes see vectors as they are stored, not
         only when a long fill ends. (The embedded index's readers read SQLite's rows since.)"""
-        signs = self.signs(ws, target)
+        signs = self.core.signs(ws, target)
         if not signs.remote:
             return None
         last = time.monotonic()
@@ -117,7 +124,7 @@ class Indexing(EngineCore):
         return mirror
 
     def _activate(self, ws: Workspace, embedder: Embedder, spec: dict[str, Any]) -> None:
-        with self.store.transaction() as conn:
+        with self.core.store.transaction() as conn:
             sql.set_active_embedding(
                 conn, ws.id, embedder.model_fp, json.dumps(spec, sort_keys=True)
             )
@@ -138,10 +145,10 @@ class Indexing(EngineCore):
         the files' summary, before the embedding starts."""
         from autodoc.index.indexer import Indexer
 
-        ws = self.workspace(name)
-        with self._write:
-            self.store.writer()
-            indexer = Indexer(self.store, self.lexical(ws), ws)
+        ws = self.core.workspace(name)
+        with self.core.writing:
+            self.core.store.writer()
+            indexer = Indexer(self.core.store, self.core.lexical(ws), ws)
             summary = indexer.run(progress=progress, notice=notice).to_dict()
         if indexed is not None:
             indexed(summary)
@@ -156,12 +163,12 @@ class Indexing(EngineCore):
         """Re-index only these root-relative paths (an editor's save, a watcher's batch)."""
         from autodoc.index.indexer import Indexer
 
-        ws = self.workspace(name)
+        ws = self.core.workspace(name)
         if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
             raise invalid_params("paths must be a list of root-relative paths", field="paths")
-        with self._write:
-            self.store.writer()
-            summary = Indexer(self.store, self.lexical(ws), ws).run(paths=paths).to_dict()
+        with self.core.writing:
+            self.core.store.writer()
+            summary = Indexer(self.core.store, self.core.lexical(ws), ws).run(paths=paths).to_dict()
         if summary["added"] or summary["modified"]:
             self.embed_in_background(ws.name)
         return summary
@@ -173,16 +180,16 @@ class Indexing(EngineCore):
         from autodoc.index.check import check_workspace
         from autodoc.index.indexer import Indexer
 
-        ws = self.workspace(name)
+        ws = self.core.workspace(name)
         busy: StoreBusyError | None = None
         try:
-            with self._write:
-                self.store.writer()
-                Indexer(self.store, self.lexical(ws), ws).run(progress=progress)
+            with self.core.writing:
+                self.core.store.writer()
+                Indexer(self.core.store, self.core.lexical(ws), ws).run(progress=progress)
         except StoreBusyError as err:
             busy = err
         shown, _ = frontmatter_schema.schema_location(ws.root, ws.options.get("schema"))
-        report = check_workspace(self.store, ws, shown)
+        report = check_workspace(self.core.store, ws, shown)
         report["indexed"] = busy is None
         if busy is not None:  # why not: who writes the store (the CLI says so, in words)
             report["not_indexed"] = busy.to_dict()
@@ -190,7 +197,7 @@ class Indexing(EngineCore):
 
     def embed_in_background(self, name: str) -> threading.Thread:
         """One worker per workspace; a request while it runs makes it go round once more."""
-        with self._lock:
+        with self.core.lock:
             worker = self._workers.get(name)
             if worker is not None and worker.is_alive():
                 self._again.add(name)
@@ -203,7 +210,7 @@ class Indexing(EngineCore):
             return worker
 
     def _embed_worker(self, name: str) -> None:
-        hook = self.on_embedding
+        hook = self.core.on_embedding
         progress = None if hook is None else (lambda done, total: hook(name, done, total))
         while not self._stop.is_set():
             try:
@@ -211,34 +218,40 @@ class Indexing(EngineCore):
             except Exception:  # logged; the next request starts a new worker
                 log.exception("background embedding of %s failed", name)
                 return
-            if self.on_embedded is not None:
-                self.on_embedded(name)
-            with self._lock:
+            if self.core.on_embedded is not None:
+                self.core.on_embedded(name)
+            with self.core.lock:
                 if name not in self._again:
                     return
                 self._again.discard(name)
 
+    def stop(self) -> None:
+        """End the background fills: each stops between batches, and is waited for."""
+        self._stop.set()
+        for worker in list(self._workers.values()):
+            worker.join(timeout=60)
+
     def index_status(self, name: Any) -> protocol.IndexStatus:
-        ws = self.workspace(name)
-        with self.store.snapshot() as conn:
+        ws = self.core.workspace(name)
+        with self.core.store.snapshot() as conn:
             problems = [
                 protocol.Problem(path=path, kind=kind, message=message)
                 for path, kind, message in sql.problems(conn, ws.id, limit=200)
             ]
             n_problems = sql.problem_count(conn, ws.id)
             links, resolved = sql.link_counts(conn, ws.id)
-        plan = self.semantic_plan(ws)
-        state = self._semantic_state(ws, plan)
+        plan = self.core.semantic_plan(ws)
+        state = self.core.stage_state(ws, plan)
         info = protocol.IndexStatus(
-            **self._describe(ws),
-            db=str(self.store.path),
-            writer=self.store.is_writer,
+            **self.core.describe(ws),
+            db=str(self.core.store.path),
+            writer=self.core.store.is_writer,
             links=protocol.LinkCounts(total=links, resolved=resolved),
             problems=problems,
             problem_count=n_problems,
             lexical=protocol.LexicalInfo(
                 engine="tantivy" if lexical_store(ws) is None else "qdrant",
-                entries=self.lexical(ws).num_docs(),
+                entries=self.core.lexical(ws).num_docs(),
             ),
             semantic=state["semantic"],
             semantic_reason=state["semantic_reason"],

@@ -47,7 +47,10 @@ BIG = 2**31  # lines and columns are below it (SQLite's integers are 64-bit)
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
 
 
-class Navigation(EngineCore):
+class Navigation:
+    def __init__(self, core: EngineCore) -> None:
+        self.core = core
+
     def links_definition(
         self, name: Any, path: Any, line: Any, character: Any, opts: Any = None
     ) -> LinkAt | None:
@@ -72,7 +75,7 @@ class Navigation(EngineCore):
 
         ws, rel, at, text, units = self._position(name, path, line, character, opts)
         found = navigate.link_at(text, from_units(text, character, units), ws)
-        with self.store.snapshot() as conn:
+        with self.core.store.snapshot() as conn:
             target = navigate.resolve(conn, ws, rel, at, found[2]) if found else None
             if target is not None:
                 linked, heading = target.path, target.heading
@@ -100,7 +103,7 @@ class Navigation(EngineCore):
         from autodoc.links import navigate
 
         ws, rel, lines, units = self._document(name, path, opts)
-        with self.store.snapshot() as conn:
+        with self.core.store.snapshot() as conn:
             found = navigate.document_links(conn, ws, rel, lines)
         links = [
             DocumentLink(
@@ -120,7 +123,7 @@ class Navigation(EngineCore):
         from autodoc.links.link_check import broken_links
 
         ws, rel, lines, units = self._document(name, path, opts)
-        with self.store.snapshot() as conn:
+        with self.core.store.snapshot() as conn:
             broken = broken_links(conn, ws, rel)
         label_first = dialect_of(ws).label_first
         findings = []
@@ -142,7 +145,7 @@ class Navigation(EngineCore):
     def doc_outline(self, name: Any, path: Any, opts: Any = None) -> DocumentOutline:
         """The document's headings, each with its section's last line, read by the index's
         parser from its text (opts: `text`, the document as the client has it now; `units`)."""
-        ws, rel, text, units = self._document_text(name, path, opts)
+        ws, rel, text, units = self.document_text(name, path, opts)
         lines, headings = outline(text.encode("utf-8"))
         last = len(lines) - (len(lines) > 1 and lines[-1] == "")  # a final newline ends a line
         found = []
@@ -173,7 +176,7 @@ class Navigation(EngineCore):
         if found is None:
             return None
         start, end, link = found
-        with self.store.snapshot() as conn:
+        with self.core.store.snapshot() as conn:
             target = navigate.resolve(conn, ws, rel, at, link)
             shown = navigate.preview(conn, target) if preview and target is not None else ""
         answer = LinkAt(
@@ -191,7 +194,7 @@ class Navigation(EngineCore):
     ) -> tuple[Workspace, str, int, str, Units]:
         """(workspace, path, line, the line's text, units) of a position request; -32602 for
         anything malformed."""
-        ws = self.workspace(name)
+        ws = self.core.workspace(name)
         rel = checked_rel_path(path)
         checked_position(line, character)
         text, units = text_options(opts)
@@ -201,12 +204,12 @@ class Navigation(EngineCore):
         return ws, rel, line, text, units
 
     def _document(self, name: Any, path: Any, opts: Any) -> tuple[Workspace, str, list[str], Units]:
-        ws, rel, text, units = self._document_text(name, path, opts)
+        ws, rel, text, units = self.document_text(name, path, opts)
         return ws, rel, text.splitlines(), units
 
-    def _document_text(self, name: Any, path: Any, opts: Any) -> tuple[Workspace, str, str, Units]:
+    def document_text(self, name: Any, path: Any, opts: Any) -> tuple[Workspace, str, str, Units]:
         """(workspace, path, the client's text or else the file's, units)."""
-        ws = self.workspace(name)
+        ws = self.core.workspace(name)
         rel = checked_rel_path(path)
         text, units = text_options(opts)
         return ws, rel, self._file_text(ws, rel, path) if text is None else text, units

@@ -18,7 +18,10 @@ from autodoc.wire import limits, protocol
 from autodoc.wire.errors import CancelToken, invalid_params
 
 
-class Reading(EngineCore):
+class Reading:
+    def __init__(self, core: EngineCore) -> None:
+        self.core = core
+
     def search(
         self,
         name: Any,
@@ -30,20 +33,20 @@ class Reading(EngineCore):
     ) -> protocol.Answer:
         """`search.query`; a `trace` passed in is filled with how the answer was found (training
         asks it for the candidates' features)."""
-        ws = self.workspace(name)
+        ws = self.core.workspace(name)
         answer = run_search(
-            self.store,
-            self.lexical(ws),
+            self.core.store,
+            self.core.lexical(ws),
             ws,
             query,
             opts,
-            self.semantic_plan(ws),
+            self.core.semantic_plan(ws),
             cancel,
-            self.rank_plan(ws),
+            self.core.rank_plan(ws),
             trace,
         )
-        if answer["stale"] and self.on_stale is not None:
-            self.on_stale(ws.name, answer["stale"])
+        if answer["stale"] and self.core.on_stale is not None:
+            self.core.on_stale(ws.name, answer["stale"])
         return answer
 
     def related(
@@ -51,14 +54,14 @@ class Reading(EngineCore):
     ) -> protocol.RelatedAnswer:
         """The sections related to `path:line` (or the whole document): stored vectors and
         links, nothing embedded."""
-        ws = self.workspace(name)
-        return related_sections(self.store, ws, self.semantic_plan(ws), path, line, opts)
+        ws = self.core.workspace(name)
+        return related_sections(self.core.store, ws, self.core.semantic_plan(ws), path, line, opts)
 
     def find(self, name: Any, query: Any, opts: Any = None) -> protocol.FindAnswer:
         """Documents by a name they hold: title, alias, heading or code identifier."""
-        ws = self.workspace(name)
+        ws = self.core.workspace(name)
         started = time.perf_counter()
-        with self.store.snapshot() as conn:
+        with self.core.store.snapshot() as conn:
             matches, exact, truncated = find.answer(conn, ws.id, query, opts)
         return protocol.FindAnswer(
             name=query,
@@ -71,21 +74,21 @@ class Reading(EngineCore):
 
     def semantic_state(self, name: Any) -> protocol.StageState:
         """What a picker shows beside its stage toggles; cheap (coverage is cached per epoch)."""
-        ws = self.workspace(name)
-        return self._semantic_state(ws, self.semantic_plan(ws))
+        ws = self.core.workspace(name)
+        return self.core.stage_state(ws, self.core.semantic_plan(ws))
 
     def changes_since(self, name: Any, cursor: Any = 0) -> protocol.Changes:
-        ws = self.workspace(name)
+        ws = self.core.workspace(name)
         if isinstance(cursor, bool) or not isinstance(cursor, int) or cursor < 0:
             raise invalid_params("cursor must be a non-negative integer", field="cursor")
-        return self.store.changes_since(ws, cursor)
+        return self.core.store.changes_since(ws, cursor)
 
     def doc_read(
         self, name: Any, path: Any, line_start: Any = None, line_end: Any = None
     ) -> protocol.Span:
         """Lines line_start..line_end (1-based, inclusive) of a file inside the workspace; a
         null line_start is the first line, a null line_end the last."""
-        ws = self.workspace(name)
+        ws = self.core.workspace(name)
         rel = checked_path(path)
         for field, value in (("line_start", line_start), ("line_end", line_end)):
             if value is not None and (
@@ -117,7 +120,7 @@ class Reading(EngineCore):
                 f"line_start {line_start} is past the end ({got.total} lines)", field="line_start"
             )
         rel = got.path
-        with self.store.snapshot() as conn:
+        with self.core.store.snapshot() as conn:
             generation = sql.document_generation(conn, ws.id, rel)
         span = protocol.Span(
             workspace=ws.name,
@@ -136,12 +139,12 @@ class Reading(EngineCore):
     def doc_indexed(self, name: Any, paths: Any) -> protocol.DocsIndexed:
         """Which of these root-relative paths are live documents of the index (an evaluation's
         golden targets, say): a typo there would count as a miss and look like bad ranking."""
-        ws = self.workspace(name)
+        ws = self.core.workspace(name)
         if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
             raise invalid_params("paths must be an array of strings", field="paths")
         indexed: list[str] = []
         absent: list[str] = []
-        with self.store.snapshot() as conn:
+        with self.core.store.snapshot() as conn:
             for path in dict.fromkeys(paths):
                 held = _utf8(path) and sql.document_generation(conn, ws.id, path) is not None
                 (indexed if held else absent).append(path)

@@ -101,7 +101,10 @@ class _Subject:
     heading: Heading | None = None
 
 
-class Renaming(EngineCore):
+class Renaming:
+    def __init__(self, core: EngineCore) -> None:
+        self.core = core
+
     def links_prepare_rename(
         self, name: Any, path: Any, line: Any, character: Any, opts: Any = None
     ) -> RenameTarget:
@@ -112,7 +115,7 @@ class Renaming(EngineCore):
         file, from anywhere in it)."""
         ws, rel, req = self._rename_request(name, path, opts)
         checked_position(line, character)
-        with self.store.snapshot() as conn:
+        with self.core.store.snapshot() as conn:
             subject = self._subject(conn, ws, rel, line, character, req)
         if subject.kind == "file" and not req.files:
             raise invalid_params(f"cannot rename: {_NO_FILE_RENAMES}", field="files")
@@ -138,7 +141,7 @@ class Renaming(EngineCore):
         if not isinstance(new_name, str):
             raise invalid_params("new_name must be a string", field="new_name")
         check_unicode(new_name, "new_name")
-        with self.store.snapshot() as conn:
+        with self.core.store.snapshot() as conn:
             subject = self._subject(conn, ws, rel, line, character, req)
             try:
                 change, own, old, new = _change(subject, new_name, req)
@@ -160,7 +163,7 @@ class Renaming(EngineCore):
         old = posixpath.normpath(old)
         if not new.lower().endswith(MARKDOWN_SUFFIXES) or new.startswith("../"):
             raise invalid_params(f"{new} is not a Markdown file of the workspace", path=new)
-        with self.store.snapshot() as conn:
+        with self.core.store.snapshot() as conn:
             doc_id = sql.live_document_id(conn, ws.id, old)
             if doc_id is None:
                 names = NoteNames(old, "")
@@ -175,7 +178,7 @@ class Renaming(EngineCore):
     # -- the request -------------------------------------------------------------------------
 
     def _rename_request(self, name: Any, path: Any, opts: Any) -> tuple[Workspace, str, _Request]:
-        ws = self.workspace(name)
+        ws = self.core.workspace(name)
         rel = checked_rel_path(path)
         opts = options_object(opts, ("units", "open", "files", "subject"))
         units = opts.get("units", "utf-32")

@@ -2,9 +2,10 @@
 its own (issue 56).
 
 A record names the method on the wire, the engine operation that answers it (`handler`: given
-the engine, the bound operation; a reader and mypy follow `engine.search` to its code, no name
-is looked up as a string), whether it changes the store (a long-lived server runs it on its one
-writer thread: `Host.call` routes by this, for every front end), whether it takes a cancel token
+the engine, the bound operation of one of its concerns; a reader and mypy follow
+`engine.reading.search` to its code, no name is looked up as a string), whether it changes
+the store (a long-lived server runs it on its one writer thread: `Host.call` routes by this,
+for every front end), whether it takes a cancel token
 or tells a caller how it goes, who may call it over HTTP, and the documentation of its params
 and answer. From this table come the dispatcher's methods, the LSP's `autodoc/<method>`
 requests, the HTTP server's served methods and token rights, and the README's and
@@ -53,7 +54,7 @@ class Method:
 METHODS: tuple[Method, ...] = (
     Method(
         "workspace.add",
-        lambda engine: engine.workspace_add,
+        lambda engine: engine.workspaces.workspace_add,
         writes=True,
         http="none",
         params="`[name, root]`",
@@ -61,13 +62,13 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "workspace.list",
-        lambda engine: engine.workspace_list,
+        lambda engine: engine.workspaces.workspace_list,
         params="`[]`",
         result="workspaces with document and chunk counts",
     ),
     Method(
         "workspace.remove",
-        lambda engine: engine.workspace_remove,
+        lambda engine: engine.workspaces.workspace_remove,
         writes=True,
         http="none",
         params="`[name]`",
@@ -75,7 +76,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "workspace.section_size",
-        lambda engine: engine.workspace_section_size,
+        lambda engine: engine.workspaces.workspace_section_size,
         writes=True,
         http="none",
         params="`[name, tokens]`",
@@ -83,7 +84,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "workspace.configure",
-        lambda engine: engine.workspace_configure,
+        lambda engine: engine.workspaces.workspace_configure,
         writes=True,
         waits=True,
         http="none",
@@ -100,7 +101,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "index.run",
-        lambda engine: engine.index_run,
+        lambda engine: engine.indexing.index_run,
         writes=True,
         reports=True,
         waits=True,
@@ -114,7 +115,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "index.paths",
-        lambda engine: engine.index_paths,
+        lambda engine: engine.indexing.index_paths,
         writes=True,
         http="none",
         params="`[name, paths]` (root-relative)",
@@ -125,13 +126,13 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "index.status",
-        lambda engine: engine.index_status,
+        lambda engine: engine.indexing.index_status,
         params="`[name]`",
         result="counts, links, problems, stage states",
     ),
     Method(
         "index.check",
-        lambda engine: engine.index_check,
+        lambda engine: engine.indexing.index_check,
         writes=True,
         http="write",
         params="`[name]`",
@@ -143,7 +144,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "search.query",
-        lambda engine: engine.search,
+        lambda engine: engine.reading.search,
         cancellable=True,
         params=(
             "`[workspace, query, {limit, stages, paths, facets, tags, mode, retrieval, window, "
@@ -162,7 +163,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "related",
-        lambda engine: engine.related,
+        lambda engine: engine.reading.related,
         params="`[workspace, path, line?, {limit, include_self}]` (no line: the whole document)",
         result=(
             "the section asked about and `hits` (`path`, lines, `breadcrumb`, `snippet`, "
@@ -172,7 +173,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "search.find",
-        lambda engine: engine.find,
+        lambda engine: engine.reading.find,
         params="`[workspace, name, {exact, limit}]`",
         result=(
             "`matches` (`name`, `match`, `kind`, `path`, `line`, section span and breadcrumb), "
@@ -181,7 +182,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "doc.read",
-        lambda engine: engine.doc_read,
+        lambda engine: engine.reading.doc_read,
         params=(
             "`[workspace, path, line_start, line_end]` (1-based, inclusive; null or left out: "
             "the first, the last line)"
@@ -193,7 +194,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "doc.indexed",
-        lambda engine: engine.doc_indexed,
+        lambda engine: engine.reading.doc_indexed,
         params="`[workspace, paths]`",
         result=(
             "`indexed` and `absent`: which of the paths the index holds as documents (each once, "
@@ -202,13 +203,13 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "changes.since",
-        lambda engine: engine.changes_since,
+        lambda engine: engine.reading.changes_since,
         params="`[workspace, cursor]`",
         result="changes after the cursor, the next cursor",
     ),
     Method(
         "links.definition",
-        lambda engine: engine.links_definition,
+        lambda engine: engine.navigation.links_definition,
         params=(
             "`[workspace, path, line, character, {text, units}]` (`line` 1-based, `character` "
             "0-based; `text`: the line as the client has it unsaved, else the file's; `units`: "
@@ -221,13 +222,13 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "links.hover",
-        lambda engine: engine.links_hover,
+        lambda engine: engine.navigation.links_hover,
         params="as `links.definition`",
         result="as `links.definition`, and `preview`: the first lines of the section linked to",
     ),
     Method(
         "links.references",
-        lambda engine: engine.links_references,
+        lambda engine: engine.navigation.links_references,
         params="as `links.definition`",
         result=(
             "the document (`path`, and `heading` when on a heading or a link to one) and every "
@@ -236,7 +237,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "links.document",
-        lambda engine: engine.links_document,
+        lambda engine: engine.navigation.links_document,
         params="`[workspace, path, {text, units}]` (`text`: the whole document, unsaved)",
         result=(
             "`links`: each link the index holds for the document, placed on the text (`line`, "
@@ -245,7 +246,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "doc.outline",
-        lambda engine: engine.doc_outline,
+        lambda engine: engine.navigation.doc_outline,
         params="as `links.document`",
         result=(
             "`headings`: the document's headings in order, as the index reads them (`level`, "
@@ -254,7 +255,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "links.diagnostics",
-        lambda engine: engine.links_diagnostics,
+        lambda engine: engine.navigation.links_diagnostics,
         params="as `links.document`",
         result=(
             "`findings`: the document's links that lead nowhere, as `index.check` finds them, "
@@ -263,7 +264,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "doc.actions",
-        lambda engine: engine.doc_actions,
+        lambda engine: engine.actions.doc_actions,
         params=(
             "`[workspace, path, line, character, {text, units}]` (`text`: the whole document, "
             "unsaved)"
@@ -277,7 +278,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "doc.lenses",
-        lambda engine: engine.doc_lenses,
+        lambda engine: engine.actions.doc_lenses,
         params="as `links.document`",
         result=(
             "`lenses`: the title with how many links lead to the document, and each heading "
@@ -286,7 +287,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "links.prepare_rename",
-        lambda engine: engine.links_prepare_rename,
+        lambda engine: engine.renaming.links_prepare_rename,
         params=(
             "`[workspace, path, line, character, {units, open, files}]` (`open`: `{path: text}` "
             "of the documents the client has open, unsaved; `files: false`: the client cannot "
@@ -300,7 +301,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "links.rename",
-        lambda engine: engine.links_rename,
+        lambda engine: engine.renaming.links_rename,
         params="`[workspace, path, line, character, new_name, {units, open, files}]`",
         result=(
             "`edits` (`path`, `line`, `start`, `end`, `new_text`, on the files as they are) and "
@@ -312,7 +313,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "links.complete",
-        lambda engine: engine.links_complete,
+        lambda engine: engine.completion.links_complete,
         params=(
             "`[workspace, path, line, character, {text, units, limit}]` (`text`: the whole "
             "document, unsaved; `limit` 1 to 200, default 50)"
@@ -329,7 +330,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "links.preview",
-        lambda engine: engine.links_preview,
+        lambda engine: engine.completion.links_preview,
         params="`[workspace, path, line?]`",
         result=(
             "a note's `title`, the `heading` of its section at `line` and that section's first "
@@ -338,7 +339,7 @@ METHODS: tuple[Method, ...] = (
     ),
     Method(
         "links.file_renamed",
-        lambda engine: engine.links_file_renamed,
+        lambda engine: engine.renaming.links_file_renamed,
         params="`[workspace, old_path, new_path, {units, open}]`",
         result=(
             "as `links.rename`, for a file the client renames or moves itself; the links it "

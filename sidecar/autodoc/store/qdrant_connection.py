@@ -5,6 +5,7 @@ per server per process, the lock local mode needs, and its warnings kept quiet.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import threading
 import warnings
@@ -34,6 +35,26 @@ def is_local(spec: dict[str, Any]) -> bool:
     return bool(spec.get("path")) or spec.get("url") == ":memory:"
 
 
+def location_kind(spec: dict[str, Any]) -> str:
+    """Where a Qdrant store is, as an answer names it: `local` (a folder, qdrant-client's local
+    mode), `memory` (":memory:") or `server` (a URL)."""
+    if spec.get("path"):
+        return "local"
+    return "memory" if spec.get("url") == ":memory:" else "server"
+
+
+def close_clients() -> None:
+    """Close every client this process made. Run at exit, while imports still work: a local
+    client left to its own `__del__` at interpreter shutdown imports to unlock its folder and
+    prints `ImportError: sys.meta_path is None` on stderr (issue 57)."""
+    with _CLIENTS_LOCK:
+        held = list(_CLIENTS.values())
+        _CLIENTS.clear()
+    for client, lock in held:
+        with lock:
+            client.close()
+
+
 def client_for(spec: dict[str, Any]) -> tuple[Any, Any]:
     """One client per server (or local folder) per process, and the lock its calls take: local
     mode allows one client and is not safe for concurrent calls (the vector set and the lexical
@@ -44,6 +65,8 @@ def client_for(spec: dict[str, Any]) -> tuple[Any, Any]:
     made: tuple[Any, Any]
     with _CLIENTS_LOCK:
         if where not in _CLIENTS:
+            if not _CLIENTS:
+                atexit.register(close_clients)  # with the first client (again after a close)
             if where[0] == "path":
                 made = QdrantClient(path=where[1]), threading.Lock()
             elif where[1] == ":memory:":

@@ -9,7 +9,7 @@ in the lexical stage.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from autodoc import store as sql
 from autodoc.models.embedders import Embedder
 from autodoc.store import DocumentSet, Store, Workspace
 from autodoc.vectors.coverage import semantic_coverage
-from autodoc.vectors.usearch_index import Vectors, sign_bits
+from autodoc.vectors.usearch_index import sign_bits
 from autodoc.wire.limits import MAX_READ, RETRIEVER_TOP
 
 # A filter whose documents hold at most this share of the chunks is served by scanning only
@@ -138,6 +138,39 @@ def _visible_slice(
     rows = [r for r in rows if r[1] not in incomplete]
     rows.sort(key=lambda r: (position[r[2]], r[0]))
     return [(r[0], r[1], ranked[position[r[2]]][1]) for r in rows]
+
+
+class Vectors(Protocol):
+    """What the semantic stage searches: a VectorIndex here, or a Qdrant collection
+    (qdrant_dense.py). Either mirrors SQLite's vectors; SQLite decides what a reader sees.
+    `remote`: other processes read it only as the writer's refresh mirrors it, so the writer
+    refreshes it as a fill goes, not only after."""
+
+    remote: bool
+    engine: str  # the store an answer names: `usearch`, or `qdrant:` and where it is
+
+    def refresh(self, conn, ws_id: int, model_fp: str, epoch: int, *, build: bool = False) -> None:
+        """Catch up with this vector epoch; `build`: the writer's call, after a fill."""
+        ...
+
+    def save(self) -> None: ...
+
+    def shortlist_size(self, need: int) -> int: ...
+
+    def ranked(
+        self, qvec: np.ndarray, qbits: np.ndarray, k: int
+    ) -> tuple[Sequence[tuple[str, float]], bool]: ...
+
+    def ranked_among(
+        self,
+        conn,
+        ws_id: int,
+        model_fp: str,
+        qvec: np.ndarray,
+        qbits: np.ndarray,
+        docs: set[int],
+        need: int,
+    ) -> Sequence[tuple[str, float]]: ...
 
 
 class SemanticPlan:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from autodoc import store as sql
-from autodoc.store.qdrant_connection import client_for, is_local, quiet
+from autodoc.store.qdrant_connection import client_for, is_local, location_kind, quiet
 
 DENSE = "dense"
 MIRROR_BATCH = 1024  # chunks upserted per call
@@ -31,7 +31,7 @@ OVERSAMPLING = 2.0  # binary-quantized candidates rescored per hit wanted
 
 
 class QdrantVectors:
-    """A workspace's vectors of one model in a Qdrant collection (usearch_index.Vectors)."""
+    """A workspace's vectors of one model in a Qdrant collection (nearest.Vectors)."""
 
     remote = True
 
@@ -42,6 +42,7 @@ class QdrantVectors:
 
         self.m = models
         self.spec = spec
+        self.engine = f"qdrant:{location_kind(spec)}"
         self.client, self.lock = client_for(spec)
         self.local = is_local(spec)
         self.dim = dim

@@ -24,7 +24,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -68,38 +68,6 @@ _WIDEN_POWER = math.log(HNSW_SHORTLIST_MAX / HNSW_SHORTLIST) / math.log(1_000_00
 # A saved graph is rewritten when it misses this share of the rows (a one-paragraph save does
 # not rewrite a million-vector file; readers add the rows since from SQLite).
 RESAVE_SHARE = 0.02
-
-
-class Vectors(Protocol):
-    """What the semantic stage searches: a VectorIndex here, or a Qdrant collection
-    (qdrant_dense.py). Either mirrors SQLite's vectors; SQLite decides what a reader sees.
-    `remote`: other processes read it only as the writer's refresh mirrors it, so the writer
-    refreshes it as a fill goes, not only after."""
-
-    remote: bool
-
-    def refresh(self, conn, ws_id: int, model_fp: str, epoch: int, *, build: bool = False) -> None:
-        """Catch up with this vector epoch; `build`: the writer's call, after a fill."""
-        ...
-
-    def save(self) -> None: ...
-
-    def shortlist_size(self, need: int) -> int: ...
-
-    def ranked(
-        self, qvec: np.ndarray, qbits: np.ndarray, k: int
-    ) -> tuple[Sequence[tuple[str, float]], bool]: ...
-
-    def ranked_among(
-        self,
-        conn,
-        ws_id: int,
-        model_fp: str,
-        qvec: np.ndarray,
-        qbits: np.ndarray,
-        docs: set[int],
-        need: int,
-    ) -> Sequence[tuple[str, float]]: ...
 
 
 def sign_bits(vectors: np.ndarray) -> np.ndarray:
@@ -152,6 +120,7 @@ class VectorIndex:
     """The sign index, float32 rows and (past HNSW_ABOVE) graph of one vector set."""
 
     remote = False  # every process reads SQLite's rows since the saved index itself
+    engine = "usearch"  # what an answer names as the semantic stage's store
 
     def __init__(self, dim: int, path: Path | None, owner: str) -> None:
         self.dim = dim

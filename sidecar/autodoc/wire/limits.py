@@ -5,6 +5,7 @@ else is affected (issue 22; doc/reliability.md lists each limit and its error).
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -18,6 +19,16 @@ READ_MAX_LINES = 400  # lines one `doc.read` / `read_span` returns; `next_line` 
 READ_MAX_BYTES = 64_000  # bytes of text one read returns (whole lines; at least one line)
 RETRIEVER_TOP = 50  # candidates each retrieval stage hands to fusion
 MAX_READ = 1000  # how deep a stage reads when invisible or filtered chunks starve it
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity (a container or `taskset` may give it
+    fewer than the machine has). A model's threads and a team server's workers are sized by it."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # no affinity on this platform
+        return os.cpu_count() or 1
+
 
 # A JSON string whole (even unclosed; the loop unrolled, so a 4 MB string is one fast match), or
 # a bracket.

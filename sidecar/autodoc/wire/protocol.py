@@ -149,6 +149,10 @@ class StagesRecord(TypedDict):
     requested: list[StageName]
     performed: list[StageName]
     skipped: dict[str, str]
+    engines: dict[str, str]
+    """The store each retrieval stage that ran searched: `tantivy` or `qdrant-sparse:WHERE`
+    (lexical), `usearch` or `qdrant:WHERE` (semantic); WHERE is `local` (a folder), `memory` or
+    `server`."""
 
 
 @_WIRE

@@ -127,6 +127,7 @@ class SearchTrace:
     capture: bool = False  # record the fuse stage's candidates and the answer inputs
     performed: list[protocol.StageName] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    engines: dict[str, str] = field(default_factory=dict)  # retrieval stage -> its store
     timings: dict[str, float] = field(default_factory=dict)
     fusion: protocol.FusionRecord | None = None
     rank_record: protocol.RankRecord | None = None

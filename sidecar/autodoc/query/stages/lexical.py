@@ -29,6 +29,7 @@ class LexicalStage(StageDefaults):
     def run(self, ctx: QueryContext, conn: sqlite3.Connection | None) -> Skip | None:
         assert conn is not None
         with ctx.trace.timed("lexical_ms"):
+            ctx.trace.engines["lexical"] = ctx.request.lexical.engine
             ctx.request.lexical.refresh(ctx.results.epochs[0])
             query = words_searched(ctx, conn)
             # A number query names a record by its digits; a longer query may hold a code

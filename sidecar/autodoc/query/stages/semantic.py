@@ -66,6 +66,7 @@ class SemanticStage:
         # Neither needs the query's vector: in a new process the index's reads (the vector
         # count: ~15 ms on cpp-docs) overlap the model's load too.
         with ctx.trace.timed("semantic_ms"):
+            ctx.trace.engines["semantic"] = signs.engine
             signs.refresh(conn, ctx.request.ws.id, plan.model_fp, ctx.results.epochs[1])
             plan.coverage = semantic_coverage(
                 conn, ctx.request.store, ctx.request.ws, plan.model_fp, ctx.results.epochs

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import re
 import sys
 from pathlib import Path
@@ -159,8 +158,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     sv.add_argument("--max-concurrent", type=int,
                     help="with --http: requests at once, per worker (default 4)")  # fmt: skip
-    sv.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                    help="with --http: worker processes (default: one a core)")  # fmt: skip
+    sv.add_argument("--workers", type=int, default=limits.usable_cores(),
+                    help="with --http: worker processes (default: one a usable core)")  # fmt: skip
     sv.add_argument("--log-file", help="log here instead of stderr")
     sv.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     mc = sub.add_parser(

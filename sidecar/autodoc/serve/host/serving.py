@@ -152,7 +152,7 @@ class Host:
         that contains it, else the nearest folder at or above it holding a vault marker, else
         the root itself. (eglot roots a project without version control at the note's own
         folder, a subfolder of the vault: served alone, its links and names would be missing.)"""
-        held = self.engine.root_holding(root)
+        held = self.engine.workspaces.root_holding(root)
         if held is not None:
             return held
         real = root.resolve()
@@ -190,7 +190,7 @@ class Host:
         if callable(root):  # the folder is found now that the store is open
             root = self._found(root)
         try:
-            name = self.engine.workspace_for_root(root)
+            name = self.engine.workspaces.workspace_for_root(root)
             self._serve(name, root, "indexing")
             self.apply_options(name)
             self.engine.store.writer()  # the lease first: only its holder watches and indexes
@@ -202,7 +202,7 @@ class Host:
             state = READY
         except StoreBusyError as err:
             self.refresher.note_lease(False, (err.data or {}).get("holder", ""))
-            name = name or self.engine.workspace_at(root)
+            name = name or self.engine.workspaces.workspace_at(root)
             state = READ_ONLY
             retry_later = threading.Timer(RETRY_FOLDER_S, self._retry, (root,))
             retry_later.daemon = True
@@ -349,7 +349,7 @@ class Host:
             raise RpcError(INVALID_PARAMS, "; ".join(self.refused))
         if self.opening or self.asked:  # being added, or waiting for another writer's lease
             raise RpcError(INVALID_PARAMS, "the workspace is still being added; retry shortly")
-        names = [w["name"] for w in self.engine.workspace_list()]
+        names = [w["name"] for w in self.engine.workspaces.workspace_list()]
         if len(names) == 1:
             return names[0]
         raise RpcError(
@@ -459,9 +459,9 @@ class Host:
             for root in [served[k] for k, v in self.indexing.items() if v == READ_ONLY]:
                 self._retry(root)
         workspaces: list[protocol.WorkspaceState] = []
-        for ws in self.engine.workspace_list():  # the host's own read: no client's call
+        for ws in self.engine.workspaces.workspace_list():  # the host's own read: no client's call
             name = ws["name"]
-            state = self.engine.semantic_state(name)
+            state = self.engine.reading.semantic_state(name)
             workspaces.append(
                 protocol.WorkspaceState(
                     name=name,
@@ -507,7 +507,7 @@ class Host:
     def check_state(self, workspace: str, event: str) -> None:
         """Tell clients when the semantic or rank state a picker shows has changed."""
         try:
-            state = self.engine.semantic_state(workspace)
+            state = self.engine.reading.semantic_state(workspace)
         except RpcError:
             return
         key = (state["semantic"], state["model"], state["rank"]["state"], state["rank"]["model"])

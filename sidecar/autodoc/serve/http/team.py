@@ -44,6 +44,7 @@ from autodoc.serve.mcp.mcp_entry import checked_folders
 from autodoc.serve.mcp.mcp_framing import CheckedBodies
 from autodoc.serve.mcp.mcp_server import AgentServer, build_server
 from autodoc.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
+from autodoc.wire.limits import usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,8 @@ CONFIG_ENV = "AUTODOC_TEAM_SERVER"  # the workers' settings, JSON, set by the pa
 # here because the serve layer reaches no model code: tests/integration/test_team_server.py
 # checks the two agree): two workers each running a model on every core only fight over them.
 THREADS_ENV = "AUTODOC_THREADS"
+
+
 SERVED_WAIT_S = 30.0  # a new store: a reader names the folder once the writer has added it
 NO_WRITER = "no worker holds the writer lease at the moment (one is taking over); retry shortly"
 
@@ -202,7 +205,7 @@ def serve_team(
                           max_concurrent=max_concurrent or DEFAULT_MAX_CONCURRENT,
                           rundir=str(rundir), key=secrets.token_hex(32))  # fmt: skip
     os.environ[CONFIG_ENV] = json.dumps(asdict(settings))
-    os.environ.setdefault(THREADS_ENV, str(max(1, (os.cpu_count() or 1) // workers)))
+    os.environ.setdefault(THREADS_ENV, str(max(1, usable_cores() // workers)))
     config = uvicorn.Config(f"{__name__}:worker_app", factory=True, host=bind, port=port,
                             workers=workers, log_level="warning")  # fmt: skip
     print(f"autodoc: serving http://{bind}:{port}/rpc and /mcp for {len(folders)} folder(s),"
