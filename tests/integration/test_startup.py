@@ -572,3 +572,34 @@ def test_mcp_refuses_a_nesting_bomb_read_during_the_early_handshake_and_serves_o
         assert proc.wait(timeout=WAIT_S) == 0
     finally:
         proc.kill()
+
+
+def test_a_server_opens_a_named_folders_model_and_indexes_before_its_first_search(
+    embedded_sample, tmp_path, monkeypatch
+):
+    """Issue 57: once a server names a folder, the model's query session, the vector index and
+    the lexical index open on a thread of their own, so a client's first question finds them
+    open instead of waiting for them; nothing is embedded or searched meanwhile."""
+    from autodoc.engine import Engine
+    from autodoc.models import embedders
+    from autodoc.serve.host.serving import Host
+
+    root, db = embedded_sample
+    shutil.copytree(db.parent, tmp_path / "store")  # the catch-up writes: a store of its own
+    monkeypatch.setattr(embedders, "_CACHE", {})  # this process's model, made fresh here
+    engine = Engine(tmp_path / "store" / db.name)
+    host = Host(engine, watch=False)
+    try:
+        host.open(root).result(timeout=120)
+        ws = engine.workspace("vault")
+        model = engine.semantic_plan(ws).embedder
+        assert model is not None
+        deadline = time.monotonic() + 30
+        while not (model.loaded and engine.sign_indexes) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert model.loaded, "the query session was not opened"
+        assert list(engine.sign_indexes) == [(ws.id, model.model_fp)]
+        assert ws.id in engine.lexical_indexes
+        assert model.meter.calls == 0  # opened, not run: no search was made
+    finally:
+        host.close()

@@ -56,9 +56,20 @@ def test_token_batches_cover_every_text_once_within_the_limits():
 
 def test_defaults_run_one_single_threaded_batch_per_thread(parallel, serial):
     assert parallel.workers == 2 and serial.workers == 1
-    assert parallel.session.get_session_options().intra_op_num_threads == 2  # queries
     assert parallel.batch_session().get_session_options().intra_op_num_threads == 1
     assert bundled_embedder(threads=1).workers == 1
+
+
+def test_a_query_runs_on_one_thread_that_does_not_spin(parallel, serial):
+    """Issue 57: a query's few dozen tokens run fastest on one thread, and threads that spin
+    between queries burn a server's CPU; a fill's batches, back to back, spin. A single run
+    (`workers` 1) keeps every thread for whatever it embeds."""
+    spin = "session.intra_op.allow_spinning"
+    query = parallel.session.get_session_options()
+    assert query.intra_op_num_threads == 1 and query.get_session_config_entry(spin) == "0"
+    batches = parallel.batch_session().get_session_options()
+    assert batches.get_session_config_entry(spin) == "1"
+    assert serial.session.get_session_options().intra_op_num_threads == 2
 
 
 def test_parallel_workers_give_the_serial_vectors_in_the_same_order(parallel, serial):

@@ -329,11 +329,15 @@ class LexicalIndex:
                 (Occur.Must, Query.boolean_query(bits)),
             ]
         )
+        result = searcher.search(q, len(chunk_ids), count=False)
+        if not result.hits:
+            return weights, held
+        ids = searcher.fast_field_values("chunk_id", [addr for _, addr in result.hits])
         row = {cid: i for i, cid in enumerate(chunk_ids)}
-        for cid, score in self.search(q, len(chunk_ids)):
-            if cid in row:
-                mask = round(score)
-                held[row[cid]] = [bool(mask >> j & 1) for j in range(len(terms))]
+        at = np.array([row.get(cast(int, cid), -1) for cid in ids])
+        masks = np.rint([score for score, _ in result.hits]).astype(np.int64)
+        holds = (masks[:, None] >> np.arange(len(terms))) & 1  # each term's bit, per chunk
+        held[at[at >= 0]] = holds[at >= 0].astype(bool)
         return weights, held
 
     def _among(self, chunk_ids: list[int]) -> Query:

@@ -186,6 +186,10 @@ class OnnxEmbedder:
         self.pad_id = 0  # the tokenizer's, once loaded
         self.inputs: set[str] = set()  # the graph's input names, once a session is made
         self._session: ort.InferenceSession | None = None  # one text at a time: a query
+        # A query (a few dozen tokens) runs fastest on one thread: on 2 cores 2.47 ms against
+        # 2.96 on two non-spinning threads, and 2.5 ms of CPU against 3.7 (6.7 spinning; issue
+        # 57, doc/benchmarks/performance.md). Only a single run (`workers` 1) keeps them all.
+        self._query_threads = threads if self.workers == 1 else 1
         self._batch_threads = threads // self.workers
         self._batch_session: ort.InferenceSession | None = None
         self._lock = threading.Lock()
@@ -217,7 +221,7 @@ class OnnxEmbedder:
         """The query's session, made when a text is first embedded (onnxruntime starts then)."""
         with self._lock:
             if self._session is None:
-                self._session = _session(self.session_path, self.threads)
+                self._session = _session(self.session_path, self._query_threads)
                 self.inputs = {i.name for i in self._session.get_inputs()}
             return self._session
 
@@ -226,6 +230,10 @@ class OnnxEmbedder:
         with self._lock:
             self._session = session
             self.inputs = {i.name for i in session.get_inputs()}
+
+    def warm(self) -> None:
+        """Make the tokenizer and the query session now (a server, before its first query)."""
+        _ = self.tokenizer, self.session
 
     @property
     def loaded(self) -> bool:

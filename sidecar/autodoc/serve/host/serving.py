@@ -193,6 +193,7 @@ class Host:
             name = self.engine.workspaces.workspace_for_root(root)
             self._serve(name, root, "indexing")
             self.apply_options(name)
+            self._warm(name)  # beside the catch-up below: the first question finds them open
             self.engine.store.writer()  # the lease first: only its holder watches and indexes
             self._took_lease()
             if self.watcher is not None:  # first, so edits made while indexing are caught
@@ -202,7 +203,10 @@ class Host:
             state = READY
         except StoreBusyError as err:
             self.refresher.note_lease(False, (err.data or {}).get("holder", ""))
-            name = name or self.engine.workspaces.workspace_at(root)
+            if name is None:
+                name = self.engine.workspaces.workspace_at(root)
+                if name is not None:
+                    self._warm(name)
             state = READ_ONLY
             retry_later = threading.Timer(RETRY_FOLDER_S, self._retry, (root,))
             retry_later.daemon = True
@@ -230,6 +234,17 @@ class Host:
         if name is not None and summary is not None:
             self.check_state(name, "semantic")
         return opened
+
+    def _warm(self, name: str) -> None:
+        """Open the folder's model session and indexes on a thread of their own."""
+
+        def warm() -> None:
+            try:
+                self.engine.reading.warm(name)
+            except Exception as exc:  # the first search opens them, and says what fails
+                log.debug("warming %s: %s", name, exc)
+
+        threading.Thread(target=warm, name="autodoc-warm", daemon=True).start()
 
     def _answering(self, name: str) -> None:
         """The folder's index answers now: what was asked of it before is due again."""

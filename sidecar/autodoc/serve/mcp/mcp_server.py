@@ -65,11 +65,6 @@ class AgentServer:
         self.roots = roots
         self.served_only = served_only  # over HTTP: the store's other workspaces stay private
 
-    def start(self) -> None:
-        """Index every served folder in the background, in order, on the writer thread."""
-        for root in self.roots:
-            self.host.open(root)
-
     def close(self) -> None:
         self.host.close()
 
