@@ -6,6 +6,7 @@ One subcommand per table of doc/benchmarks/server.md, each one run:
     open       arrivals on a fixed schedule (25/50/100/150 queries/s) over 50 connections;
                latency from each request's scheduled time, so a queue is not hidden
     memory     RSS and PSS of the parent and every worker, 1 vs 2 workers, after a load
+    cpu        the workers' CPU per hybrid query at a steady rate, 1 and 2 workers
     freshness  50 edits under load: edit -> the hit in every worker's answers
     faults     20 worker kills and 3 writer kills during a 50-client load
 
@@ -259,6 +260,31 @@ def cmd_open(args, queries: list[str]) -> dict:
     return report
 
 
+# -- CPU a query -------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used (its threads included), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cmd_cpu(args, queries: list[str]) -> dict:
+    """The workers' CPU per hybrid query at a steady `--rate` (open loop, `--seconds`), with
+    one worker and with two: a worker whose model threads spin between queries uses more than
+    the model's work (issue 57)."""
+    report = {}
+    for workers in args.workers:
+        with running(args, queries, workers) as server:
+            pids = server.pids()
+            before = {pid: cpu_seconds(pid) for pid in pids}
+            load = open_loop(server.port, args.workspace, queries, args.rate, args.seconds)
+            used = {pid: cpu_seconds(pid) - before[pid] for pid in pids}
+            per_query = 1000 * sum(used.values()) / max(load["queries"], 1)
+            report[f"workers_{workers}"] = {**load, "cpu_ms_per_query": round(per_query, 2)}
+    return report
+
+
 # -- memory ------------------------------------------------------------------------------------
 
 
@@ -402,7 +428,7 @@ def cmd_faults(args, queries: list[str]) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("table", choices=["closed", "open", "memory", "freshness", "faults"])
+    p.add_argument("table", choices=["closed", "open", "memory", "cpu", "freshness", "faults"])
     p.add_argument("--db", required=True)
     p.add_argument("--root", required=True, type=Path)
     p.add_argument("--golden", required=True)
@@ -411,7 +437,8 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=20, help="open: seconds per rate")
     p.add_argument("--rates", type=float, nargs="+", default=[25, 50, 100, 150],
                    help="open: queries/s offered")  # fmt: skip
-    p.add_argument("--rate", type=float, default=50, help="freshness: background queries/s")
+    p.add_argument("--rate", type=float, default=50,
+                   help="freshness: background queries/s; cpu: queries/s offered")  # fmt: skip
     p.add_argument("--edits", type=int, default=50)
     p.add_argument("--worker-kills", type=int, default=20)
     p.add_argument("--writer-kills", type=int, default=3)
@@ -419,7 +446,7 @@ def main() -> None:
     args = p.parse_args()
     args.root = args.root.resolve()
     queries = [json.loads(ln)["query"] for ln in Path(args.golden).read_text().splitlines()]
-    run = {"closed": cmd_closed, "open": cmd_open, "memory": cmd_memory,
+    run = {"closed": cmd_closed, "open": cmd_open, "memory": cmd_memory, "cpu": cmd_cpu,
            "freshness": cmd_freshness, "faults": cmd_faults}[args.table]  # fmt: skip
     report = {"table": args.table, "queries_distinct": len(queries), **run(args, queries)}
     print(json.dumps(report, indent=2))

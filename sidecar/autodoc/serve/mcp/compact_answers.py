@@ -31,6 +31,7 @@ def compact_search(answer: dict[str, Any]) -> dict[str, Any]:
         "stages": {
             "performed": answer["stages"]["performed"],
             "skipped": answer["stages"]["skipped"],
+            "engines": answer["stages"]["engines"],  # which store answered (issue 57)
         },
     }
     if answer.get("filter"):
