@@ -293,7 +293,7 @@ def test_workers_or_slots_out_of_range_are_refused(tmp_path):
 
 
 def test_each_worker_gets_its_share_of_the_cores_by_the_models_own_setting():
-    from autodoc.models.embedders import THREADS_ENV
+    from autodoc.models.onnx_sessions import THREADS_ENV
     from autodoc.serve.http import team as team_server
 
     assert team_server.THREADS_ENV == THREADS_ENV

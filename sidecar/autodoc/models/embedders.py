@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 
 from autodoc.models.model_files import cache_dir, remember_dim, weights_identity
+from autodoc.models.onnx_sessions import cpu_session, default_threads
 from autodoc.wire import protocol
 from autodoc.wire.api_keys import api_key
 from autodoc.wire.errors import EMBED_FAILED, RpcError
-from autodoc.wire.limits import usable_cores
 from autodoc.wire.provider_specs import validate_embedding
 
 if TYPE_CHECKING:
@@ -221,7 +221,7 @@ class OnnxEmbedder:
         """The query's session, made when a text is first embedded (onnxruntime starts then)."""
         with self._lock:
             if self._session is None:
-                self._session = _session(self.session_path, self._query_threads)
+                self._session = cpu_session(self.session_path, self._query_threads)
                 self.inputs = {i.name for i in self._session.get_inputs()}
             return self._session
 
@@ -271,7 +271,7 @@ class OnnxEmbedder:
         search-only process never loads it; a query keeps `session`'s intra-op threads."""
         with self._lock:
             if self._batch_session is None:
-                self._batch_session = _session(self.session_path, self._batch_threads, spin=True)
+                self._batch_session = cpu_session(self.session_path, self._batch_threads, spin=True)
                 self.inputs = {i.name for i in self._batch_session.get_inputs()}
             return self._batch_session
 
@@ -304,33 +304,6 @@ class OnnxEmbedder:
                 out = np.zeros((len(texts), vectors.shape[1]), np.float32)
             out[idx] = vectors
         return out
-
-
-THREADS_ENV = "AUTODOC_THREADS"  # CPU threads a model may use in this process, if set
-
-
-def default_threads() -> int:
-    """`AUTODOC_THREADS` when set (a team server gives each worker its share of the cores:
-    two workers each running a two-thread model on two cores only fight), else
-    min(4, the cores this process may use)."""
-    given = os.environ.get(THREADS_ENV, "")
-    return int(given) if given.isdigit() and int(given) > 0 else min(4, usable_cores())
-
-
-def _session(path: Path, threads: int, *, spin: bool = False) -> ort.InferenceSession:
-    """A CPU session on `threads` intra-op threads. `spin`: the threads busy-wait for the next
-    piece of work, which only pays while batches follow one another (a fill); a query session
-    does not spin, so a server idle between queries uses no CPU and a worker's CPU per query is
-    the model's work alone (issue 57: one team worker's spinning threads took 15-20 ms of CPU a
-    query against 9 ms each for two)."""
-    import onnxruntime as ort  # here, not at import: only a process that runs a model starts it
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads or default_threads()
-    so.inter_op_num_threads = 1
-    so.log_severity_level = 3
-    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
-    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
 
 # -- the bundled default ---------------------------------------------------------------------

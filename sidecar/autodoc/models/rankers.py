@@ -23,11 +23,11 @@ from autodoc.models.embedders import (
     MAX_BATCH,
     Meter,
     ProviderError,
-    _session,
     pad_batch,
     post_json,
     token_batches,
 )
+from autodoc.models.onnx_sessions import cpu_session
 from autodoc.wire import protocol
 from autodoc.wire.provider_specs import TIMEOUT_DEFAULT, WINDOW_DEFAULT, validate_ranker
 
@@ -75,7 +75,7 @@ class OnnxRanker:
         padding = self.tokenizer.padding or {}
         self.pad_id = int(padding.get("pad_id", 0))
         self.tokenizer.no_padding()
-        self.session = _session(model, threads)
+        self.session = cpu_session(model, threads)
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.meter = Meter()
 

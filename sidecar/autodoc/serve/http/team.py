@@ -49,7 +49,7 @@ from autodoc.wire.limits import usable_cores
 log = logging.getLogger(__name__)
 
 CONFIG_ENV = "AUTODOC_TEAM_SERVER"  # the workers' settings, JSON, set by the parent
-# Each worker's share of the cores for its model (models.embedders.THREADS_ENV, named again
+# Each worker's share of the cores for its model (models.onnx_sessions.THREADS_ENV, named again
 # here because the serve layer reaches no model code: tests/integration/test_team_server.py
 # checks the two agree): two workers each running a model on every core only fight over them.
 THREADS_ENV = "AUTODOC_THREADS"
