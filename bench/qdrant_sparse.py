@@ -59,7 +59,7 @@ def run(dataset: Path, work: Path, most: int | None = None) -> dict:
         scores, ms = served(engine, name, judged, names)
         out[f"{name}_ndcg10"] = statistics.fmean(scores)
         out[f"{name}_p50_ms"] = statistics.median(ms)
-    out["chunks"] = engine.counts("tantivy")[1]
+    out["chunks"] = engine.reading.counts("tantivy")[1]
     engine.close()
     return out
 

@@ -17,6 +17,7 @@ from autodoc.serve import method_table
 from autodoc.serve.dispatcher import Dispatcher
 from autodoc.serve.host.serving import Host
 from autodoc.serve.method_table import Method
+from autodoc.wire.errors import METHOD_NOT_FOUND, RpcError
 
 from ..conftest import EXAMPLE_VAULT, REPO
 
@@ -32,6 +33,38 @@ def test_the_docs_method_tables_are_generated_from_the_table():
     assert method_table.served_table() in served, "doc/server.md: python -m ... method_table served"
 
 
+def test_the_host_reaches_the_engine_only_through_the_table():
+    """Issue 56: every engine operation `Host` uses is a record of the table (a client's method
+    or one of the host's own, `HOST_METHODS`): in its code, `self.engine` is followed only by
+    `.store` (the lease it holds) or passed whole; an operation called on it is a planted way
+    around the table."""
+    import ast
+
+    tree = ast.parse((REPO / "sidecar/autodoc/serve/host/serving.py").read_text())
+    around = [
+        f"line {node.lineno}: self.engine.{node.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "engine"
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id == "self"
+        and node.attr != "store"
+    ]
+    assert around == []
+
+
+def test_no_front_end_serves_the_hosts_own_operations(tmp_path):
+    engine = Engine(tmp_path / "s.db")
+    try:
+        with pytest.raises(RpcError) as err:
+            Dispatcher(engine).call("host.counts", ["v"])
+        assert err.value.code == METHOD_NOT_FOUND
+        assert "host." not in method_table.methods_table() + method_table.served_table()
+    finally:
+        engine.close()
+
+
 def test_every_record_names_an_operation_of_the_engine_once(tmp_path):
     engine = Engine(tmp_path / "s.db")
     try:
@@ -39,7 +72,8 @@ def test_every_record_names_an_operation_of_the_engine_once(tmp_path):
         assert len(names) == len(set(names)) and set(names) == set(method_table.BY_NAME)
         concerns = [engine.workspaces, engine.indexing, engine.reading, engine.navigation]
         concerns += [engine.actions, engine.renaming, engine.completion]
-        for m in method_table.METHODS:
+        assert not set(method_table.HOST_BY_NAME) & set(method_table.BY_NAME)
+        for m in method_table.METHODS + method_table.HOST_METHODS:
             bound = m.handler(engine)
             owner = getattr(bound, "__self__", None)  # an operation of one of the engine's concerns
             assert any(owner is c for c in concerns), m.name

@@ -156,18 +156,6 @@ class EngineCore:
         opened = partial(self.signs, ws, old)
         return SemanticPlan(old, old.model_fp, state="switching", open_signs=opened)
 
-    def counts(self, name: Any) -> tuple[int, int]:
-        """(live documents, live chunks) of a workspace, as stored now."""
-        ws = self.workspace(name)
-        with self.store.snapshot() as conn:
-            return sql.workspace_counts(conn, ws.id)
-
-    def epochs(self, names: list[str]) -> dict[str, tuple[int, int]]:
-        """(text epoch, vector epoch) of each named workspace, read in one snapshot: a team
-        server stamps every answer with them, so a client can tell no worker went back."""
-        with self.store.snapshot() as conn:  # one statement, whatever the number served
-            return sql.epochs_by_name(conn, names)
-
     def describe(self, ws: Workspace) -> protocol.WorkspaceInfo:
         with self.store.snapshot() as conn:
             docs, chunks = sql.workspace_counts(conn, ws.id)

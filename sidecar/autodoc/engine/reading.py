@@ -49,6 +49,18 @@ class Reading:
             self.core.on_stale(ws.name, answer["stale"])
         return answer
 
+    def counts(self, name: Any) -> tuple[int, int]:
+        """(live documents, live chunks) of a workspace, as stored now."""
+        ws = self.core.workspace(name)
+        with self.core.store.snapshot() as conn:
+            return sql.workspace_counts(conn, ws.id)
+
+    def epochs(self, names: list[str]) -> dict[str, tuple[int, int]]:
+        """(text epoch, vector epoch) of each named workspace, read in one snapshot: a team
+        server stamps every answer with them, so a client can tell no worker went back."""
+        with self.core.store.snapshot() as conn:  # one statement, whatever the number served
+            return sql.epochs_by_name(conn, names)
+
     def warm(self, name: Any) -> None:
         """Open what the first search of `name` opens, and nothing more: the lexical index,
         the embedding model's query session and the vector index caught up with the store's

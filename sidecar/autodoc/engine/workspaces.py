@@ -57,6 +57,10 @@ class Workspaces:
         held = [r for r in roots if r == real or r in real.parents]
         return max(held, key=lambda r: len(r.parts)) if held else None
 
+    def workspace_options(self, name: Any) -> dict[str, Any]:
+        """A workspace's options, as stored (defaults filled in)."""
+        return self.core.workspace(name).options
+
     def workspace_for_root(self, root: Path) -> str:
         """The workspace on this folder: the existing one, or a new one named after it."""
         existing = self.workspace_at(root)

@@ -349,6 +349,32 @@ METHODS: tuple[Method, ...] = (
 )
 BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}
 
+# What a long-lived server's host asks of the engine for itself: the folder a root is served as,
+# the workspaces and stage states its status reports, the epochs a team's answers are stamped
+# with, the model and indexes it opens before a first question. No front end serves them (a
+# client asks `autodoc.status`, `workspace.list`, ...), and they are not a client's call (no
+# trace); the host reaches the engine through these and METHODS only (`Host.engine_op`,
+# tests/unit/test_method_table.py).
+HOST_METHODS: tuple[Method, ...] = (
+    Method("host.folder_workspace", lambda engine: engine.workspaces.workspace_for_root,
+           writes=True, http="none", params="`[root]`", result="the workspace serving it"),
+    Method("host.workspace_at", lambda engine: engine.workspaces.workspace_at, http="none",
+           params="`[root]`", result="the workspace on this root, or null"),
+    Method("host.root_holding", lambda engine: engine.workspaces.root_holding, http="none",
+           params="`[folder]`", result="the deepest workspace root holding it, or null"),
+    Method("host.options", lambda engine: engine.workspaces.workspace_options, http="none",
+           params="`[workspace]`", result="its options"),
+    Method("host.stage_state", lambda engine: engine.reading.semantic_state, http="none",
+           params="`[workspace]`", result="the stage state a picker shows"),
+    Method("host.counts", lambda engine: engine.reading.counts, http="none",
+           params="`[workspace]`", result="(live documents, live chunks)"),
+    Method("host.epochs", lambda engine: engine.reading.epochs, http="none",
+           params="`[names]`", result="{name: (text epoch, vector epoch)}"),
+    Method("host.warm", lambda engine: engine.reading.warm, http="none",
+           params="`[workspace]`", result="null: its model and indexes open"),
+)  # fmt: skip
+HOST_BY_NAME: dict[str, Method] = {m.name: m for m in HOST_METHODS}
+
 
 def methods_table() -> str:
     """The README's table of methods."""

@@ -93,7 +93,7 @@ class Host:
         self._named = threading.Condition(self._lock)  # a folder was named, or gave up
         self.progress = ProgressReports(  # `notify` is read at each report: a server sets it
             lambda event, params: self.notify(event, params),
-            lambda name: self.engine.counts(name)[1],
+            lambda name: self.engine_op("host.counts")(name)[1],
         )
         # a folder's first index, a save or a watcher's batch was indexed (on the writer
         # thread): an editor's diagnostics for its open documents, and its code lenses, are due
@@ -118,6 +118,13 @@ class Host:
     @property
     def engine(self) -> Engine:
         return self.slot.engine
+
+    def engine_op(self, name: str) -> Callable[..., Any]:
+        """The engine operation a method-table record names (`method_table.METHODS` or the
+        host's own `HOST_METHODS`), called in place: the host's own reads and its folder's
+        opening, never a client's call (no trace, no door: the host built the arguments)."""
+        record = method_table.HOST_BY_NAME.get(name) or method_table.BY_NAME[name]
+        return record.handler(self.engine)
 
     @property
     def dispatcher(self) -> Dispatcher:
@@ -152,7 +159,7 @@ class Host:
         that contains it, else the nearest folder at or above it holding a vault marker, else
         the root itself. (eglot roots a project without version control at the note's own
         folder, a subfolder of the vault: served alone, its links and names would be missing.)"""
-        held = self.engine.workspaces.root_holding(root)
+        held: Path | None = self.engine_op("host.root_holding")(root)
         if held is not None:
             return held
         real = root.resolve()
@@ -190,7 +197,7 @@ class Host:
         if callable(root):  # the folder is found now that the store is open
             root = self._found(root)
         try:
-            name = self.engine.workspaces.workspace_for_root(root)
+            name = self.engine_op("host.folder_workspace")(root)
             self._serve(name, root, "indexing")
             self.apply_options(name)
             self._warm(name)  # beside the catch-up below: the first question finds them open
@@ -204,7 +211,7 @@ class Host:
         except StoreBusyError as err:
             self.refresher.note_lease(False, (err.data or {}).get("holder", ""))
             if name is None:
-                name = self.engine.workspaces.workspace_at(root)
+                name = self.engine_op("host.workspace_at")(root)
                 if name is not None:
                     self._warm(name)
             state = READ_ONLY
@@ -240,7 +247,7 @@ class Host:
 
         def warm() -> None:
             try:
-                self.engine.reading.warm(name)
+                self.engine_op("host.warm")(name)
             except Exception as exc:  # the first search opens them, and says what fails
                 log.debug("warming %s: %s", name, exc)
 
@@ -272,7 +279,8 @@ class Host:
 
     def epochs(self) -> dict[str, tuple[int, int]]:
         """(text, vector) epoch of each served workspace, as the store holds them now."""
-        return self.engine.epochs(list(self.served))
+        epochs: dict[str, tuple[int, int]] = self.engine_op("host.epochs")(list(self.served))
+        return epochs
 
     def _retry(self, root: Path) -> None:
         """Try a read-only folder again on the writer thread; once at a time per folder."""
@@ -305,7 +313,7 @@ class Host:
         self.notify(STATE_CHANGED, {"event": "workspace.removed", "workspace": name})
 
     def _rule_options(self, name: str) -> RuleOptions:
-        return RuleOptions.of(self.engine.workspace(name).options)
+        return RuleOptions.of(self.engine_op("host.options")(name))
 
     def _configured(self, name: str, answer: dict[str, Any]) -> None:
         """After `workspace.configure`: the watcher lets in what the walk now lets in, and a
@@ -332,8 +340,8 @@ class Host:
     def apply_options(self, name: str) -> None:
         """Set the client's options that differ from the workspace's (a changed one may
         re-chunk); on the writer thread."""
-        ws = self.engine.workspace(name)
-        changes = {k: v for k, v in self.options.items() if ws.options.get(k) != v}
+        options = self.engine_op("host.options")(name)
+        changes = {k: v for k, v in self.options.items() if options.get(k) != v}
         if changes:
             configured = self.dispatcher.call("workspace.configure", [name, changes])
             self._configured(name, configured)
@@ -364,7 +372,7 @@ class Host:
             raise RpcError(INVALID_PARAMS, "; ".join(self.refused))
         if self.opening or self.asked:  # being added, or waiting for another writer's lease
             raise RpcError(INVALID_PARAMS, "the workspace is still being added; retry shortly")
-        names = [w["name"] for w in self.engine.workspaces.workspace_list()]
+        names: list[str] = [w["name"] for w in self.engine_op("workspace.list")()]
         if len(names) == 1:
             return names[0]
         raise RpcError(
@@ -474,9 +482,9 @@ class Host:
             for root in [served[k] for k, v in self.indexing.items() if v == READ_ONLY]:
                 self._retry(root)
         workspaces: list[protocol.WorkspaceState] = []
-        for ws in self.engine.workspaces.workspace_list():  # the host's own read: no client's call
+        for ws in self.engine_op("workspace.list")():  # the host's own read: no client's call
             name = ws["name"]
-            state = self.engine.reading.semantic_state(name)
+            state = self.engine_op("host.stage_state")(name)
             workspaces.append(
                 protocol.WorkspaceState(
                     name=name,
@@ -522,7 +530,7 @@ class Host:
     def check_state(self, workspace: str, event: str) -> None:
         """Tell clients when the semantic or rank state a picker shows has changed."""
         try:
-            state = self.engine.reading.semantic_state(workspace)
+            state = self.engine_op("host.stage_state")(workspace)
         except RpcError:
             return
         key = (state["semantic"], state["model"], state["rank"]["state"], state["rank"]["model"])
