@@ -33,6 +33,9 @@ TEMPLATE_MAX_BYTES = 256 * 1024  # a note template larger than this is not read
 
 
 class Actions:
+    """What an editor offers on a note (code actions, backlink lenses), over the navigation
+    concern's reading of the document."""
+
     def __init__(self, core: EngineCore, navigation: Navigation) -> None:
         self.core = core
         self.navigation = navigation

@@ -46,6 +46,8 @@ MAX_LIMIT = 200
 
 
 class Completion:
+    """Link completion in the vault's style, and the preview of what a link names."""
+
     def __init__(self, core: EngineCore) -> None:
         self.core = core
 

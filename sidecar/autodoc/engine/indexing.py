@@ -23,6 +23,9 @@ if TYPE_CHECKING:  # the indexer and the fill are imported by what writes: a sea
 
 
 class Indexing:
+    """Files into the store and the lexical index, and their vectors: in the foreground or
+    by a background fill this object owns (its threads stop with the engine)."""
+
     def __init__(self, core: EngineCore) -> None:
         self.core = core
         self._workers: dict[str, threading.Thread] = {}  # the background fill, by workspace

@@ -48,6 +48,9 @@ _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
 
 
 class Navigation:
+    """Links as an editor follows them: definition, hover, references, the document's
+    links, outline and diagnostics."""
+
     def __init__(self, core: EngineCore) -> None:
         self.core = core
 

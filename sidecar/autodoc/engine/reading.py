@@ -19,6 +19,8 @@ from autodoc.wire.errors import CancelToken, invalid_params
 
 
 class Reading:
+    """What a search, a name lookup or a read answers: nothing here writes the store."""
+
     def __init__(self, core: EngineCore) -> None:
         self.core = core
 

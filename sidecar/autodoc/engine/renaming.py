@@ -102,6 +102,8 @@ class _Subject:
 
 
 class Renaming:
+    """Renames that keep every link whole: prepare, rename a heading or a note, a file moved."""
+
     def __init__(self, core: EngineCore) -> None:
         self.core = core
 

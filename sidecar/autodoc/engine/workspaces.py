@@ -17,6 +17,9 @@ from autodoc.wire import protocol, workspace_options
 
 
 class Workspaces:
+    """Adding, configuring and removing workspaces; configuring may re-index, so it holds
+    the indexing concern."""
+
     def __init__(self, core: EngineCore, indexing: Indexing) -> None:
         self.core = core
         self.indexing = indexing
