@@ -337,7 +337,8 @@ class LexicalIndex:
         at = np.array([row.get(cast(int, cid), -1) for cid in ids])
         masks = np.rint([score for score, _ in result.hits]).astype(np.int64)
         holds = (masks[:, None] >> np.arange(len(terms))) & 1  # each term's bit, per chunk
-        held[at[at >= 0]] = holds[at >= 0].astype(bool)
+        ours = at >= 0
+        held[at[ours]] = holds[ours].astype(bool)
         return weights, held
 
     def _among(self, chunk_ids: list[int]) -> Query:

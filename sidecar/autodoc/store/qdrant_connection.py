@@ -30,17 +30,17 @@ def quiet(local: bool) -> Iterator[None]:
         yield
 
 
-def is_local(spec: dict[str, Any]) -> bool:
-    """qdrant-client's in-process local mode (a folder, or ":memory:"), not a server."""
-    return bool(spec.get("path")) or spec.get("url") == ":memory:"
-
-
 def location_kind(spec: dict[str, Any]) -> str:
     """Where a Qdrant store is, as an answer names it: `local` (a folder, qdrant-client's local
     mode), `memory` (":memory:") or `server` (a URL)."""
     if spec.get("path"):
         return "local"
     return "memory" if spec.get("url") == ":memory:" else "server"
+
+
+def is_local(spec: dict[str, Any]) -> bool:
+    """qdrant-client's in-process local mode (a folder, or ":memory:"), not a server."""
+    return location_kind(spec) != "server"
 
 
 def close_clients() -> None:
@@ -55,6 +55,9 @@ def close_clients() -> None:
             client.close()
 
 
+atexit.register(close_clients)  # this module loads only where a Qdrant store is configured
+
+
 def client_for(spec: dict[str, Any]) -> tuple[Any, Any]:
     """One client per server (or local folder) per process, and the lock its calls take: local
     mode allows one client and is not safe for concurrent calls (the vector set and the lexical
@@ -65,8 +68,6 @@ def client_for(spec: dict[str, Any]) -> tuple[Any, Any]:
     made: tuple[Any, Any]
     with _CLIENTS_LOCK:
         if where not in _CLIENTS:
-            if not _CLIENTS:
-                atexit.register(close_clients)  # with the first client (again after a close)
             if where[0] == "path":
                 made = QdrantClient(path=where[1]), threading.Lock()
             elif where[1] == ":memory:":

@@ -200,7 +200,8 @@ class Host:
             name = self.engine_op("host.folder_workspace")(root)
             self._serve(name, root, "indexing")
             self.apply_options(name)
-            self._warm(name)  # beside the catch-up below: the first question finds them open
+            if not retry:  # beside the catch-up below: the first question finds them open
+                self._warm(name)
             self.engine.store.writer()  # the lease first: only its holder watches and indexes
             self._took_lease()
             if self.watcher is not None:  # first, so edits made while indexing are caught
@@ -212,7 +213,7 @@ class Host:
             self.refresher.note_lease(False, (err.data or {}).get("holder", ""))
             if name is None:
                 name = self.engine_op("host.workspace_at")(root)
-                if name is not None:
+                if name is not None and not retry:  # read-only: a search is served all the same
                     self._warm(name)
             state = READ_ONLY
             retry_later = threading.Timer(RETRY_FOLDER_S, self._retry, (root,))
