@@ -177,6 +177,11 @@ local function clients()
       else
         health.warn("read-only: the writer lease is held by " .. status.server.holder)
       end
+      if status.server.question_log ~= vim.NIL and status.server.question_log then
+        health.info("questions logged to " .. status.server.question_log .. " (doc/gaps.md)")
+      else
+        health.info("questions not logged (autodoc serve --log-questions PATH turns it on)")
+      end
       health.start("Workspaces")
       for _, ws in ipairs(status.workspaces) do
         workspace(ws)

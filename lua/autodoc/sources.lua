@@ -22,6 +22,20 @@ for _, stage in ipairs(registry) do
   end
 end
 
+--- Tell the sidecar a search's hit was opened (`search.opened`): one that logs the questions
+--- it answers counts the question as answered (doc/gaps.md). Nothing for find and related, and
+--- nothing waits for the answer.
+---@param client table the sidecar's client
+---@param workspace string?
+---@param source autodoc.Source
+---@param item table? the opened item (`path`, `line`)
+function M.opened(client, workspace, source, item)
+  if client and workspace and item and source == M.search then
+    local params = { workspace, item.path, item.line or item.line_start }
+    require("autodoc.client").request(client, "autodoc/search.opened", params, function() end)
+  end
+end
+
 --- Whether `names` holds a retriever.
 ---@param names string[]
 ---@return boolean

@@ -243,6 +243,7 @@
 ---@field holder string Who holds the writer lease when this process does not: `pid N on HOST`.
 ---@field pending integer Edits waiting to be re-indexed.
 ---@field watching boolean
+---@field question_log string? Where this server logs the questions it answers (`--log-questions`), or null: off.
 
 ---@class autodoc.WorkspaceState One workspace of the store as a server sees it: whether it keeps it fresh, its size,
 ---@field name string
@@ -501,6 +502,42 @@
 ---@field outgoing integer The moved note's relative links to other notes, rewritten from its new folder.
 ---@field files integer Files the edit touches: edited, or renamed.
 ---@field left autodoc.RenameLeft[]
+
+---@class autodoc.GapShown A section the group's askers were shown and did not open.
+---@field path string
+---@field line integer
+---@field breadcrumb string
+---@field times integer
+
+---@class autodoc.GapGroup Unanswered questions that ask the same thing, in other words.
+---@field count integer
+---@field askers integer How many tokens or clients asked it.
+---@field question string The group's most central question.
+---@field questions string[] Up to five of its distinct wordings, the central one first.
+---@field missing string[] Its words found nowhere in the workspace, most asked first.
+---@field shown autodoc.GapShown[]
+---@field first_at number
+---@field last_at number
+---@field new boolean No group of the recorded report (`record`) asks the same thing.
+
+---@class autodoc.AnsweredQuestion
+---@field question string
+---@field count integer
+
+---@class autodoc.GapReport
+---@field log string
+---@field since number?
+---@field until number
+---@field workspace string?
+---@field questions integer
+---@field answered integer Questions whose answer was confident, or one of whose hits the asker opened.
+---@field unanswered integer
+---@field opened integer Questions one of whose hits the asker opened (`doc.read`, `search.opened`).
+---@field unreadable_lines integer
+---@field groups autodoc.GapGroup[] Largest first.
+---@field answered_well autodoc.AnsweredQuestion[] The base rate: the answered questions asked most.
+---@field baseline_at number? When the report `new` is counted from was recorded; null: none was.
+---@field new_groups integer
 
 ---@class autodoc.ErrorObject A JSON-RPC error: `code` is one of errors.py's, never reused for another meaning.
 ---@field code integer

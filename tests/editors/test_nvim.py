@@ -648,6 +648,29 @@ def test_grouped_by_file_each_file_is_a_header_over_its_hits(start):
     n.nvim.input("<Esc>")
 
 
+def test_a_logging_sidecar_keeps_the_query_settled_on_and_the_jump(start, tmp_path: Path):
+    """Issue 58 from the first buffer: the keystrokes' searches leave one question in the
+    sidecar's log (the query settled on), and <CR> on a hit tells it the hit was opened."""
+    from autodoc.gaps.question_log import read_records
+
+    log = tmp_path / "questions.jsonl"
+    cmd = [sys.executable, "-m", "autodoc", "serve", "--log-questions", str(log)]
+    n = start({"embedding": "none"}, {"cmd": cmd})
+    n.nvim.command("AutodocSearch")
+    type_query(n, "reclaimBatch")
+    n.until(lambda: (s := n.state()) and s["hits"] and s["answer"]["query"] == "reclaimBatch")
+    hit = n.state()["hits"][0]
+    n.nvim.input("<CR>")
+    n.until(lambda: n.state() is None)
+    n.until(lambda: log.exists() and len(read_records(log)[0]) >= 2)
+    records = read_records(log)[0]
+    assert [(r["kind"], r.get("query"), r.get("path")) for r in records] == [
+        ("question", "reclaimBatch", None),
+        ("opened", None, hit["path"]),
+    ]
+    assert {r["asker"] for r in records} == {"editor"}
+
+
 def test_related_lists_a_sections_neighbours_with_reasons_and_jumps(start, vault: Path):
     n = start({"embedding": "none"})  # links alone relate here; the vectors' part: test_related
     n.serve()
@@ -709,17 +732,33 @@ def test_find_opens_a_name_at_its_own_line(start):
 VENDOR = SHARED / "vendor" / "nvim"
 
 
-def with_plugins(tmp_path: Path, vault: Path, *names: str, embedding: str = "none") -> Nvim:
+def with_plugins(
+    tmp_path: Path, vault: Path, *names: str, embedding: str = "none", log: Path | None = None
+) -> Nvim:
+    """Neovim with these vendored plugins; `log`: the sidecar logs its questions there."""
     dirs = [VENDOR / n for n in names]
     if not all(d.is_dir() for d in dirs):
         missing("corpus", f"the vendored plugins {names} are absent from {VENDOR}")
     if NVIM is None or pynvim is None:
         missing("nvim", NO_NVIM)
-    return Nvim(vault, tmp_path / "home", {"embedding": embedding}, rtp=tuple(dirs))
+    setup = None
+    if log is not None:
+        setup = {"cmd": [sys.executable, "-m", "autodoc", "serve", "--log-questions", str(log)]}
+    return Nvim(vault, tmp_path / "home", {"embedding": embedding}, setup, rtp=tuple(dirs))
+
+
+def opened_in(log: Path) -> list[str]:
+    """The paths a logging sidecar heard were opened."""
+    from autodoc.gaps.question_log import read_records
+
+    return (
+        [r["path"] for r in read_records(log)[0] if r["kind"] == "opened"] if log.exists() else []
+    )
 
 
 def test_the_snacks_sources_search_relate_and_jump(tmp_path: Path, vault: Path):
-    n = with_plugins(tmp_path, vault, "snacks.nvim", embedding="bundled")
+    log = tmp_path / "questions.jsonl"
+    n = with_plugins(tmp_path, vault, "snacks.nvim", embedding="bundled", log=log)
     try:
         # As with a lazy-loaded snacks whose plugin/ file has not run: no global `Snacks`, no
         # module loaded. The adapter requires it rather than indexing the global.
@@ -764,12 +803,19 @@ def test_the_snacks_sources_search_relate_and_jump(tmp_path: Path, vault: Path):
         n.nvim.input("<CR>")  # as a person confirms: the picker's own key
         n.until(lambda: n.current_name().endswith("0002-store-documents-in-postgres.md"))
         assert n.nvim.current.window.cursor[0] == got[0][1]
+        assert opened_in(log) == []  # a related section is not a search's hit
+        n.lua("require('autodoc.pickers.snacks').search({ query = 'reclaimBatch' })")
+        got = n.until(lambda: n.lua(items))
+        n.nvim.input("<CR>")  # the sidecar hears which hit was opened, then snacks jumps
+        n.until(lambda: n.current_name().endswith(got[0][0]))
+        n.until(lambda: opened_in(log) == [got[0][0]])
     finally:
         n.close()
 
 
 def test_the_telescope_extension_searches_relates_and_finds(tmp_path: Path, vault: Path):
-    n = with_plugins(tmp_path, vault, "plenary.nvim", "telescope.nvim")
+    log = tmp_path / "questions.jsonl"
+    n = with_plugins(tmp_path, vault, "plenary.nvim", "telescope.nvim", log=log)
     try:
         n.nvim.command("runtime plugin/telescope.lua")
         n.lua("require('telescope').load_extension('autodoc')")
@@ -819,6 +865,12 @@ def test_the_telescope_extension_searches_relates_and_finds(tmp_path: Path, vaul
         n.nvim.command("Telescope autodoc find default_text=reclaimBatch")
         got = n.until(lambda: n.lua(results))
         assert got[0] == ["adr/0003-embedded-sqlite-store.md", 65]  # the name's own line
+        n.nvim.input("<Esc><Esc>")
+        n.nvim.command("Telescope autodoc search default_text=reclaimBatch")
+        got = n.until(lambda: n.lua(results))
+        n.nvim.input("<CR>")  # the sidecar hears which hit was opened, then telescope opens it
+        n.until(lambda: n.current_name().endswith(got[0][0]))
+        n.until(lambda: opened_in(log) == [got[0][0]])  # the find before it was not a search
     finally:
         n.close()
 
@@ -853,7 +905,8 @@ def test_the_fzf_lua_adapter_searches_toggles_relates_finds_and_jumps(tmp_path, 
     stage flags, the answer's summary and any notice."""
     if tool("fzf") is None:
         missing("fzf", "fzf is not installed (Debian: apt-get install fzf; .ci/run does)")
-    n = with_plugins(tmp_path, vault, "fzf-lua")
+    log = tmp_path / "questions.jsonl"
+    n = with_plugins(tmp_path, vault, "fzf-lua", log=log)
     adr = "adr/0003-embedded-sqlite-store.md"
     try:
         n.nvim.command("set columns=200 lines=50")
@@ -875,6 +928,7 @@ def test_the_fzf_lua_adapter_searches_toggles_relates_finds_and_jumps(tmp_path, 
         n.nvim.input("<CR>")
         n.until(lambda: n.lua(BUFFER_NAME).endswith(adr))
         assert n.lua(CURSOR_LINE) == 55
+        n.until(lambda: opened_in(log) == [adr])  # the sidecar heard which hit was opened
         # Related to the section under the cursor: its neighbours, the note itself left out.
         n.nvim.command("25")
         n.lua("require('autodoc.pickers.fzf').related()")

@@ -86,7 +86,8 @@ READ_METHODS = ["workspace.list", "index.status", "search.query", "search.find",
                 "changes.since", "related", "links.definition",
                 "links.hover", "links.references", "links.document",
                 "links.diagnostics", "links.prepare_rename", "links.rename",
-                "links.file_renamed", "links.complete", "links.preview"]  # fmt: skip
+                "links.file_renamed", "links.complete", "links.preview", "search.opened",
+                "gaps.report"]  # fmt: skip
 WRITE_METHODS = ["workspace.add", "workspace.remove", "workspace.section_size",
                  "workspace.configure", "index.run", "index.paths", "index.check"]  # fmt: skip
 

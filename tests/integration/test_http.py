@@ -271,7 +271,7 @@ def test_mcp_over_streamable_http_with_the_sdks_client(tmp_path):
                 return names, found.structured_content
 
         names, found = asyncio.run(session())
-        assert names == ["find", "read_span", "related", "search", "status"]
+        assert names == ["find", "gaps", "read_span", "related", "search", "status"]
         assert found["matches"][0]["path"] == "adr/0003-embedded-sqlite-store.md"
     finally:
         proc.terminate()

@@ -120,7 +120,7 @@ def served(tmp_path_factory):
 def test_the_tools_are_listed_with_descriptions_for_a_model(served):
     session, _, _ = served
     tools = {t.name: t for t in session.run(lambda c: c.list_tools()).tools}
-    assert set(tools) == {"search", "find", "read_span", "related", "status"}
+    assert set(tools) == {"search", "find", "read_span", "related", "status", "gaps"}
     for tool in tools.values():
         assert len(tool.description) > 150  # what it returns and when to use it
         assert tool.annotations.read_only_hint is True
@@ -365,6 +365,7 @@ ARGUMENTS = {
     "find": ["name", "workspace", "exact", "limit"],
     "read_span": ["path", "line_start", "line_end", "workspace"],
     "status": [],
+    "gaps": ["workspace", "since"],
 }
 
 

@@ -271,11 +271,14 @@ def test_token_file_limits_are_checked(tmp_path):
     from autodoc.serve.http.tokens import Tokens
 
     good = tmp_path / "good"
-    good.write_text(f"{RW} read-only rps=2.5 concurrent=4  # a bot\n{RO}\n")
+    good.write_text(f"{RW} read-only rps=2.5 concurrent=4 name=ci-bot  # a bot\n{RO}\n")
     a, b = Tokens.load(str(good), None).tokens
-    assert (a.read_only, a.rps, a.concurrent) == (True, 2.5, 4)
+    assert (a.read_only, a.rps, a.concurrent, a.label) == (True, 2.5, 4, "ci-bot")
     assert (b.read_only, b.rps, b.concurrent, b.limited) == (False, None, None, False)
-    for bad in ("rps=0", "rps=x", "concurrent=1.5", "burst=3", "rps=1 rps=2", "read-only x"):
+    assert b.label.startswith("token-") and RO not in b.label  # a fingerprint, not the token
+    bads = ("rps=0", "rps=x", "concurrent=1.5", "burst=3", "rps=1 rps=2", "read-only x",
+            "name=", "name=a name=b")  # fmt: skip
+    for bad in bads:
         (tmp_path / "bad").write_text(f"{RW} {bad}\n")
         with pytest.raises(ValueError, match="bad:1"):
             Tokens.load(str(tmp_path / "bad"), None)
@@ -333,7 +336,7 @@ def test_mcp_tools_answer_statelessly_from_every_worker(team):
             return names, paths
 
     names, paths = asyncio.run(session())
-    assert names == ["find", "read_span", "related", "search", "status"]
+    assert names == ["find", "gaps", "read_span", "related", "search", "status"]
     assert set(paths) == {"adr/0003-embedded-sqlite-store.md"}
     assert len(workers - {""}) == 2, workers
     assert all(s < 400 for s in statuses), statuses  # no request met a worker that lacked state

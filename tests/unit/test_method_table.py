@@ -71,7 +71,7 @@ def test_every_record_names_an_operation_of_the_engine_once(tmp_path):
         names = [m.name for m in method_table.METHODS]
         assert len(names) == len(set(names)) and set(names) == set(method_table.BY_NAME)
         concerns = [engine.workspaces, engine.indexing, engine.reading, engine.navigation]
-        concerns += [engine.actions, engine.renaming, engine.completion]
+        concerns += [engine.actions, engine.renaming, engine.completion, engine.questions]
         assert not set(method_table.HOST_BY_NAME) & set(method_table.BY_NAME)
         for m in method_table.METHODS + method_table.HOST_METHODS:
             bound = m.handler(engine)

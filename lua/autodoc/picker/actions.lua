@@ -98,6 +98,7 @@ function M.open_selected()
   M.close()
   if hit then
     M.jump(root, hit)
+    sources.opened(S.client, S.workspace, S.source, hit)
   end
 end
 

@@ -185,6 +185,20 @@ local function pick(kind, client, root, workspace, context, opts)
   end
 
   local actions = vim.tbl_extend("force", {}, fzf.defaults.actions.files)
+  for _, key in ipairs({ "enter", "default" }) do -- opened, then fzf-lua's own file action
+    local open = actions[key]
+    local open_fn = type(open) == "table" and open.fn or open
+    if type(open_fn) == "function" then
+      local noted = function(selected, o)
+        local nbsp = require("fzf-lua.utils").nbsp -- `row`'s separator before the path
+        local path, line = (selected[1] or ""):match(nbsp .. "(.-):(%d+):1:\t")
+        sources.opened(client, workspace, source, path and { path = path, line = tonumber(line) })
+        return open_fn(selected, o)
+      end
+      actions[key] = type(open) == "table" and vim.tbl_extend("force", open, { fn = noted })
+        or noted
+    end
+  end
   actions = kind == "search" and vim.tbl_extend("force", actions, toggle_actions(picked)) or actions
   local spec = vim.tbl_deep_extend("force", fzf_spec(kind, root, opts, actions), opts.fzf or {})
   if source.needs_query then

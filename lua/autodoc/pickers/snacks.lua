@@ -131,6 +131,10 @@ local function pick(kind, client, root, workspace, context, opts)
     toggles = {}, -- each stage's flag in the title: its initial (L S R)
     finder = finder(client, root, workspace, source, context),
     format = format,
+    confirm = function(picker, item, action) -- opened, then snacks' own jump
+      sources.opened(client, workspace, source, item and item.autodoc)
+      return require("snacks.picker.actions").jump(picker, item, action)
+    end,
     actions = {},
     win = { input = { keys = {} } },
   }

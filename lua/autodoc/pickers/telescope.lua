@@ -125,6 +125,11 @@ local function pick(kind, client, root, workspace, context, opts)
       previewer = previewer(opts.telescope or {}),
       attach_mappings = function(bufnr, map)
         seen.picker = action_state.get_current_picker(bufnr)
+        map({ "i", "n" }, "<CR>", function(prompt_bufnr) -- opened, then telescope's own
+          local entry = action_state.get_selected_entry()
+          sources.opened(client, workspace, source, entry and entry.value)
+          require("telescope.actions").select_default(prompt_bufnr)
+        end)
         for _, stage in ipairs(sources.toggles) do
           map({ "i", "n" }, config.options.keys[stage], function()
             local picker = action_state.get_current_picker(bufnr)

@@ -3,7 +3,8 @@
 The dispatcher validates and routes requests here; the CLI, the LSP and MCP servers (through
 their host) and the tests all go through the dispatcher, so there is one implementation of every
 operation. `core` holds the store, the indexes and the per-search plans; each concern
-(`indexing`, `workspaces`, `reading`, `navigation`, `actions`, `renaming`, `completion`) is an
+(`indexing`, `workspaces`, `reading`, `navigation`, `actions`, `renaming`, `completion`,
+`questions`) is an
 object holding that core, and the method table points at its methods.
 """
 
@@ -16,6 +17,7 @@ from autodoc.engine.completion import Completion
 from autodoc.engine.core import COLLECT_EVERY_S, FILLING, NO_EMBEDDER, EngineCore
 from autodoc.engine.indexing import Indexing
 from autodoc.engine.navigation import Navigation
+from autodoc.engine.questions import Questions
 from autodoc.engine.reading import Reading, checked_path
 from autodoc.engine.renaming import Renaming
 from autodoc.engine.workspaces import Workspaces
@@ -24,9 +26,12 @@ from autodoc.engine.workspaces import Workspaces
 class Engine(EngineCore):
     """The core (store, indexes, plans) and the operations on it, one object per concern:
     workspaces (whose configuring may index), indexing, reading, navigation (links as an
-    editor follows them), writing actions, renaming and completion."""
+    editor follows them), writing actions, renaming, completion and the questions asked (an
+    opt-in log)."""
 
-    def __init__(self, db_path: Path | str | None = None) -> None:
+    def __init__(
+        self, db_path: Path | str | None = None, *, question_log: Path | str | None = None
+    ) -> None:
         super().__init__(db_path)
         self.indexing = Indexing(self)
         self.workspaces = Workspaces(self, self.indexing)
@@ -35,9 +40,11 @@ class Engine(EngineCore):
         self.actions = Actions(self, self.navigation)
         self.renaming = Renaming(self)
         self.completion = Completion(self)
+        self.questions = Questions(self, question_log)
 
     def close(self) -> None:
         self.indexing.stop()  # the background fill first: it writes through the store
+        self.questions.close()  # what is queued and settling is written
         super().close()
 
 

@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from autodoc.engine import Engine
 
-HttpRight = Literal["read", "write", "none"]
+HttpRight = Literal["read", "write", "log", "none"]
 HTTP_WHO: dict[HttpRight, str] = {
     "read": "any token",
     "write": "a token that may write",
+    "log": "a token that may write: the question log holds what every reader asked",
     "none": "nobody: the folders and their options are the server's own (`-32601`)",
 }
 
@@ -169,6 +170,28 @@ METHODS: tuple[Method, ...] = (
             "the section asked about and `hits` (`path`, lines, `breadcrumb`, `snippet`, "
             "`similarity`: the absolute cosine or null, `reasons`: `similar`, `links here`, "
             "`linked from here`, `shares links`; `score` orders them), `semantic`"
+        ),
+    ),
+    Method(
+        "search.opened",
+        lambda engine: engine.questions.search_opened,
+        params="`[workspace, path, line?]`",
+        result=(
+            "`{workspace, path, line, logged}`: a reader opened this hit (the plugin's jump); a "
+            "server with a question log counts its question as answered (doc/gaps.md)"
+        ),
+    ),
+    Method(
+        "gaps.report",
+        lambda engine: engine.questions.gaps_report,
+        http="log",
+        params="`[workspace?, {since, record}]` (`since`: an ISO date or time; `record`: the "
+        "baseline `check --gaps` counts from)",
+        result=(
+            "from the server's question log: `questions`, `answered`, `unanswered`, `groups` "
+            "of unanswered questions by meaning (`count`, `question`, `questions`, `missing`, "
+            "`shown` sections, `new` since the recorded report), `answered_well`; -32602 "
+            "without a log"
         ),
     ),
     Method(
@@ -372,6 +395,12 @@ HOST_METHODS: tuple[Method, ...] = (
            params="`[names]`", result="{name: (text epoch, vector epoch)}"),
     Method("host.warm", lambda engine: engine.reading.warm, http="none",
            params="`[workspace]`", result="null: its model and indexes open"),
+    Method("host.note_question", lambda engine: engine.questions.note, http="none",
+           params="`[method, params, result, asker]`", result="null: logged, when on"),
+    Method("host.question_log", lambda engine: engine.questions.log_state, http="none",
+           params="`[]`", result="the question log's path, or null"),
+    Method("host.refuse_log_inside", lambda engine: engine.questions.refuse_inside,
+           http="none", params="`[root]`", result="null; -32602 when the log is inside it"),
 )  # fmt: skip
 HOST_BY_NAME: dict[str, Method] = {m.name: m for m in HOST_METHODS}
 

@@ -25,6 +25,8 @@ SWITCHING = -32069
 STORE_BUSY = -32070
 # The store's folder cannot be written (a read-only mount): it serves reads only.
 STORE_READ_ONLY = -32071
+# A token that may only read asked for a write, or for the question log's report (HTTP 403).
+FORBIDDEN = -32003
 
 
 class RpcError(Exception):

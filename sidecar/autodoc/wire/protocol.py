@@ -20,6 +20,7 @@ from typing_extensions import TypedDict
 
 from autodoc.wire.action_answers import ACTION_TYPES
 from autodoc.wire.file_rules import FILE_RULE_TYPES, FileRules
+from autodoc.wire.gap_answers import GAP_TYPES
 from autodoc.wire.link_answers import LINK_TYPES
 from autodoc.wire.rename_answers import RENAME_TYPES
 from autodoc.wire.wire_type import wire_type
@@ -463,6 +464,8 @@ class ServerInfo(TypedDict):
     pending: int
     """Edits waiting to be re-indexed."""
     watching: bool
+    question_log: str | None
+    """Where this server logs the questions it answers (`--log-questions`), or null: off."""
 
 
 @_WIRE
@@ -532,7 +535,7 @@ WIRE_TYPES: tuple[type, ...] = (
     RankerState, StageState, WorkspaceInfo, WorkspaceAdded, LinkCounts, Problem, LexicalInfo,
     EmbeddingInfo, IndexStatus, ServerInfo, WorkspaceState, IndexProgress, Status, *LINK_TYPES,
     *ACTION_TYPES, *FILE_RULE_TYPES,
-    *RENAME_TYPES,
+    *RENAME_TYPES, *GAP_TYPES,
     ErrorObject,
 )  # fmt: skip
 

@@ -30,6 +30,8 @@ from autodoc.serve.cli.output import (
     print_check,
     print_error,
     print_find,
+    print_gaps,
+    print_gaps_check,
     print_index_summary,
     print_json,
     print_related,
@@ -42,6 +44,7 @@ from autodoc.wire import limits
 from autodoc.wire.errors import INVALID_PARAMS, PARSE_ERROR, RpcError
 from autodoc.wire.protocol import FUSIONS
 
+LOG_QUESTIONS_HELP = "log the questions answered to this file, outside every vault (doc/gaps.md)"
 # the bars `autodoc index` shows (tests/integration/test_cli.py patches them here)
 _Progress = ProgressBar
 
@@ -129,6 +132,20 @@ def _parser() -> argparse.ArgumentParser:
     ck.add_argument("--workspace", "-w", help="workspace name")
     ck.add_argument("--schema", help="schema file (default: <folder>/_schema/frontmatter.yaml)")
     ck.add_argument("--json", action="store_true", help="print the report as JSON")
+    ck.add_argument("--gaps", type=int, metavar="N",
+                    help="also fail when more than N groups of unanswered questions are new"
+                    " since the last `autodoc gaps` report (needs --log-questions)")  # fmt: skip
+    ck.add_argument("--log-questions", metavar="PATH", help="the server's question log")
+    gp = sub.add_parser(
+        "gaps", help="what the docs did not answer: the logged questions, grouped by meaning"
+    )
+    gp.add_argument("--log-questions", metavar="PATH", required=True,
+                    help="the question log a server wrote (its --log-questions)")  # fmt: skip
+    gp.add_argument("--workspace", "-w", help="one workspace's questions (default: all)")
+    gp.add_argument("--since", help="from this ISO date or time on (UTC unless it says)")
+    gp.add_argument("--json", action="store_true", help="print the report as JSON")
+    gp.add_argument("--no-record", action="store_true",
+                    help="do not make this the baseline `check --gaps` counts from")  # fmt: skip
     ev = sub.add_parser(
         "eval",
         help="retrieval quality and latency per stage set: a BEIR dataset, or a vault with a "
@@ -160,6 +177,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="with --http: requests at once, per worker (default 4)")  # fmt: skip
     sv.add_argument("--workers", type=int, default=limits.usable_cores(),
                     help="with --http: worker processes (default: one a usable core)")  # fmt: skip
+    sv.add_argument("--log-questions", metavar="PATH", help=LOG_QUESTIONS_HELP)
     sv.add_argument("--log-file", help="log here instead of stderr")
     sv.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     mc = sub.add_parser(
@@ -179,6 +197,7 @@ def _parser() -> argparse.ArgumentParser:
     mc.add_argument(
         "--token-env", default="AUTODOC_TOKEN", help="with --http: a read-write token's variable"
     )
+    mc.add_argument("--log-questions", metavar="PATH", help=LOG_QUESTIONS_HELP)
     mc.add_argument("--log-file", help="log here instead of stderr")
     mc.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return p
@@ -199,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
 
     as_json = bool(getattr(args, "json", False) or args.call)
     try:
-        engine = Engine(args.db)
+        engine = Engine(args.db, question_log=getattr(args, "log_questions", None))
     except RpcError as err:  # a store that cannot be opened (read-only, log not checkpointed)
         print_error(err, as_json)
         return EXIT_CANNOT_RUN
@@ -234,7 +253,7 @@ def _command(
     if args.call:
         return _call(dispatcher, args.call, args.params)
     commands = {"index": _index, "search": _search, "find": _find, "check": _check,
-                "related": _related, "eval": _eval}  # fmt: skip
+                "related": _related, "eval": _eval, "gaps": _gaps}  # fmt: skip
     if args.command in commands:
         return commands[args.command](dispatcher, args)
     parser.print_help(sys.stderr)
@@ -252,16 +271,18 @@ def _serve(args: argparse.Namespace) -> int:
     if args.command == "serve":
         from autodoc.serve.lsp.lsp_entry import serve  # pygls loads on a thread
 
-        return serve(args.db)
+        return serve(args.db, args.log_questions)
     try:
         if args.http:
             from autodoc.serve.http import mcp_http
 
             return mcp_http.serve(args.db, args.paths, args.http, watch=not args.no_watch,
-                                  token_file=args.token_file, token_env=args.token_env)  # fmt: skip
+                                  token_file=args.token_file, token_env=args.token_env,
+                                  question_log=args.log_questions)  # fmt: skip
         from autodoc.serve.mcp.mcp_entry import serve as serve_mcp  # the SDK loads on a thread
 
-        return serve_mcp(args.db, args.paths, watch=not args.no_watch)
+        return serve_mcp(args.db, args.paths, watch=not args.no_watch,
+                         question_log=args.log_questions)  # fmt: skip
     except (RpcError, ValueError) as err:
         if not isinstance(err, RpcError):  # a token file that does not read
             err = RpcError(INVALID_PARAMS, str(err))
@@ -282,6 +303,7 @@ def _serve_http(args: argparse.Namespace) -> int:
             token_env=args.token_env,
             workers=args.workers,
             max_concurrent=args.max_concurrent,
+            question_log=args.log_questions,
         )
     except (RpcError, ValueError, OSError) as err:
         if not isinstance(err, RpcError):
@@ -402,11 +424,44 @@ def _check(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
     if why is not None:
         options = lease_wait.checking_options(listed and listed["options"], changes)
         report = lease_wait.check_privately(_private_store, name, root, options, why)
+    gaps_over = _gaps_over(dispatcher, args, report)
     if args.json:
         print_json(report)
     else:
         print_check(report)
-    return EXIT_FOUND if report["summary"]["errors"] else EXIT_OK
+        if "gaps" in report:
+            print_gaps_check(report["gaps"])
+    return EXIT_FOUND if report["summary"]["errors"] or gaps_over else EXIT_OK
+
+
+def _gaps_over(dispatcher: Dispatcher, args: argparse.Namespace, report: dict[str, Any]) -> bool:
+    """`check --gaps N`: whether more than N groups of unanswered questions are new since the
+    recorded report (`report["gaps"]` says which)."""
+    if args.gaps is None:
+        return False
+    if args.gaps < 0:
+        raise RpcError(INVALID_PARAMS, f"--gaps takes a count of 0 or more, got {args.gaps}")
+    if not args.log_questions:
+        raise RpcError(INVALID_PARAMS, "check --gaps needs --log-questions PATH (the server's)")
+    gaps = dispatcher.call("gaps.report", [None, {}])
+    new = [g for g in gaps["groups"] if g["new"]]
+    report["gaps"] = {"allowed": args.gaps, "new_groups": len(new), "groups": new,
+                      "baseline_at": gaps["baseline_at"]}  # fmt: skip
+    return len(new) > args.gaps
+
+
+def _gaps(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
+    """`autodoc gaps`: the report, Markdown to paste into an issue (or JSON); recorded as the
+    baseline `check --gaps` counts from unless --no-record."""
+    opts: dict[str, Any] = {"record": not args.no_record}
+    if args.since:
+        opts["since"] = args.since
+    report = dispatcher.call("gaps.report", [args.workspace, opts])
+    if args.json:
+        print_json(report)
+    else:
+        print_gaps(report)
+    return EXIT_OK
 
 
 def _check_in_store(

@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 from typing import Any
 
 from autodoc.wire.errors import RpcError
@@ -249,6 +250,55 @@ def print_related(answer: dict[str, Any]) -> None:
         f" · {answer['took_ms']:.1f} ms",
         file=sys.stderr,
     )
+
+
+def _when(epoch: float | None) -> str:
+    if epoch is None:
+        return "the start"
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(epoch))
+
+
+def print_gaps(report: dict[str, Any]) -> None:
+    """`autodoc gaps` as Markdown a team can paste into an issue."""
+    n, groups = report["questions"], report["groups"]
+    print("# What the docs did not answer\n")
+    where = report["workspace"] or "every workspace"
+    answered = f"{report['answered']} ({report['answered'] * 100 // max(n, 1)}%)"
+    since = report["baseline_at"]
+    new = (f"{report['new_groups']} new since the report of {_when(since)}" if since is not None
+           else "no earlier report recorded")  # fmt: skip
+    print(f"Questions logged from {_when(report['since'])} to {_when(report['until'])}, "
+          f"{where}: **{n}**; answered {answered}, not answered {report['unanswered']} in "
+          f"**{len(groups)} groups**, {new}.\n")  # fmt: skip
+    for i, g in enumerate(groups, 1):
+        new = " (new)" if g["new"] and since is not None else ""
+        print(f"## {i}. {g['question']}{new}\n")
+        print(f"- asked {g['count']} times by {g['askers']} asker(s), "
+              f"{_when(g['first_at'])} to {_when(g['last_at'])}")  # fmt: skip
+        others = [q for q in g["questions"] if q != g["question"]]
+        if others:
+            print("- also asked: " + "; ".join(f"“{q}”" for q in others))
+        if g["missing"]:
+            print("- words found nowhere: " + ", ".join(f"`{w}`" for w in g["missing"]))
+        for s in g["shown"]:
+            where = f"`{s['path']}:{s['line']}`"
+            print(f"- shown, not opened ({s['times']}×): {where} {s['breadcrumb']}")
+        print()
+    if report["answered_well"]:
+        print("## Answered (the base rate)\n")
+        for a in report["answered_well"]:
+            print(f"- “{a['question']}” ({a['count']}×)")
+    if report["unreadable_lines"]:
+        print(f"\n({report['unreadable_lines']} line(s) of the log could not be read)")
+
+
+def print_gaps_check(gaps: dict[str, Any]) -> None:
+    """`check --gaps N`'s verdict, after the check's own report."""
+    verdict = "over" if gaps["new_groups"] > gaps["allowed"] else "within"
+    print(f"gaps: {gaps['new_groups']} group(s) of unanswered questions new since the report of "
+          f"{_when(gaps['baseline_at'])}, {verdict} the {gaps['allowed']} allowed")  # fmt: skip
+    for g in gaps["groups"]:
+        print(f"  new: {g['question']} ({g['count']} asked)")
 
 
 def shares(n: int) -> str:

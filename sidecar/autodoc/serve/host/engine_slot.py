@@ -128,8 +128,9 @@ class EngineSlot:
         engine.close()
 
 
-def engine_at(db: str | None) -> Engine:
-    """The engine over the store at `db`, imported with it (on the host's thread)."""
+def engine_at(db: str | None, question_log: str | None = None) -> Engine:
+    """The engine over the store at `db` (logging questions to `question_log`, when given),
+    imported with it (on the host's thread)."""
     from autodoc.engine import Engine
 
-    return Engine(db)
+    return Engine(db, question_log=question_log)

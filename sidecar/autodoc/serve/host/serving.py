@@ -25,9 +25,11 @@ from autodoc import __version__
 from autodoc.files.ignore_rules import IGNORE_FILES, RuleOptions
 from autodoc.serve import method_table
 from autodoc.serve.dispatcher import Reports
+from autodoc.serve.host.askers import ASKER, NOTED, note_when_answered
 from autodoc.serve.host.engine_slot import EngineEvents, EngineSlot, engine_at
 from autodoc.serve.host.progress_reports import Notify, Progress, ProgressReports
 from autodoc.serve.host.refresh import SAVE_DELAY_S
+from autodoc.serve.host.status_views import workspace_state
 from autodoc.wire import protocol
 from autodoc.wire.errors import INVALID_PARAMS, CancelToken, RpcError, StoreBusyError
 from autodoc.wire.file_rules import FileRules
@@ -107,6 +109,7 @@ class Host:
         # does (`http.team.WriterRelay.forward`)
         self.relay: Callable[[str, Any], Any] | None = None
         self._lease_announced = False
+        self.asker = "client"  # the question log's name for a client the front end cannot name
         self.slot.serve(engine, open_engine)
 
     # -- the engine, once open (`EngineSlot`: requests that need it wait for it) --------------
@@ -143,10 +146,10 @@ class Host:
         self.slot.watcher = watcher
 
     @classmethod
-    def over_store(cls, db: str | None, **options: Any) -> Host:
+    def over_store(cls, db: str | None, *, question_log: str | None = None, **options: Any) -> Host:
         """A host over the store at `db`, which opens on a thread of its own: a server answers
         `initialize` meanwhile."""
-        return cls(open_engine=lambda: engine_at(db), **options)
+        return cls(open_engine=lambda: engine_at(db, question_log), **options)
 
     def _opening_failed(self) -> None:
         with self._lock:
@@ -197,6 +200,7 @@ class Host:
         if callable(root):  # the folder is found now that the store is open
             root = self._found(root)
         try:
+            self.engine_op("host.refuse_log_inside")(root)  # never index the question log
             name = self.engine_op("host.folder_workspace")(root)
             self._serve(name, root, "indexing")
             self.apply_options(name)
@@ -408,18 +412,26 @@ class Host:
         *,
         cancel: CancelToken | None = None,
         reads: Executor | None = None,
+        asker: str | None = None,
     ) -> Future[Any]:
         """A dispatcher method where it runs, decided here once for every front end by the
         method table: one that writes on the writer thread (or, on a team server's worker
         without the lease, at the worker that holds it), any other on `reads`, the front
-        end's pool (at once, here, without one). Its answer, as a future."""
+        end's pool (at once, here, without one). Its answer, as a future; a question or an
+        opening is noted in the question log once answered (`asker`: the token's or client's
+        name the front end knows, never a token)."""
         facts = method_table.BY_NAME.get(method)
         if facts is not None and facts.writes:
             if self.relay is not None and self.engine.store.lease.fd is None:
                 relay = self.relay
                 return _run(reads, lambda: relay(method, params))
             return self.write(method, params)
-        return _run(reads, lambda: self.dispatcher.call(method, params, cancel=cancel))
+        answer = _run(reads, lambda: self.dispatcher.call(method, params, cancel=cancel))
+        if method in NOTED:
+            who = asker or ASKER.get() or self.asker
+            note_when_answered(answer, method, params, who,
+                               lambda: self.engine_op("host.note_question"))  # fmt: skip
+        return answer
 
     def write(self, method: str, params: Any) -> Future[Any]:
         """A dispatcher method that changes the store, on the writer thread; a removed
@@ -482,28 +494,12 @@ class Host:
             indexing = {k: TAKING_OVER if v == READ_ONLY else v for k, v in indexing.items()}
             for root in [served[k] for k, v in self.indexing.items() if v == READ_ONLY]:
                 self._retry(root)
-        workspaces: list[protocol.WorkspaceState] = []
-        for ws in self.engine_op("workspace.list")():  # the host's own read: no client's call
-            name = ws["name"]
-            state = self.engine_op("host.stage_state")(name)
-            workspaces.append(
-                protocol.WorkspaceState(
-                    name=name,
-                    root=ws["root"],
-                    served=name in served,
-                    indexing=indexing.get(name, "not refreshed by this server"),
-                    documents=ws["documents"],
-                    chunks=ws["chunks"],
-                    indexed_at=ws["indexed_at"],
-                    semantic=state["semantic"],
-                    semantic_reason=state["semantic_reason"],
-                    semantic_coverage=state["semantic_coverage"],
-                    model=state["model"],
-                    rank=state["rank"],
-                )
-            )
-            if name in served and name in self._rules:
-                workspaces[-1]["rules"] = self._rules[name]
+        workspaces = [
+            workspace_state(ws, self.engine_op("host.stage_state")(ws["name"]),
+                            served=ws["name"] in served, rules=self._rules.get(ws["name"]),
+                            indexing=indexing.get(ws["name"], "not refreshed by this server"))
+            for ws in self.engine_op("workspace.list")()  # the host's own read: no client's call
+        ]  # fmt: skip
         workspaces.sort(key=lambda w: (not w["served"], w["name"]))
         server = protocol.ServerInfo(
             version=__version__,
@@ -514,6 +510,7 @@ class Host:
             holder=self.engine.store.lease.holder() if lease == "read-only" else "",
             pending=self.refresher.pending(),
             watching=self.watcher is not None,
+            question_log=self.engine_op("host.question_log")(),
         )
         return protocol.Status(server=server, workspaces=workspaces, refused=list(self.refused))
 

@@ -9,7 +9,12 @@ from __future__ import annotations
 import sys
 
 from autodoc.serve.http.server import Gate, listen_settings
-from autodoc.serve.mcp.mcp_entry import checked_folders, started
+from autodoc.serve.mcp.mcp_entry import (
+    checked_folders,
+    checked_question_log,
+    logged_line,
+    started,
+)
 
 
 def serve(
@@ -20,6 +25,7 @@ def serve(
     watch: bool = True,
     token_file: str | None = None,
     token_env: str | None = None,
+    question_log: str | None = None,
 ) -> int:
     """Serve until interrupted; the address and tokens are refused before anything opens."""
     import uvicorn
@@ -28,10 +34,12 @@ def serve(
 
     bind, port, tokens = listen_settings(address, token_file, token_env)
     folders = checked_folders(roots)
-    server, agent = started(db, folders, watch, served_only=True)
+    question_log = checked_question_log(question_log, folders)
+    server, agent = started(db, folders, watch, served_only=True, question_log=question_log)
     try:
         app = Gate(CheckedBodies(server.streamable_http_app(host=bind)), tokens)
-        print(f"autodoc: MCP at http://{bind}:{port}/mcp, {len(tokens.tokens)} token(s)",
+        print(f"autodoc: MCP at http://{bind}:{port}/mcp, {len(tokens.tokens)} token(s),"
+              f" {logged_line(question_log)}",
               file=sys.stderr, flush=True)  # fmt: skip
         uvicorn.run(app, host=bind, port=port, log_level="warning")
     finally:

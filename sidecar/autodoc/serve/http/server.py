@@ -31,10 +31,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from autodoc.serve import method_table
+from autodoc.serve.host.askers import ASKER, MAY_WRITE
 from autodoc.serve.host.serving import Host
 from autodoc.serve.http.tokens import Token, TokenLimits, Tokens
 from autodoc.wire import limits
 from autodoc.wire.errors import (
+    FORBIDDEN,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -45,7 +47,6 @@ from autodoc.wire.errors import (
 log = logging.getLogger(__name__)
 
 UNAUTHORIZED = -32001  # no token, or not one of the server's: HTTP 401
-FORBIDDEN = -32003  # a read-only token asked for a write: HTTP 403
 BUSY = -32004  # too many requests at once (503), or a token's limit reached (429): retry
 # Requests one worker runs at once; the rest wait their turn. A worker has about one core: 50
 # clients on 2 workers answered 149 queries/s with 4 at once, 130 with 16 (doc/benchmarks/server.md)
@@ -151,7 +152,7 @@ class HttpApp:
             err = RpcError(METHOD_NOT_FOUND, f"{method!r} is not served over HTTP",
                            {"methods": served})  # fmt: skip
             return _error(200, rid, err)
-        if facts.http == "write" and token.read_only:
+        if facts.http in ("write", "log") and token.read_only:
             return _error(403, rid, RpcError(FORBIDDEN, f"{method} needs a token that may write"))
         try:
             self.host.dispatcher.checked(method, params)  # the door's checks come first
@@ -168,6 +169,8 @@ class HttpApp:
     def _check_workspace(self, method: str, params: Any) -> None:
         """A method's first param names a workspace: one this server was started on."""
         if method != "workspace.list" and isinstance(params, list) and params:
+            if params[0] is None and method == "gaps.report":
+                return  # every workspace of the server's own log
             self.host.check_served(params[0])
 
 
@@ -218,6 +221,8 @@ class Gate:
                 message = {**message, "headers": [*message.get("headers", []), *stamps]}
             await send(message)
 
+        ASKER.set(token.label)  # this request's context: the question log's asker, and
+        MAY_WRITE.set(not token.read_only)  # whether it may read the log's report (MCP `gaps`)
         try:
             await self.app({**scope, TOKEN_KEY: token}, receive, stamped)
         finally:

@@ -40,7 +40,7 @@ from typing import Any
 from autodoc.serve.host.serving import Host
 from autodoc.serve.http.server import BUSY, DEFAULT_MAX_CONCURRENT, HttpApp, listen_settings
 from autodoc.serve.http.tokens import TokenLimits, Tokens
-from autodoc.serve.mcp.mcp_entry import checked_folders
+from autodoc.serve.mcp.mcp_entry import checked_folders, checked_question_log, logged_line
 from autodoc.serve.mcp.mcp_framing import CheckedBodies
 from autodoc.serve.mcp.mcp_server import AgentServer, build_server
 from autodoc.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
@@ -71,6 +71,7 @@ class TeamConfig:
     bind: str
     rundir: str
     key: str  # the relay's authentication key, hex
+    question_log: str | None = None  # every worker appends to it (`gaps.question_log`)
 
     @classmethod
     def from_env(cls) -> TeamConfig:
@@ -158,7 +159,7 @@ def worker_app() -> Any:
     from autodoc.engine import Engine
 
     config = TeamConfig.from_env()
-    host = Host(Engine(config.db), watch=True)
+    host = Host(Engine(config.db, question_log=config.question_log), watch=True)
     relay = WriterRelay(config.relay_address, bytes.fromhex(config.key), host)
     host.lease_taken_listeners.append(relay.listen)
     host.relay = relay.forward  # a write reaching this worker without the lease goes there
@@ -184,6 +185,7 @@ def serve_team(
     token_env: str | None,
     workers: int,
     max_concurrent: int | None = None,
+    question_log: str | None = None,
 ) -> int:
     """Start the workers and keep them running until interrupted. A configuration it refuses
     (address, tokens, folders, workers) raises before anything starts."""
@@ -198,18 +200,20 @@ def serve_team(
     if max_concurrent is not None and not 1 <= max_concurrent <= 1024:
         raise RpcError(INVALID_PARAMS, f"--max-concurrent takes 1 to 1024, got {max_concurrent}")
     folders = checked_folders([str(Path(r).expanduser().resolve()) for r in roots])
+    question_log = checked_question_log(question_log, folders)
     rundir = Path(tempfile.mkdtemp(prefix="autodoc-team-"))
     TokenLimits.create(rundir / "limits")
     settings = TeamConfig(db=db, roots=[str(f) for f in folders], token_file=token_file,
                           token_env=token_env, bind=bind,
                           max_concurrent=max_concurrent or DEFAULT_MAX_CONCURRENT,
-                          rundir=str(rundir), key=secrets.token_hex(32))  # fmt: skip
+                          rundir=str(rundir), key=secrets.token_hex(32),
+                          question_log=question_log)  # fmt: skip
     os.environ[CONFIG_ENV] = json.dumps(asdict(settings))
     os.environ.setdefault(THREADS_ENV, str(max(1, usable_cores() // workers)))
     config = uvicorn.Config(f"{__name__}:worker_app", factory=True, host=bind, port=port,
                             workers=workers, log_level="warning")  # fmt: skip
     print(f"autodoc: serving http://{bind}:{port}/rpc and /mcp for {len(folders)} folder(s),"
-          f" {len(tokens.tokens)} token(s), {workers} worker(s)",
+          f" {len(tokens.tokens)} token(s), {workers} worker(s), {logged_line(question_log)}",
           flush=True, file=sys.stderr)  # fmt: skip
     try:
         Multiprocess(config, sockets=[config.bind_socket()]).run()

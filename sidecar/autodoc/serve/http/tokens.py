@@ -1,7 +1,10 @@
 """A team server's bearer tokens and what each may spend: requests at once and per second.
 
-The token file has a line per token, `TOKEN [read-only] [rps=N] [concurrent=N]` (`#` starts a
-comment). The limits hold for the whole server, however many worker processes answer: every
+The token file has a line per token, `TOKEN [read-only] [rps=N] [concurrent=N] [name=NAME]`
+(`#` starts a comment); the name is what the question log and the logs say for the token (by
+default `token-` and 8 hex digits of its sha256, never the token).
+
+The limits hold for the whole server, however many worker processes answer: every
 worker keeps its counts in one small shared file (`TokenLimits`, a memory map beside the
 server's other run files), each change under an flock, which the kernel drops if a worker dies
 holding it. In-flight counts are kept per worker, so the requests of a worker that was killed
@@ -36,6 +39,12 @@ class Token:
     read_only: bool
     rps: float | None = None  # requests per second, a second's worth at once; None: any
     concurrent: int | None = None  # requests in flight at once; None: any
+    name: str = ""  # `name=NAME`: what the question log says for it
+
+    @property
+    def label(self) -> str:
+        """The name the logs give the token: its own, or a short fingerprint."""
+        return self.name or f"token-{hashlib.sha256(self.secret.encode()).hexdigest()[:8]}"
 
     @property
     def limited(self) -> bool:
@@ -53,7 +62,7 @@ def _limit(word: str, where: str) -> tuple[str, float]:
     except ValueError:
         number = math.nan
     if key not in ("rps", "concurrent") or not number > 0 or math.isinf(number):
-        raise ValueError(f"{where}: a line is TOKEN [read-only] [rps=N] [concurrent=N]")
+        raise ValueError(f"{where}: a line is TOKEN [read-only] [rps=N] [concurrent=N] [name=NAME]")
     if key == "concurrent" and number != int(number):
         raise ValueError(f"{where}: concurrent= takes a whole number")
     return key, number
@@ -62,13 +71,18 @@ def _limit(word: str, where: str) -> tuple[str, float]:
 def parse_token_line(words: list[str], where: str) -> Token:
     """One line of the token file, split into words."""
     secret, rest = words[0], words[1:]
+    names = [w[len("name=") :] for w in rest if w.startswith("name=")]
+    if len(names) > 1 or any(not n for n in names):
+        raise ValueError(f"{where}: name= takes one non-empty name")
+    rest = [w for w in rest if not w.startswith("name=")]
     read_only = bool(rest) and rest[0] == "read-only"
     limits = dict(_limit(w, where) for w in rest[read_only:])
     if len(limits) != len(rest) - read_only:
         raise ValueError(f"{where}: a limit is given twice")
     concurrent = limits.get("concurrent")
     return Token(secret, read_only, limits.get("rps"),
-                 int(concurrent) if concurrent is not None else None)  # fmt: skip
+                 int(concurrent) if concurrent is not None else None,
+                 names[0] if names else "")  # fmt: skip
 
 
 class Tokens:
@@ -87,7 +101,7 @@ class Tokens:
                 if words:
                     tokens.append(parse_token_line(words, f"{file}:{n}"))
         if env and os.environ.get(env):
-            tokens.append(Token(os.environ[env], False))
+            tokens.append(Token(os.environ[env], False, name=env))
         weak = [t for t in tokens if len(t.secret) < MIN_TOKEN_CHARS]
         if weak:
             raise ValueError(f"a token must have at least {MIN_TOKEN_CHARS} characters")

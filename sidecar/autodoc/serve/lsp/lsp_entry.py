@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autodoc.serve.early_handshake import (
@@ -39,7 +40,7 @@ def build_server(host: Host) -> AutodocServer:
     return server
 
 
-def _loaded(db: str | None) -> AutodocServer:
+def _loaded(db: str | None, question_log: str | None = None) -> AutodocServer:
     """pygls loaded and the server built over a host whose store opens on its own thread:
     a request that needs the store waits for it."""
     from autodoc.serve.host.serving import Host
@@ -50,15 +51,18 @@ def _loaded(db: str | None) -> AutodocServer:
     # A picker cancels on every keystroke, often after the answer went out: pygls warns about
     # each such "unknown message id"; only its errors are worth the editor's log.
     rpc_log.setLevel(logging.ERROR)
-    server = build_server(Host.over_store(db, watch=False))
+    host = Host.over_store(db, watch=False, question_log=question_log)
+    host.asker = "editor"
+    server = build_server(host)
     logging.getLogger("autodoc").addHandler(LogToClient(server.log_message))
     return server
 
 
-def serve(db: str | None = None) -> int:
+def serve(db: str | None = None, question_log: str | None = None) -> int:
     """Run until the client says exit. Nothing but LSP messages ever goes to stdout (the CLI
     sends logs to stderr or `--log-file`)."""
-    loading = InBackground(lambda: _loaded(db))
+    log = str(Path(question_log).expanduser().resolve()) if question_log else None
+    loading = InBackground(lambda: _loaded(db, log))
     handshake = EarlyHandshake(LSP_SCRIPT, AnswerBook.for_server(LSP_SCRIPT))
     handshake.answer_first(sys.stdin.buffer, sys.stdout.buffer)
     server = loading.result()

@@ -26,11 +26,18 @@ if TYPE_CHECKING:
     from autodoc.serve.mcp.mcp_server import AgentServer, AutodocMCP
 
 
-def serve(db: str | None, roots: list[str], *, watch: bool = True) -> int:
+def serve(
+    db: str | None, roots: list[str], *, watch: bool = True, question_log: str | None = None
+) -> int:
     """Run until the client closes stdin. Nothing but MCP messages ever goes to stdout (the
     CLI sends logs to stderr or `--log-file`)."""
     folders = checked_folders(roots)
-    loading = InBackground(lambda: started(db, folders, watch, served_only=False))
+    question_log = checked_question_log(question_log, folders)
+    if question_log:  # said once at start; a server that logs nothing says nothing on stdio
+        print(f"autodoc: MCP on stdio, {logged_line(question_log)}", file=sys.stderr, flush=True)
+    loading = InBackground(
+        lambda: started(db, folders, watch, served_only=False, question_log=question_log)
+    )
     handshake = EarlyHandshake(MCP_SCRIPT, AnswerBook.for_server(MCP_SCRIPT))
     handshake.answer_first(sys.stdin.buffer, sys.stdout.buffer)
     server, agent = loading.result()
@@ -51,8 +58,33 @@ def checked_folders(roots: list[str]) -> list[Path]:
     return folders
 
 
+def checked_question_log(path: str | None, folders: list[Path]) -> str | None:
+    """The question log's path, resolved; -32602 when it is inside a served folder (it would
+    be indexed and read as a note) or is a folder, before anything opens."""
+    if not path:
+        return None
+    log = Path(path).expanduser().resolve()
+    for folder in folders:
+        if log.is_relative_to(folder.resolve()):
+            raise RpcError(INVALID_PARAMS, f"--log-questions {log} is inside the served folder "
+                           f"{folder}: keep the log outside every vault")  # fmt: skip
+    if log.is_dir():
+        raise RpcError(INVALID_PARAMS, f"--log-questions takes a file, got the folder {log}")
+    return str(log)
+
+
+def logged_line(question_log: str | None) -> str:
+    """What a server's start line says of its question log."""
+    return f"questions logged to {question_log}" if question_log else "questions not logged"
+
+
 def started(
-    db: str | None, folders: list[Path], watch: bool, *, served_only: bool
+    db: str | None,
+    folders: list[Path],
+    watch: bool,
+    *,
+    served_only: bool,
+    question_log: str | None = None,
 ) -> tuple[AutodocMCP, AgentServer]:
     """The SDK loaded, the server built, every served folder opening in the background.
 
@@ -61,7 +93,9 @@ def started(
     than waiting for them after the SDK (issue 57)."""
     from autodoc.serve.host.serving import Host
 
-    host = Host.over_store(db, watch=watch)  # a tool call waits for the store, not the handshake
+    # a tool call waits for the store, not the handshake
+    host = Host.over_store(db, watch=watch, question_log=question_log)
+    host.asker = "mcp"
     for root in folders:  # in order, on the writer thread
         host.open(root)
     if not folders:  # the workspace around the working directory, found once the store is open

@@ -28,18 +28,20 @@ from pydantic import Field, ValidationError
 
 from autodoc import __version__
 from autodoc.serve.early_handshake import EarlyHandshake
+from autodoc.serve.host.askers import MAY_WRITE
 from autodoc.serve.host.serving import Host
 from autodoc.serve.mcp.compact_answers import compact_related, compact_search
 from autodoc.serve.mcp.mcp_framing import EarlyAnswered, LineStdin
 from autodoc.serve.mcp.tool_docs import (
     FIND_DOC,
+    GAPS_DOC,
     INSTRUCTIONS,
     READ_SPAN_DOC,
     RELATED_DOC,
     SEARCH_DOC,
     STATUS_DOC,
 )
-from autodoc.wire.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
+from autodoc.wire.errors import FORBIDDEN, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +168,21 @@ class AgentServer:
     ) -> CallToolResult:
         return self.call_in(workspace, "related", [path, line, {"limit": limit}], compact_related)
 
+    def gaps(
+        self,
+        workspace: Workspace = None,
+        since: Annotated[
+            str | None, Field(description="From this ISO date or time on, e.g. 2026-12-01")
+        ] = None,
+    ) -> CallToolResult:
+        if not MAY_WRITE.get():  # the log holds what every reader asked
+            err = RpcError(FORBIDDEN, "the question log's report needs a token that may write")
+            return _error_result(err)
+        opts = {"since": since} if since else {}
+        if workspace is None:  # every workspace the log holds questions of
+            return self.call("gaps.report", [None, opts])
+        return self.call_in(workspace, "gaps.report", [opts])
+
     def status(self) -> CallToolResult:
         def shown() -> Any:
             status = self.host.status()
@@ -246,6 +263,7 @@ def build_server(agent: AgentServer) -> AutodocMCP:
         (agent.read_span, READ_SPAN_DOC),
         (agent.related, RELATED_DOC),
         (agent.status, STATUS_DOC),
+        (agent.gaps, GAPS_DOC),
     ):
         server.add_tool(fn, name=fn.__name__, description=doc, annotations=READ_ONLY)
     return server

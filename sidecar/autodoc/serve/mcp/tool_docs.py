@@ -51,6 +51,13 @@ reranker's (`rank.state`); `server.writer` is false while another process writes
 look empty."""
 
 
+GAPS_DOC = """What the knowledge base did not answer, from this server's question log (off unless
+the server was started with `--log-questions`): the questions whose answer was not confident and
+whose hits nobody opened, grouped by meaning, largest first. Each group has `count`, its most
+central `question` and other wordings, `missing` words found nowhere, and the sections `shown`
+but not opened. `since`: an ISO date. Use it to see what to write next."""
+
+
 RELATED_DOC = """Sections related to one section (give `line`) or to a whole document (omit it): the
 nearest by meaning across the knowledge base, and the documents linked to or from it.
 
