@@ -154,6 +154,21 @@ def test_a_log_inside_a_served_folder_is_refused_before_the_server_starts(tmp_pa
         assert done.returncode == 2, done.stderr
         assert "outside every vault" in done.stderr
     assert not (root / "logs").exists()
+    # the editor's sidecar: a folder in the log's place is refused before the handshake
+    done = subprocess.run(
+        [sys.executable, "-m", "autodoc", "--db", str(tmp_path / "s.db"), "serve",
+         "--log-questions", str(root)],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 2 and "takes a file" in done.stderr, done.stderr
+    # a report over a log that is not there is no verdict (exit 2), not "nothing unanswered"
+    for command in (["gaps"], ["check", str(root), "--gaps", "0"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "autodoc", "--db", str(tmp_path / "s.db"), *command,
+             "--log-questions", str(tmp_path / "typo.jsonl")],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 2 and "no question log at" in done.stderr, done.stderr
 
 
 def _question(at: float, query: str, confidence: str = "low") -> dict:
@@ -200,7 +215,7 @@ def _append_many(path: str, who: int, n: int) -> None:
     file = LogFile(Path(path), max_bytes=15_000)
     for i in range(n):
         file.append([{"v": 1, "kind": "question", "at": time.time(), "asker": f"w{who}",
-                      "query": f"{who}-{i}-" + "y" * 200}])  # fmt: skip
+                      "workspace": "v", "query": f"{who}-{i}-" + "y" * 200}])  # fmt: skip
     file.close()
 
 
@@ -227,7 +242,8 @@ file = LogFile(Path(sys.argv[1]))
 print("ready", flush=True)
 n = 0
 while True:
-    file.append([{"v": 1, "kind": "question", "at": time.time(), "query": "q" * 3000 + str(n)}])
+    file.append([{"v": 1, "kind": "question", "at": time.time(), "query": "q" * 3000 + str(n),
+                  "workspace": "v", "asker": "a"}])
     n += 1
 """
 
@@ -246,7 +262,9 @@ def test_a_server_killed_mid_write_leaves_a_readable_log(tmp_path):
     after, unreadable = read_records(path)
     assert len(after) == len(records) and unreadable == 1
     file = LogFile(path)  # and the next server appends after it, whole
-    file.append([{"v": 1, "kind": "question", "at": 2.0, "query": "next"}])
+    file.append(
+        [{"v": 1, "kind": "question", "at": 2.0, "query": "next", "workspace": "v", "asker": "a"}]
+    )
     file.close()
     final, _ = read_records(path)
     assert final[-1]["query"] == "next"

@@ -63,7 +63,8 @@ def test_the_log_rotates_and_keeps_its_bound(tmp_path):
     path = tmp_path / "q.jsonl"
     file = LogFile(path, max_bytes=2000)
     for n in range(300):
-        file.append([{"v": 1, "kind": "question", "at": n, "query": f"q{n:04d}" + "x" * 40}])
+        file.append([{"v": 1, "kind": "question", "at": n, "query": f"q{n:04d}" + "x" * 40,
+                      "workspace": "v", "asker": "ann"}])  # fmt: skip
     file.close()
     files = log_files(path)
     assert len(files) == KEEP and all(f.stat().st_size < 2200 for f in files)
@@ -72,6 +73,20 @@ def test_the_log_rotates_and_keeps_its_bound(tmp_path):
     assert unreadable == 0 and ats == sorted(ats) and ats[-1] == 299  # oldest file first
     assert len(records) < 300  # the oldest were dropped with the oldest file
     assert oct(path.stat().st_mode & 0o777) == "0o600"  # what readers asked is private
+
+
+def test_a_log_whose_folder_was_removed_starts_again_in_a_new_one(tmp_path):
+    """A tmp cleaner or an admin removes the log's folder: the next batch writes a new file
+    there (the descriptor is swapped only for one already open), nothing else is written to."""
+    import shutil
+
+    path = tmp_path / "logs" / "q.jsonl"
+    file = LogFile(path)
+    file.append([_record("question", 1.0, query="before")])
+    shutil.rmtree(tmp_path / "logs")
+    file.append([_record("question", 2.0, query="after")])
+    file.close()
+    assert [r["query"] for r in read_records(path)[0]] == ["after"]
 
 
 def test_the_log_is_off_by_default(tmp_path):
@@ -138,10 +153,11 @@ def _write(path: Path, records: list[dict]) -> None:
 def test_the_report_groups_unanswered_questions_and_records_its_baseline(tmp_path):
     log = tmp_path / "q.jsonl"
     asked = ["leave days", "leave allowance", "leave policy", "expenses form", "expenses claim"]
-    _write(log, [_record("question", n, query=q, confidence="low", missing=["allowance"],
+    now = time.time() - 60
+    _write(log, [_record("question", now + n, query=q, confidence="low", missing=["allowance"],
                          hits=[{"path": "h.md", "line": 2, "breadcrumb": "H"}])
                  for n, q in enumerate(asked)])  # fmt: skip
-    _write(log, [_record("question", 9, query="fusion", confidence="high", cosine=0.6,
+    _write(log, [_record("question", now + 9, query="fusion", confidence="high", cosine=0.6,
                          hits=[{"path": "f.md", "line": 1, "relevance": 0.9}])])  # fmt: skip
     report, centroids = gr.gap_report(log, _fake_embed)
     assert [g["count"] for g in report["groups"]] == [3, 2]
@@ -152,11 +168,32 @@ def test_the_report_groups_unanswered_questions_and_records_its_baseline(tmp_pat
     gr.mark_new(report, centroids, log)
     assert report["new_groups"] == 2 and report["baseline_at"] is None
     gr.record_baseline(report, centroids, log)
-    _write(log, [_record("question", 20, query="wifi password", confidence="none", hits=[])])
+    _write(log, [_record("question", time.time() + 1, query="wifi password", confidence="none",
+                         hits=[])])  # fmt: skip
+    _write(
+        log,
+        [
+            _record(
+                "question", time.time() + 2, query="leave entitlement", confidence="none", hits=[]
+            )
+        ],
+    )  # after the report, but a group it reported: not new
     again, centroids = gr.gap_report(log, _fake_embed)
     gr.mark_new(again, centroids, log)
     assert again["new_groups"] == 1
     assert [g["question"] for g in again["groups"] if g["new"]] == ["wifi password"]
+    # Only what came after the report: "leave entitlement" is a group of its own now, asked
+    # after the report, and still not new (a reported group is within GROUP_COSINE of it).
+    later, centroids = gr.gap_report(log, _fake_embed, since=report["until"])
+    gr.mark_new(later, centroids, log)
+    assert sorted(g["question"] for g in later["groups"]) == ["leave entitlement", "wifi password"]
+    assert [g["question"] for g in later["groups"] if g["new"]] == ["wifi password"]
+    # A damaged baseline is none (every group new), and the next recorded report replaces it.
+    gr.baseline_path(log).write_text("{not json")
+    gr.mark_new(later, centroids, log)
+    assert later["new_groups"] == 2 and later["baseline_at"] is None
+    gr.record_baseline(later, centroids, log)
+    assert oct(gr.baseline_path(log).stat().st_mode & 0o777) == "0o600"
 
 
 def test_group_rows_is_the_same_whatever_order_the_questions_came_in():

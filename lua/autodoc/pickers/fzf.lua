@@ -141,6 +141,28 @@ local function fzf_spec(kind, root, opts, actions)
   }
 end
 
+--- fzf-lua's open actions (`enter`, or `default` in older releases) wrapped so the sidecar
+--- first hears which search hit was opened (`sources.opened`); the row's hidden
+--- `path:line:1:` says which.
+---@param actions table fzf-lua's actions, changed in place
+---@param source autodoc.Source
+local function noting_opened(actions, client, workspace, source)
+  for _, key in ipairs({ "enter", "default" }) do -- opened, then fzf-lua's own file action
+    local open = actions[key]
+    local open_fn = type(open) == "table" and open.fn or open
+    if type(open_fn) == "function" then
+      local noted = function(selected, o)
+        local nbsp = require("fzf-lua.utils").nbsp -- `row`'s separator before the path
+        local path, line = (selected[1] or ""):match(nbsp .. "(.-):(%d+):1:\t")
+        sources.opened(client, workspace, source, path and { path = path, line = tonumber(line) })
+        return open_fn(selected, o)
+      end
+      actions[key] = type(open) == "table" and vim.tbl_extend("force", open, { fn = noted })
+        or noted
+    end
+  end
+end
+
 ---@param kind "search"|"related"|"find"
 local function pick(kind, client, root, workspace, context, opts)
   local fzf = require("fzf-lua")
@@ -185,20 +207,7 @@ local function pick(kind, client, root, workspace, context, opts)
   end
 
   local actions = vim.tbl_extend("force", {}, fzf.defaults.actions.files)
-  for _, key in ipairs({ "enter", "default" }) do -- opened, then fzf-lua's own file action
-    local open = actions[key]
-    local open_fn = type(open) == "table" and open.fn or open
-    if type(open_fn) == "function" then
-      local noted = function(selected, o)
-        local nbsp = require("fzf-lua.utils").nbsp -- `row`'s separator before the path
-        local path, line = (selected[1] or ""):match(nbsp .. "(.-):(%d+):1:\t")
-        sources.opened(client, workspace, source, path and { path = path, line = tonumber(line) })
-        return open_fn(selected, o)
-      end
-      actions[key] = type(open) == "table" and vim.tbl_extend("force", open, { fn = noted })
-        or noted
-    end
-  end
+  noting_opened(actions, client, workspace, source)
   actions = kind == "search" and vim.tbl_extend("force", actions, toggle_actions(picked)) or actions
   local spec = vim.tbl_deep_extend("force", fzf_spec(kind, root, opts, actions), opts.fzf or {})
   if source.needs_query then

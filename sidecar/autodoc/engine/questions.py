@@ -4,6 +4,7 @@ out, and reported as what the docs do not answer (`gaps.gap_report`)."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 
     from autodoc.engine.core import EngineCore
 
+log = logging.getLogger(__name__)
+
 NO_LOG = "no question log: start the server with --log-questions PATH (doc/gaps.md)"
 
 
@@ -29,8 +32,11 @@ class Questions:
         self.core = core
         self.path = Path(log_path).expanduser().resolve() if log_path else None
         self._writer: QuestionLog | None = None
+        self._writer_failed = False  # said once; the answers go on without the log
+        self._closed = False
         self._embed: Any = None
-        self._lock = threading.Lock()
+        self._writer_lock = threading.Lock()  # apart from the model's: a report loading it
+        self._embed_lock = threading.Lock()  # never holds a search's note up
 
     def log_state(self) -> str | None:
         """Where the log is written, or None when it is off."""
@@ -47,9 +53,12 @@ class Questions:
         an opening (nothing when the log is off)."""
         if self.path is None or not isinstance(result, dict):
             return
-        writer = self._writer_now()
+        writer = self._writer or self._writer_now()
+        if writer is None:
+            return
         if method == "search.query":
-            writer.asked(asker, result)
+            if str(result.get("query", "")).strip() and "matched" not in result:
+                writer.asked(asker, result)  # not an empty query, nor a filters-only listing
         elif method in ("doc.read", "search.opened"):
             line = result.get("line") or result.get("line_start") or 1
             writer.opened(asker, result["workspace"], result["path"], int(line))
@@ -83,7 +92,7 @@ class Questions:
         return report
 
     def _embedder(self) -> Any:
-        with self._lock:
+        with self._embed_lock:
             if self._embed is None:
                 from autodoc.models.embedders import bundled_embedder
 
@@ -95,15 +104,22 @@ class Questions:
                 self._embed = embed
             return self._embed
 
-    def _writer_now(self) -> QuestionLog:
-        with self._lock:
-            if self._writer is None:
+    def _writer_now(self) -> QuestionLog | None:
+        """The writer, started by the first note; None once closed, or when it cannot start
+        (a folder in the log's place, no room): said once, not at every search."""
+        with self._writer_lock:
+            if self._writer is None and not (self._closed or self._writer_failed):
                 assert self.path is not None
-                self._writer = QuestionLog(self.path)
+                try:
+                    self._writer = QuestionLog(self.path)
+                except OSError as exc:
+                    self._writer_failed = True
+                    log.error("the question log %s cannot be written: %s", self.path, exc)
             return self._writer
 
     def close(self) -> None:
-        with self._lock:
+        with self._writer_lock:
+            self._closed = True  # a late answer starts no writer again
             writer, self._writer = self._writer, None
         if writer is not None:
             writer.close()

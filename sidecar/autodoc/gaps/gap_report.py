@@ -13,8 +13,11 @@ A report may be recorded as the baseline (`PATH.reported.json`, beside the log):
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -41,6 +44,8 @@ EXAMPLES = 5  # questions shown per group
 SHOWN = 3  # sections shown per group
 HITS_READ = 3  # of each question's logged hits, those a reader was shown first
 MAX_GROUPED = 3000  # the most recent unanswered questions grouped (a distance matrix this side)
+
+logger = logging.getLogger(__name__)
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -92,6 +97,8 @@ def is_gap(question: dict[str, Any], opened: bool) -> bool:
     but nothing was close in meaning (doc/gaps.md)."""
     hits = question.get("hits") or []
     top = float(hits[0].get("relevance", 0.0)) if hits else 0.0
+    if hits and question.get("fusion", "learned") != "learned":
+        top = 1.0  # another fusion's relevance is no probability: no verdict from it
     cosine = question.get("cosine")
     if cosine is None or question.get("model") != BUNDLED_MODEL:
         cosine = 1.0  # no semantic stage, or a model whose scale was not measured: no verdict
@@ -165,13 +172,14 @@ def gap_report(
         records = [r for r in records if r.get("workspace") == workspace]
     opened = opened_questions(records)
     questions = [(i, q) for i, q in enumerate(records) if q.get("kind") == "question"]
-    gaps = [q for i, q in questions if is_gap(q, i in opened)][-MAX_GROUPED:]
+    unanswered = [q for i, q in questions if is_gap(q, i in opened)]
+    gaps = unanswered[-MAX_GROUPED:]  # the most recent, when there are more
     answered = [q for i, q in questions if not is_gap(q, i in opened)]
     by_text: dict[str, list[dict[str, Any]]] = {}
     for q in gaps:
         by_text.setdefault(q["query"], []).append(q)
     texts = sorted(by_text)
-    vectors = embed(texts) if texts else np.zeros((0, 1), dtype=np.float32)
+    vectors = np.nan_to_num(embed(texts)) if texts else np.zeros((0, 1), dtype=np.float32)
     groups: list[GapGroup] = []
     centroids: list[np.ndarray] = []
     for rows in group_rows(vectors):
@@ -191,7 +199,7 @@ def gap_report(
         workspace=workspace,
         questions=len(questions),
         answered=len(answered),
-        unanswered=len(gaps),
+        unanswered=len(unanswered),
         opened=len(opened),
         unreadable_lines=unreadable,
         groups=[groups[g] for g in groups_order],
@@ -212,36 +220,56 @@ def _answered_well(answered: list[dict[str, Any]]) -> list[AnsweredQuestion]:
 
 
 def mark_new(report: GapReport, centroids: np.ndarray, log: Path) -> None:
-    """Mark each group `new` unless a group of the recorded baseline is within
-    `GROUP_COSINE` of it; say which baseline (`baseline_at`, None: none was recorded)."""
+    """Mark each group `new` unless it was there to report: its first question came before the
+    recorded baseline, or a recorded group is within `GROUP_COSINE` of it. A baseline that
+    cannot be read (another model's width, a damaged file) is none, and is said so in the log."""
     recorded = read_baseline(log)
-    report["baseline_at"] = recorded[0] if recorded else None
-    if recorded is None or len(recorded[1]) == 0 or len(centroids) == 0:
-        for g in report["groups"]:
+    usable = recorded is not None and recorded[1].ndim == 2 and len(centroids) > 0
+    if usable and recorded is not None and recorded[1].shape[1] != centroids.shape[1]:
+        logger.warning("%s: recorded with another model; every group counts as new", log)
+        usable = False
+    report["baseline_at"] = recorded[0] if recorded is not None else None
+    best = (centroids @ recorded[1].T).max(axis=1) if usable and recorded is not None else None
+    for n, g in enumerate(report["groups"]):
+        if recorded is None:
             g["new"] = True
-    else:
-        best = (centroids @ recorded[1].T).max(axis=1)
-        for g, b in zip(report["groups"], best, strict=True):
-            g["new"] = bool(b < GROUP_COSINE)
+        else:
+            known = best is not None and len(recorded[1]) > 0 and best[n] >= GROUP_COSINE
+            g["new"] = g["first_at"] > recorded[0] and not known
     report["new_groups"] = sum(g["new"] for g in report["groups"])
 
 
 def read_baseline(log: Path) -> tuple[float, np.ndarray] | None:
+    """The recorded report's time and group centroids; None when there is none or it cannot
+    be read (said in the log: the next recorded report replaces it)."""
     try:
         data = json.loads(baseline_path(log).read_text(encoding="utf-8"))
-        return float(data["at"]), np.asarray(data["centroids"], dtype=np.float32)
+        centroids = np.asarray(data["centroids"], dtype=np.float32)
+        if centroids.size == 0:
+            centroids = centroids.reshape(0, 0)
+        return float(data["at"]), centroids
     except FileNotFoundError:
         return None
     except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{baseline_path(log)} is not a recorded gap report: {exc}") from None
+        logger.warning(
+            "%s is not a recorded gap report (%s): none is used", baseline_path(log), exc
+        )
+        return None
 
 
 def record_baseline(report: GapReport, centroids: np.ndarray, log: Path) -> None:
-    """The report becomes the baseline `check --gaps` counts new groups against (written
-    whole, then renamed over the last one)."""
+    """The report becomes the baseline `check --gaps` counts new groups against: written whole
+    to a private file of its own beside the log (questions are private), then renamed over the
+    last one."""
     path = baseline_path(log)
     data = {"at": report["until"], "questions": [g["question"] for g in report["groups"]],
             "centroids": np.round(centroids, 5).tolist()}  # fmt: skip
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)  # mode 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

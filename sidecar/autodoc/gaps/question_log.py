@@ -34,9 +34,12 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from autodoc.wire.errors import INVALID_PARAMS, RpcError
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +52,26 @@ SYNC_EVERY_S = 1.0  # `fdatasync` at most this often: a power loss may take the 
 MAX_QUERY_CHARS = 500  # a longer query is cut (a pasted page is not a question)
 HITS_KEPT = 5  # the first hits a record keeps
 MAX_BREADCRUMB_CHARS = 200
+
+
+def checked_log_path(path: str | None, folders: list[Path]) -> str | None:
+    """The question log's path, resolved; -32602 when it is inside a served folder (it would
+    be indexed and read as a note) or is a folder, before anything opens."""
+    if not path:
+        return None
+    log = Path(path).expanduser().resolve()
+    for folder in folders:
+        if log.is_relative_to(folder.resolve()):
+            raise RpcError(INVALID_PARAMS, f"--log-questions {log} is inside the served folder "
+                           f"{folder}: keep the log outside every vault")  # fmt: skip
+    if log.is_dir():
+        raise RpcError(INVALID_PARAMS, f"--log-questions takes a file, got the folder {log}")
+    return str(log)
+
+
+def logged_line(question_log: str | None) -> str:
+    """What a server's start line says of its question log."""
+    return f"questions logged to {question_log}" if question_log else "questions not logged"
 
 
 def question_record(asker: str, answer: dict[str, Any], at: float) -> dict[str, Any]:
@@ -74,6 +97,9 @@ def question_record(asker: str, answer: dict[str, Any], at: float) -> dict[str, 
         "missing": list(answer.get("missing", [])),
         "cosine": answer.get("cosine"),
         "model": answer.get("model", ""),  # whose scale `cosine` is on
+        "fusion": (answer.get("fusion") or {}).get(
+            "method"
+        ),  # `learned`: relevance is a probability
         "hits": hits,
     }
 
@@ -95,49 +121,102 @@ def log_files(path: Path) -> list[Path]:
     return [p for p in [*older, path] if p.is_file()]
 
 
+_KINDS = {"question": ("query", str), "opened": ("path", str)}
+
+
+def _usable(record: Any) -> bool:
+    """A record of this format with the fields the report reads, of their types."""
+    if not isinstance(record, dict) or record.get("v") != FORMAT:
+        return False
+    at = record.get("at")
+    kind = _KINDS.get(record.get("kind"))  # type: ignore[arg-type]
+    return (
+        kind is not None
+        and isinstance(at, int | float)
+        and not isinstance(at, bool)
+        and isinstance(record.get(kind[0]), kind[1])
+        and isinstance(record.get("workspace"), str)
+        and isinstance(record.get("asker"), str)
+    )
+
+
 def read_records(path: Path, since: float | None = None) -> tuple[list[dict[str, Any]], int]:
     """Every record of the log (rotated files first), from `since` (epoch seconds) on, and how
-    many lines could not be read (a last line cut by a crash, a stray edit)."""
+    many lines could not be read (a last line cut by a crash, a stray edit). Read under the
+    writers' lock, shared, so no rotation moves the files meanwhile."""
     records: list[dict[str, Any]] = []
     unreadable = 0
-    for file in log_files(path):
-        with open(file, "rb") as f:
-            for raw in f:
-                if not raw.endswith(b"\n"):
-                    unreadable += 1  # written up to a crash: the record never finished
-                    continue
-                try:
-                    record = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    unreadable += 1
-                    continue
-                if not isinstance(record, dict) or record.get("v") != FORMAT:
-                    unreadable += 1
-                elif since is None or float(record.get("at", 0)) >= since:
-                    records.append(record)
+    with _shared_lock(path):
+        for file in log_files(path):
+            with open(file, "rb") as f:
+                for raw in f:
+                    record = _parsed(raw)
+                    if record is None:
+                        unreadable += 1
+                    elif since is None or record["at"] >= since:
+                        records.append(record)
     return records, unreadable
+
+
+def _parsed(raw: bytes) -> dict[str, Any] | None:
+    if not raw.endswith(b"\n"):
+        return None  # written up to a crash: the record never finished
+    try:
+        record = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return record if _usable(record) else None
+
+
+@contextlib.contextmanager
+def _shared_lock(path: Path) -> Iterator[None]:
+    try:
+        fd = os.open(str(path) + ".lock", os.O_RDONLY)
+    except OSError:  # no writer ever ran here
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
 
 
 class LogFile:
     """Appends whole lines to the log, rotating it; safe between the processes of one server
-    (an `flock` on `PATH.lock` around each batch and each rotation)."""
+    (an `flock` on `PATH.lock` around each batch and each rotation). A file descriptor is
+    only ever swapped for one already open, so a failed open (the folder removed, a full
+    disk) leaves the old one in use, never a closed number."""
 
     def __init__(self, path: Path, *, max_bytes: int = MAX_BYTES) -> None:
         self.path = path
         self.max_bytes = max_bytes
+        self._synced = -SYNC_EVERY_S
+        self.dirty = False  # written since the last `fdatasync`
+        self._ends_whole = False  # not known until `_end_cut_line` looks, under the lock
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock_fd = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-        self._synced = -SYNC_EVERY_S
-        self._fd = self._open()
+        try:
+            self._fd = self._open()
+        except OSError:
+            os.close(self._lock_fd)
+            raise
+        self._prune()
 
     def _open(self) -> int:
-        self._ends_whole = False  # not known until `_end_cut_line` looks, under the lock
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
+    def _swap(self) -> None:
+        """Write to the file now at `path` (opened first: the old one stays on failure)."""
+        fd = self._open()
+        os.close(self._fd)
+        self._fd = fd
+        self._ends_whole = False
+
     def _end_cut_line(self) -> None:
-        """A line cut short (a machine that lost power mid-write) gets its end, so the next
-        record is a line of its own (the reader skips the cut one). Whole `write`s keep every
-        later line whole, so this is looked at once a file opened."""
+        """A line cut short (a machine that lost power, a disk that filled mid-write) gets its
+        end, so the next record is a line of its own (the reader skips the cut one)."""
         size = os.fstat(self._fd).st_size
         if size:
             fd = os.open(self.path, os.O_RDONLY)
@@ -156,23 +235,32 @@ class LogFile:
             self._follow_rotation()
             if not self._ends_whole:
                 self._end_cut_line()
-            for line in lines:
-                data = line.encode()
-                while data:  # one write a line: O_APPEND keeps each whole
-                    data = data[os.write(self._fd, data) :]
-            self._sync()
+            try:
+                for line in lines:
+                    data = line.encode()
+                    while data:  # one write a line: O_APPEND keeps each whole
+                        data = data[os.write(self._fd, data) :]
+            except OSError:
+                self._ends_whole = False  # a line may be cut: the next batch ends it first
+                raise
+            self.dirty = True
+            self.sync(time.monotonic())
             if os.fstat(self._fd).st_size >= self.max_bytes:
                 self._rotate()
         finally:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
-    def _sync(self, now: float | None = None) -> None:
-        """At most once a `SYNC_EVERY_S`: the lines are the kernel's once written (a killed
-        process loses none); this bounds what a power loss can take."""
-        now = time.monotonic() if now is None else now
-        if now - self._synced >= SYNC_EVERY_S:
+    def sync_due(self) -> float | None:
+        """When (monotonic) the lines written since the last sync are due one, or None."""
+        return self._synced + SYNC_EVERY_S if self.dirty else None
+
+    def sync(self, now: float) -> None:
+        """At most once a `SYNC_EVERY_S` (the writer thread wakes for it): the lines are the
+        kernel's once written (a killed process loses none); this bounds what a power loss can
+        take."""
+        if self.dirty and now - self._synced >= SYNC_EVERY_S:
             os.fdatasync(self._fd)
-            self._synced = now
+            self._synced, self.dirty = now, False
 
     def _follow_rotation(self) -> None:
         """Another process rotated the file: write to the new one."""
@@ -181,16 +269,19 @@ class LogFile:
         except FileNotFoundError:
             current = -1
         if current != os.fstat(self._fd).st_ino:
-            os.close(self._fd)
-            self._fd = self._open()
+            self._swap()
 
     def _rotate(self) -> None:
         for n in range(KEEP - 1, 0, -1):
             with contextlib.suppress(FileNotFoundError):
                 os.replace(rotated(self.path, n - 1) if n > 1 else self.path,
                            rotated(self.path, n))  # fmt: skip
-        os.close(self._fd)
-        self._fd = self._open()
+        self._swap()
+        self._prune()
+
+    def _prune(self) -> None:
+        """Rotated files older than `MAX_AGE_DAYS` go (at a rotation, and when a server starts:
+        a quiet log is bounded in age too)."""
         cutoff = time.time() - MAX_AGE_DAYS * 86400
         for n in range(1, KEEP):
             with contextlib.suppress(FileNotFoundError):
@@ -199,7 +290,8 @@ class LogFile:
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
-            os.fdatasync(self._fd)
+            if self.dirty:
+                os.fdatasync(self._fd)
         for fd in (self._fd, self._lock_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -240,27 +332,37 @@ class QuestionLog:
         self._queue.put(opened_record(asker, workspace, path, line, time.time()))
 
     def close(self) -> None:
-        """Write what is queued and settling, then stop."""
+        """Write what is queued and settling, then stop. A writer that does not finish in
+        time (a lock held elsewhere, a hung disk) keeps its file: closing it under the thread
+        could send its next write to whatever file took the number."""
         if self._thread.is_alive():
             self._queue.put(_STOP)
             self._thread.join(timeout=10)
-        self.file.close()
+        if not self._thread.is_alive():
+            self.file.close()
 
     def _run(self) -> None:
+        failing = False
         while True:
             batch, stop = self._take()
             ready = self._settle(batch, stop)
-            if ready:
-                try:
+            try:
+                if ready:
                     self.file.append(ready)
-                except OSError:  # a full disk: the answers go on, the log says why it stopped
-                    log.exception("the question log %s could not be written", self.path)
+                self.file.sync(time.monotonic())
+                failing = False
+            except OSError as exc:  # a full disk: the answers go on; said once, not per batch
+                if not failing:
+                    log.error("the question log %s could not be written: %s", self.path, exc)
+                failing = True
             if stop:
                 return
 
     def _take(self) -> tuple[list[dict[str, Any]], bool]:
-        """What arrived, waiting at most until the next settling question is due."""
-        due = min((s.due for s in self._settling.values()), default=None)
+        """What arrived, waiting at most until the next settling question or sync is due."""
+        dues = [s.due for s in self._settling.values()]
+        sync_due = self.file.sync_due()
+        due = min([*dues, sync_due] if sync_due is not None else dues, default=None)
         timeout = None if due is None else max(0.0, due - time.monotonic())
         batch: list[dict[str, Any]] = []
         try:

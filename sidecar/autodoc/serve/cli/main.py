@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from autodoc import __version__
+from autodoc.gaps.question_log import log_files
 from autodoc.serve.cli import lease_wait
 from autodoc.serve.cli.lease_wait import DEFAULT_WAIT_S, LeaseWait
 from autodoc.serve.cli.output import (
@@ -268,11 +269,11 @@ def _serve(args: argparse.Namespace) -> int:
     _log_for_server(args.log_file, args.log_level, logging.WARNING if lsp_stdio else logging.DEBUG)
     if args.command == "serve" and args.http:
         return _serve_http(args)
-    if args.command == "serve":
-        from autodoc.serve.lsp.lsp_entry import serve  # pygls loads on a thread
-
-        return serve(args.db, args.log_questions)
     try:
+        if args.command == "serve":
+            from autodoc.serve.lsp.lsp_entry import serve  # pygls loads on a thread
+
+            return serve(args.db, args.log_questions)
         if args.http:
             from autodoc.serve.http import mcp_http
 
@@ -404,6 +405,10 @@ def _embedded(dispatcher: Dispatcher, name: str, bar: ProgressBar) -> str:
 def _check(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
     """Index and check the folder; beside another writer of the store, the files are checked
     in a private index (`lease_wait`), so the exit status is about the files as they are."""
+    if args.gaps is not None:  # refused before the check runs
+        if args.gaps < 0:
+            raise RpcError(INVALID_PARAMS, f"--gaps takes a count of 0 or more, got {args.gaps}")
+        _question_log_there(args.log_questions, "check --gaps")
     if args.path:
         root = Path(args.path).expanduser().resolve()
         name, listed = _folder_workspace(dispatcher, root, args.workspace)
@@ -439,10 +444,6 @@ def _gaps_over(dispatcher: Dispatcher, args: argparse.Namespace, report: dict[st
     recorded report (`report["gaps"]` says which)."""
     if args.gaps is None:
         return False
-    if args.gaps < 0:
-        raise RpcError(INVALID_PARAMS, f"--gaps takes a count of 0 or more, got {args.gaps}")
-    if not args.log_questions:
-        raise RpcError(INVALID_PARAMS, "check --gaps needs --log-questions PATH (the server's)")
     gaps = dispatcher.call("gaps.report", [None, {}])
     new = [g for g in gaps["groups"] if g["new"]]
     report["gaps"] = {"allowed": args.gaps, "new_groups": len(new), "groups": new,
@@ -450,9 +451,19 @@ def _gaps_over(dispatcher: Dispatcher, args: argparse.Namespace, report: dict[st
     return len(new) > args.gaps
 
 
+def _question_log_there(path: str | None, command: str) -> None:
+    """-32602 (exit 2) for no `--log-questions`, or a path with no log: a mistyped path must
+    not read as a knowledge base with nothing unanswered."""
+    if not path:
+        raise RpcError(INVALID_PARAMS, f"{command} needs --log-questions PATH (the server's)")
+    if not log_files(Path(path).expanduser()):
+        raise RpcError(INVALID_PARAMS, f"no question log at {path}", {"path": path})
+
+
 def _gaps(dispatcher: Dispatcher, args: argparse.Namespace) -> int:
     """`autodoc gaps`: the report, Markdown to paste into an issue (or JSON); recorded as the
     baseline `check --gaps` counts from unless --no-record."""
+    _question_log_there(args.log_questions, "gaps")
     opts: dict[str, Any] = {"record": not args.no_record}
     if args.since:
         opts["since"] = args.since

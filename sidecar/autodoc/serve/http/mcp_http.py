@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import sys
 
+from autodoc.gaps.question_log import checked_log_path, logged_line
 from autodoc.serve.http.server import Gate, listen_settings
-from autodoc.serve.mcp.mcp_entry import (
-    checked_folders,
-    checked_question_log,
-    logged_line,
-    started,
-)
+from autodoc.serve.mcp.mcp_entry import checked_folders, started
 
 
 def serve(
@@ -34,10 +30,13 @@ def serve(
 
     bind, port, tokens = listen_settings(address, token_file, token_env)
     folders = checked_folders(roots)
-    question_log = checked_question_log(question_log, folders)
+    question_log = checked_log_path(question_log, folders)
     server, agent = started(db, folders, watch, served_only=True, question_log=question_log)
     try:
-        app = Gate(CheckedBodies(server.streamable_http_app(host=bind)), tokens)
+        # stateless, as the team server's: each request runs as its own token (a session's
+        # calls would all run in the context of the request that opened it)
+        mcp_app = server.streamable_http_app(stateless_http=True, json_response=True, host=bind)
+        app = Gate(CheckedBodies(mcp_app), tokens)
         print(f"autodoc: MCP at http://{bind}:{port}/mcp, {len(tokens.tokens)} token(s),"
               f" {logged_line(question_log)}",
               file=sys.stderr, flush=True)  # fmt: skip

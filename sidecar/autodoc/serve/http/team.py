@@ -37,10 +37,11 @@ from multiprocessing.connection import Client, Listener
 from pathlib import Path
 from typing import Any
 
+from autodoc.gaps.question_log import checked_log_path, logged_line
 from autodoc.serve.host.serving import Host
 from autodoc.serve.http.server import BUSY, DEFAULT_MAX_CONCURRENT, HttpApp, listen_settings
 from autodoc.serve.http.tokens import TokenLimits, Tokens
-from autodoc.serve.mcp.mcp_entry import checked_folders, checked_question_log, logged_line
+from autodoc.serve.mcp.mcp_entry import checked_folders
 from autodoc.serve.mcp.mcp_framing import CheckedBodies
 from autodoc.serve.mcp.mcp_server import AgentServer, build_server
 from autodoc.wire.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
@@ -200,7 +201,7 @@ def serve_team(
     if max_concurrent is not None and not 1 <= max_concurrent <= 1024:
         raise RpcError(INVALID_PARAMS, f"--max-concurrent takes 1 to 1024, got {max_concurrent}")
     folders = checked_folders([str(Path(r).expanduser().resolve()) for r in roots])
-    question_log = checked_question_log(question_log, folders)
+    question_log = checked_log_path(question_log, folders)
     rundir = Path(tempfile.mkdtemp(prefix="autodoc-team-"))
     TokenLimits.create(rundir / "limits")
     settings = TeamConfig(db=db, roots=[str(f) for f in folders], token_file=token_file,

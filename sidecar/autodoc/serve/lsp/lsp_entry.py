@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autodoc.serve.early_handshake import (
@@ -61,7 +60,9 @@ def _loaded(db: str | None, question_log: str | None = None) -> AutodocServer:
 def serve(db: str | None = None, question_log: str | None = None) -> int:
     """Run until the client says exit. Nothing but LSP messages ever goes to stdout (the CLI
     sends logs to stderr or `--log-file`)."""
-    log = str(Path(question_log).expanduser().resolve()) if question_log else None
+    from autodoc.gaps.question_log import checked_log_path
+
+    log = checked_log_path(question_log, [])  # a folder named: refused before the handshake
     loading = InBackground(lambda: _loaded(db, log))
     handshake = EarlyHandshake(LSP_SCRIPT, AnswerBook.for_server(LSP_SCRIPT))
     handshake.answer_first(sys.stdin.buffer, sys.stdout.buffer)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from autodoc.gaps.question_log import checked_log_path, logged_line
 from autodoc.serve.early_handshake import (
     MCP_SCRIPT,
     AnswerBook,
@@ -32,7 +33,7 @@ def serve(
     """Run until the client closes stdin. Nothing but MCP messages ever goes to stdout (the
     CLI sends logs to stderr or `--log-file`)."""
     folders = checked_folders(roots)
-    question_log = checked_question_log(question_log, folders)
+    question_log = checked_log_path(question_log, folders)
     if question_log:  # said once at start; a server that logs nothing says nothing on stdio
         print(f"autodoc: MCP on stdio, {logged_line(question_log)}", file=sys.stderr, flush=True)
     loading = InBackground(
@@ -56,26 +57,6 @@ def checked_folders(roots: list[str]) -> list[Path]:
         if not folder.is_dir():
             raise RpcError(INVALID_PARAMS, f"not a folder: {folder}", {"path": str(folder)})
     return folders
-
-
-def checked_question_log(path: str | None, folders: list[Path]) -> str | None:
-    """The question log's path, resolved; -32602 when it is inside a served folder (it would
-    be indexed and read as a note) or is a folder, before anything opens."""
-    if not path:
-        return None
-    log = Path(path).expanduser().resolve()
-    for folder in folders:
-        if log.is_relative_to(folder.resolve()):
-            raise RpcError(INVALID_PARAMS, f"--log-questions {log} is inside the served folder "
-                           f"{folder}: keep the log outside every vault")  # fmt: skip
-    if log.is_dir():
-        raise RpcError(INVALID_PARAMS, f"--log-questions takes a file, got the folder {log}")
-    return str(log)
-
-
-def logged_line(question_log: str | None) -> str:
-    """What a server's start line says of its question log."""
-    return f"questions logged to {question_log}" if question_log else "questions not logged"
 
 
 def started(
