@@ -125,13 +125,20 @@ def test_a_question_whose_hit_was_opened_soon_after_is_answered():
         _record("question", 0, **q),
         _record("opened", 20, path="b.md", line=1),  # its second hit: answered
         _record("question", 30, **q),
-        _record("opened", 40, path="c.md", line=1),  # not one of its hits
+        _record("opened", 40, path="c.md", line=1),  # no question of the asker's showed it
         _record("question", 50, **q),
         _record("opened", 50 + gr.OPEN_WINDOW_S + 1, path="a.md", line=1),  # too late
         _record("question", 60_000, **q),
         {**_record("opened", 60_010, path="a.md", line=1), "asker": "bob"},  # another reader
     ]
     assert gr.opened_questions(records) == {0}
+    # An agent asks two at once, then reads the first one's hit: that one was answered.
+    parallel = [
+        _record("question", 0, query="first", hits=[{"path": "a.md"}]),
+        _record("question", 1, query="second", hits=[{"path": "b.md"}]),
+        _record("opened", 2, path="a.md", line=1),
+    ]
+    assert gr.opened_questions(parallel) == {0}
 
 
 def _fake_embed(texts: list[str]) -> np.ndarray:

@@ -269,7 +269,7 @@ def print_gaps(report: dict[str, Any]) -> None:
            else "no earlier report recorded")  # fmt: skip
     print(f"Questions logged from {_when(report['since'])} to {_when(report['until'])}, "
           f"{where}: **{n}**; answered {answered}, not answered {report['unanswered']} in "
-          f"**{len(groups)} groups**, {new}.\n")  # fmt: skip
+          f"**{len(groups)} {'group' if len(groups) == 1 else 'groups'}**, {new}.\n")  # fmt: skip
     for i, g in enumerate(groups, 1):
         new = " (new)" if g["new"] and since is not None else ""
         print(f"## {i}. {g['question']}{new}\n")
