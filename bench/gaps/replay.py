@@ -140,14 +140,6 @@ def labelled_records(log: Path, questions: list[dict]) -> tuple[list[dict], list
     return rows, records, opened
 
 
-def pr(rows: list[dict], flagged: list[bool]) -> tuple[float, float, int, int, int]:
-    """Precision and recall of "gap" against the labels, and the counts."""
-    tp = sum(f and not r["answerable"] for r, f in zip(rows, flagged, strict=True))
-    fp = sum(f and r["answerable"] for r, f in zip(rows, flagged, strict=True))
-    fn = sum(not f and not r["answerable"] for r, f in zip(rows, flagged, strict=True))
-    return tp / max(tp + fp, 1), tp / max(tp + fn, 1), tp, fp, fn
-
-
 P_GRID = [round(x, 2) for x in np.arange(0.0, 0.96, 0.05)]
 C_GRID = [round(x, 2) for x in np.arange(0.0, 0.71, 0.02)]
 O_GRID = [round(x, 2) for x in np.arange(0.0, 0.71, 0.02)]
@@ -284,7 +276,8 @@ def shipped_report(log: Path, rows: list[dict], records: list[dict], opened: set
     report = json.loads(out.stdout)
     flagged = [gr.is_gap(r, i in opened) for i, r in enumerate(records) if r["kind"] == "question"]
     assert sum(flagged) == report["unanswered"], "the report and the rule disagree"
-    p, r, tp, fp, fn = pr(rows, flagged)
+    tp, fp, fn = counts(arrays(rows), np.array(flagged))
+    p, r = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
     md = subprocess.run(
         [sys.executable, "-m", "autodoc", "gaps", "--log-questions", str(log), "--no-record"],
         capture_output=True,
@@ -326,7 +319,7 @@ def overhead(args, questions: list[dict], work: Path, rounds: int, control: bool
         off.stop()
         on.stop()
 
-    def pct(xs, p):
+    def pct(xs: list[float], p: float) -> float:  # as doc/gaps.md's figures were taken
         return round(sorted(xs)[int(p * (len(xs) - 1))], 2)
 
     res = {k: {"p50": pct(v, 0.5), "p95": pct(v, 0.95), "n": len(v)} for k, v in times.items()}

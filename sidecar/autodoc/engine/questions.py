@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from autodoc.engine.reading import checked_path
 from autodoc.gaps.gap_report import gap_report, mark_new, record_baseline
-from autodoc.gaps.question_log import QuestionLog
+from autodoc.gaps.question_log import QuestionLog, checked_log_path
 from autodoc.wire.errors import INVALID_PARAMS, RpcError, invalid_params
 from autodoc.wire.gap_answers import GapReport
 
@@ -44,9 +44,8 @@ class Questions:
 
     def refuse_inside(self, root: Path) -> None:
         """A log inside a served folder would be indexed and read as a note: refused."""
-        if self.path is not None and self.path.is_relative_to(root.resolve()):
-            raise RpcError(INVALID_PARAMS, f"the question log {self.path} is inside the served "
-                           f"folder {root}: keep it outside every vault")  # fmt: skip
+        if self.path is not None:
+            checked_log_path(str(self.path), [root])
 
     def note(self, method: str, params: Any, result: Any, asker: str) -> None:
         """After an answer went out: a search is a question, a span read or a hit opened is

@@ -176,9 +176,10 @@ def gap_report(
         records = [r for r in records if r.get("workspace") == workspace]
     opened = opened_questions(records)
     questions = [(i, q) for i, q in enumerate(records) if q.get("kind") == "question"]
-    unanswered = [q for i, q in questions if is_gap(q, i in opened)]
+    verdicts = [(q, is_gap(q, i in opened)) for i, q in questions]
+    unanswered = [q for q, gap in verdicts if gap]
+    answered = [q for q, gap in verdicts if not gap]
     gaps = unanswered[-MAX_GROUPED:]  # the most recent, when there are more
-    answered = [q for i, q in questions if not is_gap(q, i in opened)]
     by_text: dict[str, list[dict[str, Any]]] = {}
     for q in gaps:
         by_text.setdefault(q["query"], []).append(q)
